@@ -1,0 +1,237 @@
+//! The decode side: what every `aclprofGetOp*` accessor checks, in safe Rust over byte slices.
+//!
+//! Contract items 2-3: each call checks the buffer length (a whole multiple of the record
+//! size), the index (64-bit arithmetic) and the signature of the *one* record it reads, so a
+//! read loop is O(n), not CANN's O(n^2). `op_num` checks every record. Names decode in place
+//! and can be read any number of times, in any process.
+
+use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
+use crate::record::{self, View, RECORD_SIZE};
+
+fn check_len(len: usize) -> Result<()> {
+    if len % RECORD_SIZE != 0 {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!(
+                "opInfoLen {len} is not a whole multiple of the record size {RECORD_SIZE} \
+                 (aclprofGetOpDescSize); read the pipe in multiples of it"
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn check_signature(rec: &[u8], index: u64) -> Result<()> {
+    let stored = record::get_u32(rec, 0);
+    let expect = record::signature_of(rec);
+    if stored != expect {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!(
+                "record {index} has signature {stored:#010x}, expected {expect:#010x}: \
+                 the buffer is not op data from a subscription, or it was modified or torn"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Number of records in `buf`, after checking every one of them.
+pub fn op_num(buf: &[u8]) -> Result<u32> {
+    check_len(buf.len())?;
+    let n = buf.len() / RECORD_SIZE;
+    let n32 = u32::try_from(n).or_else(|_| {
+        err(ACL_ERROR_INVALID_PARAM, format!("{n} records do not fit the uint32_t count"))
+    })?;
+    for (i, rec) in buf.chunks_exact(RECORD_SIZE).enumerate() {
+        check_signature(rec, i as u64)?;
+    }
+    Ok(n32)
+}
+
+/// Byte offset of record `index` in a buffer of `len` bytes, after checking the length and
+/// the index (64-bit arithmetic: no index wraps around).
+#[inline]
+pub fn locate(len: usize, index: u32) -> Result<usize> {
+    check_len(len)?;
+    let start = index as u64 * RECORD_SIZE as u64; // cannot overflow u64
+    if start + RECORD_SIZE as u64 > len as u64 {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("index {index} is out of range: the buffer holds {} records", len / RECORD_SIZE),
+        );
+    }
+    Ok(start as usize)
+}
+
+/// Checks the signature of one record (`rec` is exactly one record).
+#[inline]
+pub fn verified(rec: &[u8], index: u32) -> Result<View<'_>> {
+    check_signature(rec, index as u64)?;
+    Ok(View(rec))
+}
+
+/// The record at `index`, after checking the length, the index and its signature.
+#[inline]
+pub fn record(buf: &[u8], index: u32) -> Result<View<'_>> {
+    let off = locate(buf.len(), index)?;
+    verified(&buf[off..off + RECORD_SIZE], index)
+}
+
+/// Which string an accessor reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    Name,
+    Type,
+}
+
+impl Field {
+    fn what(self) -> &'static str {
+        match self {
+            Field::Name => "op name",
+            Field::Type => "op type",
+        }
+    }
+}
+
+/// The whole string: inline, or from the producing process's side table when it was
+/// truncated and this is that process.
+pub fn string<'a>(v: View<'a>, field: Field) -> Result<std::borrow::Cow<'a, [u8]>> {
+    let inline = match field {
+        Field::Name => v.name(),
+        Field::Type => v.op_type(),
+    };
+    let Some(inline) = inline else {
+        return err(ACL_ERROR_INVALID_PARAM, format!("the record's {} field is malformed", field.what()));
+    };
+    let mark = match field {
+        Field::Name => record::MARK_NAME_TRUNCATED,
+        Field::Type => record::MARK_TYPE_TRUNCATED,
+    };
+    if v.marks() & mark != 0 && v.pid() == std::process::id() {
+        if let Some(full) = crate::names::lookup(v.op_index()) {
+            let s = match field {
+                Field::Name => full.name,
+                Field::Type => full.op_type,
+            };
+            return Ok(std::borrow::Cow::Owned(s.to_vec()));
+        }
+    }
+    Ok(std::borrow::Cow::Borrowed(inline))
+}
+
+/// Length of the string including its NUL, as `aclprofGetOpNameLen`/`TypeLen` report it.
+pub fn string_len(v: View<'_>, field: Field) -> Result<usize> {
+    Ok(string(v, field)?.len() + 1)
+}
+
+/// Copies the string and its NUL into `out`. A buffer too short is an error and nothing is
+/// written (CANN's behaviour since 2023-10).
+pub fn copy_string(v: View<'_>, field: Field, out: &mut [u8]) -> Result<()> {
+    let s = string(v, field)?;
+    if out.len() < s.len() + 1 {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!(
+                "the {} needs {} bytes with its NUL but the buffer holds {}; \
+                 ask aclprofGetOp{}Len first",
+                field.what(),
+                s.len() + 1,
+                out.len(),
+                if field == Field::Name { "Name" } else { "Type" }
+            ),
+        );
+    }
+    out[..s.len()].copy_from_slice(&s);
+    out[s.len()] = 0;
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::record::{encode, sign, OpFields, Record};
+
+    pub(crate) fn make(n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n * RECORD_SIZE);
+        for i in 0..n {
+            let mut r: Record = [0; RECORD_SIZE];
+            let f = OpFields {
+                model_id: 7,
+                op_index: i as u64 + 1,
+                start: 1000 * i as u64,
+                end: 1000 * i as u64 + 10 + i as u64,
+                ..Default::default()
+            };
+            encode(&mut r, &f, format!("op{i}").as_bytes(), b"MatMul");
+            sign(&mut r);
+            out.extend_from_slice(&r);
+        }
+        out
+    }
+
+    #[test]
+    fn counts_and_reads() {
+        let b = make(3);
+        assert_eq!(op_num(&b).unwrap(), 3);
+        assert_eq!(op_num(&[]).unwrap(), 0);
+        let v = record(&b, 2).unwrap();
+        assert_eq!(v.duration(), 12);
+        assert_eq!(v.model_id(), 7);
+        assert_eq!(string_len(record(&b, 1).unwrap(), Field::Name).unwrap(), 4);
+        assert_eq!(string_len(record(&b, 1).unwrap(), Field::Type).unwrap(), 7);
+        // repeatable
+        for _ in 0..3 {
+            let mut out = [0xAAu8; 8];
+            copy_string(record(&b, 1).unwrap(), Field::Name, &mut out).unwrap();
+            assert_eq!(&out[..4], b"op1\0");
+            assert_eq!(out[4], 0xAA, "nothing written past the NUL");
+        }
+    }
+
+    /// The bad-input table of acl_prof_c_api.md §3.11-3.18, as amended by the contract.
+    #[test]
+    fn bad_inputs() {
+        let b = make(2);
+        // length not a multiple
+        assert_eq!(op_num(&b[..511]).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
+        assert_eq!(record(&b[..1000], 0).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
+        // index out of range, including values that wrap in 32-bit arithmetic
+        for idx in [2u32, 59652323, 8388607, 8388608, u32::MAX] {
+            assert_eq!(record(&b, idx).unwrap_err().code, ACL_ERROR_INVALID_PARAM, "index {idx}");
+        }
+        // a corrupt record: op_num fails, accessors on the other record still work (O(1))
+        let mut c = b.clone();
+        c[RECORD_SIZE + 100] ^= 1;
+        assert!(op_num(&c).is_err());
+        assert!(record(&c, 1).is_err());
+        assert!(record(&c, 0).is_ok());
+        // short destination: error, nothing written
+        let mut out = [0x55u8; 3];
+        assert!(copy_string(record(&b, 0).unwrap(), Field::Name, &mut out).is_err());
+        assert_eq!(out, [0x55; 3]);
+        let mut out = [0x55u8; 0];
+        assert!(copy_string(record(&b, 0).unwrap(), Field::Name, &mut out).is_err());
+    }
+
+    #[test]
+    fn truncated_names_are_whole_in_the_producing_process() {
+        let long = "x".repeat(300);
+        let mut r: Record = [0; RECORD_SIZE];
+        let f = OpFields { op_index: u64::MAX - 5, pid: std::process::id(), ..Default::default() };
+        encode(&mut r, &f, long.as_bytes(), b"Add");
+        sign(&mut r);
+        // not remembered: the inline, truncated text
+        assert_eq!(string_len(record(&r, 0).unwrap(), Field::Name).unwrap(), 257);
+        crate::names::remember(f.op_index, long.as_bytes(), b"Add");
+        assert_eq!(string_len(record(&r, 0).unwrap(), Field::Name).unwrap(), 301);
+        let mut out = vec![0u8; 301];
+        copy_string(record(&r, 0).unwrap(), Field::Name, &mut out).unwrap();
+        assert_eq!(&out[..300], long.as_bytes());
+        // another process (pid differs): inline text
+        let mut r2 = r;
+        r2[record::OFF_PID..record::OFF_PID + 4].copy_from_slice(&(std::process::id() ^ 1).to_le_bytes());
+        sign(&mut r2);
+        assert_eq!(string_len(record(&r2, 0).unwrap(), Field::Name).unwrap(), 257);
+    }
+}

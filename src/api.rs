@@ -1,0 +1,190 @@
+//! The safe implementation behind the C entry points: the global state, handle tables and
+//! subscriptions, glued together. `ffi/` only converts C arguments and calls in here.
+
+use crate::delivery::{self, Counts, Sub, UserFd};
+use crate::error::*;
+use crate::handles::Table;
+use crate::report;
+use crate::settings;
+use crate::state::{self, Core, ProfConfig, SubConfig};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+static CORE: Mutex<Option<Core>> = Mutex::new(None);
+pub static CONFIGS: Table<ProfConfig> = Table::new();
+pub static SUB_CONFIGS: Table<SubConfig> = Table::new();
+static NEXT_CONFIG_ID: AtomicU64 = AtomicU64::new(1);
+/// Every subscription not yet retired (subscribed, or flushing in an unsubscribe).
+static LIVE: Mutex<Vec<Arc<Sub>>> = Mutex::new(Vec::new());
+/// Counts of retired subscriptions.
+static RETIRED: Mutex<Counts> = Mutex::new(Counts { reported: 0, delivered: 0, dropped: 0, bytes: 0 });
+
+fn core() -> MutexGuard<'static, Option<Core>> {
+    CORE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn with_core<R>(f: impl FnOnce(&mut Core) -> R) -> R {
+    let mut g = core();
+    f(g.get_or_insert_with(Core::default))
+}
+
+fn live() -> MutexGuard<'static, Vec<Arc<Sub>>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn config(handle: usize, what: &str) -> Result<ProfConfig> {
+    CONFIGS.with(handle, |c| c.clone()).map_or_else(
+        || err(ACL_ERROR_INVALID_PARAM, format!("{what}: not a live aclprofConfig (NULL, destroyed, or never created)")),
+        Ok,
+    )
+}
+
+pub fn init(path: &Path) -> Result<()> {
+    if matches!(std::env::var("PROFILING_MODE").as_deref(), Ok("dynamic") | Ok("delay_or_duration")) {
+        return err(
+            ACL_ERROR_FEATURE_UNSUPPORTED,
+            "PROFILING_MODE asks for dynamic profiling, which excludes aclprofInit",
+        );
+    }
+    with_core(|c| c.init(path)).map(|_| ())
+}
+
+pub fn finalize() -> Result<()> {
+    with_core(|c| c.finalize())?;
+    crate::tx::set_enabled(false);
+    Ok(())
+}
+
+pub fn create_config(devices: &[u32], metrics: u32, events_given: bool, data_type: u64) -> Result<usize> {
+    let id = NEXT_CONFIG_ID.fetch_add(1, Ordering::Relaxed);
+    let c = state::new_config(devices, metrics, events_given, data_type, settings::get().device_count, id)?;
+    Ok(CONFIGS.insert(c))
+}
+
+pub fn destroy_config(handle: usize) -> Result<()> {
+    if CONFIGS.remove(handle) {
+        Ok(())
+    } else {
+        err(ACL_ERROR_INVALID_PARAM, "not a live aclprofConfig (NULL, already destroyed, or never created)")
+    }
+}
+
+pub fn start(handle: usize) -> Result<()> {
+    let c = config(handle, "aclprofStart")?;
+    with_core(|core| core.start(&c))?;
+    if c.data_type & state::ACL_PROF_MSPROFTX != 0 {
+        crate::tx::set_enabled(true);
+    }
+    Ok(())
+}
+
+pub fn stop(handle: usize) -> Result<()> {
+    let c = config(handle, "aclprofStop")?;
+    with_core(|core| core.stop(&c)).map(|_| ())
+}
+
+pub fn set_config(ty: i32, value: String) -> Result<()> {
+    with_core(|c| c.set_config(ty, value));
+    Ok(())
+}
+
+pub fn create_sub_config(time_info: i8, metrics: u32, fd: UserFd) -> Result<usize> {
+    if time_info != 0 && time_info != 1 {
+        return err(ACL_ERROR_INVALID_PARAM, format!("timeInfoSwitch must be 0 or 1, not {time_info}"));
+    }
+    Ok(SUB_CONFIGS.insert(SubConfig { time_info: time_info == 1, aicore_metrics: metrics, fd }))
+}
+
+pub fn destroy_sub_config(handle: usize) -> Result<()> {
+    if SUB_CONFIGS.remove(handle) {
+        Ok(())
+    } else {
+        err(ACL_ERROR_INVALID_PARAM, "not a live aclprofSubscribeConfig (NULL, already destroyed, or never created)")
+    }
+}
+
+pub fn subscribe(model: u32, handle: usize) -> Result<()> {
+    let Some(sc) = SUB_CONFIGS.with(handle, |c| *c) else {
+        return err(ACL_ERROR_INVALID_PARAM, "not a live aclprofSubscribeConfig (NULL, destroyed, or never created)");
+    };
+    let s = settings::get();
+    let mut g = core();
+    let core = g.get_or_insert_with(Core::default);
+    let device = crate::registry::get(model).map(|m| m.device);
+    let device = core.check_subscribe(model, device, &sc)?;
+    let fd = sc.fd.get();
+    delivery::prepare_fd(fd)?;
+    let sub = Sub::start(model, device, fd, sc.fd, s.buffer_records, s.on_full)?;
+    core.add_subscription(model, device, &sc);
+    live().push(sub.clone());
+    report::set_route(model, Some(sub));
+    log::info!("aclprof: model {model} (device {device}) subscribed, records go to fd {fd}");
+    Ok(())
+}
+
+pub fn unsubscribe(model: u32) -> Result<()> {
+    let timeout = settings::get().unsubscribe_timeout;
+    let sub = {
+        let mut g = core();
+        g.get_or_insert_with(Core::default).remove_subscription(model)?;
+        report::set_route(model, None);
+        live().iter().find(|s| s.model_id == model).cloned()
+    };
+    let Some(sub) = sub else { return Ok(()) };
+    let c = sub.close(timeout);
+    let shared = {
+        let mut l = live();
+        l.retain(|s| !Arc::ptr_eq(s, &sub));
+        l.iter().any(|s| s.fd == sub.fd)
+    };
+    *RETIRED.lock().unwrap_or_else(|p| p.into_inner()) += c;
+    if !shared {
+        // SAFETY: closing the fd the application handed over to us, as CANN does.
+        unsafe { libc::close(sub.fd) };
+        sub.user_fd.set_closed();
+    }
+    if c.dropped > 0 {
+        log::warn!("aclprof: model {model} unsubscribed; {} of {} records were dropped", c.dropped, c.reported);
+    }
+    Ok(())
+}
+
+/// `aclprofExtFlush`: waits until everything reported so far is written (or dropped).
+pub fn flush() -> Result<()> {
+    let deadline = Instant::now() + settings::get().unsubscribe_timeout;
+    let subs: Vec<Arc<Sub>> = live().clone();
+    for s in subs {
+        if !s.flush(deadline) {
+            return err(
+                ACL_ERROR_PROFILING_FAILURE,
+                format!("the reader of model {}'s pipe did not drain it within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", s.model_id),
+            );
+        }
+    }
+    Ok(())
+}
+
+pub fn stats() -> Counts {
+    let mut c = *RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    for s in live().iter() {
+        c += s.counts();
+    }
+    let late = delivery::late_drops();
+    c.reported += late;
+    c.dropped += late;
+    c
+}
+
+pub fn model_load(name: &str, device: u32) -> Result<u32> {
+    let id = crate::registry::with(|r| r.load(name, device, settings::get().device_count))?;
+    report::routes_changed();
+    Ok(id)
+}
+
+pub fn model_unload(id: u32) -> Result<()> {
+    crate::registry::with(|r| r.unload(id))?;
+    report::routes_changed();
+    Ok(())
+}

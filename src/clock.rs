@@ -1,0 +1,16 @@
+//! The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW (contract item 4).
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer; CLOCK_MONOTONIC_RAW always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps until the clock reads `t` (no-op if it already has).
+pub fn sleep_until(t: u64) {
+    let now = now_ns();
+    if t > now {
+        std::thread::sleep(std::time::Duration::from_nanos(t - now));
+    }
+}

@@ -1,0 +1,141 @@
+//! `acl/acl_prof_ext.h`: aclprof's extension API for runtimes and simulators that are not
+//! CANN (contract item 9): load models, report executed ops, read delivery statistics, and
+//! run the model simulator.
+
+use super::base::aclError;
+use super::{code, cstr, guard, invalid};
+use std::ffi::c_char;
+
+/// Delivery statistics since the process started (all subscriptions together).
+/// When nothing is in flight (after aclprofExtFlush, or once every model is unsubscribed),
+/// recordsReported == recordsDelivered + recordsDropped.
+#[repr(C)]
+pub struct aclprofExtStats {
+    /// Records produced for a subscriber (one per op reported for a subscribed model).
+    pub recordsReported: u64,
+    /// Records written to the subscriber's fd.
+    pub recordsDelivered: u64,
+    /// Records lost: full buffer under ACLPROF_ON_FULL=drop, a closed reader, or a reader
+    /// that did not drain before the unsubscribe timeout.
+    pub recordsDropped: u64,
+    /// Bytes written to subscribers' fds.
+    pub bytesWritten: u64,
+}
+
+/// Registers a model with the emulated runtime on device `deviceId` (below
+/// ACLPROF_DEVICE_COUNT) and returns its id in `*modelId`. Ids count up from 1 and are not
+/// reused. Errors: NULL arguments -> ACL_ERROR_INVALID_PARAM; no such device ->
+/// ACL_ERROR_INVALID_DEVICE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtModelLoad(modelName: *const c_char, deviceId: u32, modelId: *mut u32) -> aclError {
+    guard("aclprofExtModelLoad", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        let r = (|| {
+            let name = cstr(modelName, "modelName")?;
+            if modelId.is_null() {
+                return Err(invalid("modelId is NULL"));
+            }
+            let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
+            *modelId = id;
+            Ok(())
+        })();
+        code("aclprofExtModelLoad", r)
+    })
+}
+
+/// Unregisters a model (simulated or not). A subscription to it stays until unsubscribed.
+/// Not loaded -> ACL_ERROR_INVALID_MODEL_ID.
+#[no_mangle]
+pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
+    guard("aclprofExtModelUnload", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        let r = crate::api::model_unload(modelId);
+        if r.is_ok() {
+            crate::sim::forget(modelId);
+        }
+        code("aclprofExtModelUnload", r)
+    })
+}
+
+/// Reports one op that ran on the device of model `modelId` from `startNs` to `endNs`
+/// (aclprofExtNowNs's clock). Call it from the thread that ran the op: each thread is one
+/// stream. Never makes a system call; with nobody subscribed it costs about one atomic load
+/// (and checks only its arguments). Names longer than 256 bytes and types longer than 64 are
+/// stored truncated in records; the whole strings stay readable in this process.
+///
+/// Errors: NULL strings or endNs < startNs -> ACL_ERROR_INVALID_PARAM; model not loaded
+/// (checked while someone subscribes) -> ACL_ERROR_INVALID_MODEL_ID.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtReportOp(modelId: u32, opName: *const c_char, opType: *const c_char, startNs: u64, endNs: u64) -> aclError {
+    guard("aclprofExtReportOp", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        let r = (|| {
+            let name = cstr(opName, "opName")?;
+            let ty = cstr(opType, "opType")?;
+            crate::report::report_op(modelId, name, ty, startNs, endNs)
+        })();
+        code("aclprofExtReportOp", r)
+    })
+}
+
+/// The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW.
+#[no_mangle]
+pub extern "C" fn aclprofExtNowNs() -> u64 {
+    guard("aclprofExtNowNs", 0, crate::clock::now_ns)
+}
+
+/// Returns when every record reported so far has been written to its subscriber (or
+/// counted as dropped). A reader that does not drain within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS
+/// -> ACL_ERROR_PROFILING_FAILURE (nothing is dropped by the flush itself).
+#[no_mangle]
+pub extern "C" fn aclprofExtFlush() -> aclError {
+    guard("aclprofExtFlush", crate::error::ACL_ERROR_PROFILING_FAILURE, || code("aclprofExtFlush", crate::api::flush()))
+}
+
+/// Fills `*stats` with the delivery statistics. NULL -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclError {
+    guard("aclprofExtGetStats", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        if stats.is_null() {
+            return code("aclprofExtGetStats", Err(invalid("stats is NULL")));
+        }
+        let c = crate::api::stats();
+        *stats = aclprofExtStats {
+            recordsReported: c.reported,
+            recordsDelivered: c.delivered,
+            recordsDropped: c.dropped,
+            bytesWritten: c.bytes,
+        };
+        0
+    })
+}
+
+/// Loads a model description for the simulator: a JSON file
+/// `{"name", "device", "wait_us"?, "ops": [{"name", "type", "duration_us", "wait_us"?}]}`
+/// or an exported op_summary_*.csv. Returns the new model id in `*modelId`.
+/// Errors: unreadable or malformed file -> ACL_ERROR_INVALID_FILE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtSimModelLoad(path: *const c_char, modelId: *mut u32) -> aclError {
+    guard("aclprofExtSimModelLoad", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        let r = (|| {
+            let p = cstr(path, "path")?;
+            if modelId.is_null() {
+                return Err(invalid("modelId is NULL"));
+            }
+            use std::os::unix::ffi::OsStrExt;
+            let id = crate::sim::load(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))?;
+            *modelId = id;
+            Ok(())
+        })();
+        code("aclprofExtSimModelLoad", r)
+    })
+}
+
+/// Executes a simulated model once on the calling thread: every op is reported in order,
+/// each starting its wait time (default 1 us) after the previous one ended. Returns when the
+/// simulated execution has finished, like aclmdlExecute.
+#[no_mangle]
+pub extern "C" fn aclprofExtSimModelExecute(modelId: u32) -> aclError {
+    guard("aclprofExtSimModelExecute", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        code("aclprofExtSimModelExecute", crate::sim::execute(modelId))
+    })
+}

@@ -1,0 +1,114 @@
+//! The C boundary. Every exported function is written out literally (so cbindgen sees it)
+//! and does only this: run its body under [`guard`] (no panic crosses into C), check and
+//! convert the C arguments, call the safe implementation in [`crate::api`] and friends, and
+//! turn a `Result` into CANN's return value with [`code`] (which also logs the failure and
+//! stores it for `aclGetRecentErrMsg`).
+//!
+//! One file per generated header: `base.rs` -> `acl/acl_base.h`, `prof.rs` ->
+//! `acl/acl_prof.h`, `ext.rs` -> `acl/acl_prof_ext.h` (see build.rs).
+
+#![allow(non_camel_case_types, non_snake_case, clippy::missing_safety_doc)]
+
+pub mod base;
+pub mod ext;
+pub mod prof;
+
+use crate::error::{self, Error, Result};
+use std::ffi::{c_char, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f`; if it panics, logs the panic and returns `fallback` instead of unwinding into C.
+#[inline(always)]
+pub(crate) fn guard<R>(func: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            let line = format!("{func}: internal error (panic: {what}); please report it");
+            log::error!("{line}");
+            error::set_last(line);
+            fallback
+        }
+    }
+}
+
+/// `Ok` -> 0; `Err` -> its code, logged and stored as this thread's recent error.
+#[inline]
+pub(crate) fn code(func: &str, r: Result<()>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) => error::fail(func, &e),
+    }
+}
+
+/// Logs and stores `e`, returning `value` (for functions that report errors as NULL/0).
+pub(crate) fn failed<T>(func: &str, e: Error, value: T) -> T {
+    error::fail(func, &e);
+    value
+}
+
+pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(error::ACL_ERROR_INVALID_PARAM, msg)
+}
+
+/// The bytes of a C string, or an error naming the NULL argument.
+///
+/// # Safety
+/// `p` is NULL or points to a NUL-terminated string.
+pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a [u8]> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is NULL")));
+    }
+    Ok(std::ffi::CStr::from_ptr(p).to_bytes())
+}
+
+/// `len` bytes at `p` that must contain no NUL (CANN's `strnlen(p, len) == len` rule).
+///
+/// # Safety
+/// `p` is NULL or points to at least `len` readable bytes.
+pub(crate) unsafe fn counted_str<'a>(p: *const c_char, len: usize, what: &str) -> Result<&'a [u8]> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is NULL")));
+    }
+    if len > isize::MAX as usize {
+        return Err(invalid(format!("{what} length {len} is impossible")));
+    }
+    let s = std::slice::from_raw_parts(p.cast::<u8>(), len);
+    if s.contains(&0) {
+        return Err(invalid(format!(
+            "{what} has a NUL inside its first {len} bytes: the length must be strlen, without the NUL"
+        )));
+    }
+    Ok(s)
+}
+
+/// Converts a C buffer argument of an accessor.
+///
+/// # Safety
+/// `p` is NULL or points to at least `len` readable bytes.
+pub(crate) unsafe fn op_buffer<'a>(p: *const c_void, len: usize) -> Result<&'a [u8]> {
+    if p.is_null() {
+        return Err(invalid("opInfo is NULL"));
+    }
+    if len > isize::MAX as usize {
+        return Err(invalid(format!("opInfoLen {len} is impossible")));
+    }
+    Ok(std::slice::from_raw_parts(p.cast::<u8>(), len))
+}
+
+/// Checks and locates record `index` of the buffer; only that record is ever touched.
+///
+/// # Safety
+/// As [`op_buffer`].
+pub(crate) unsafe fn op_record<'a>(p: *const c_void, len: usize, index: u32) -> Result<crate::record::View<'a>> {
+    if p.is_null() {
+        return Err(invalid("opInfo is NULL"));
+    }
+    let off = crate::accessor::locate(len, index)?;
+    let rec = std::slice::from_raw_parts(p.cast::<u8>().add(off), crate::record::RECORD_SIZE);
+    crate::accessor::verified(rec, index)
+}

@@ -1,0 +1,652 @@
+//! `acl/acl_prof.h`: every function, macro and enum of CANN's newest public header, with
+//! CANN's prototypes, plus the exported extras `aclprofGetGraphId` and `aclprofWarmup`.
+
+use super::base::{aclError, aclrtStream};
+use super::{code, counted_str, failed, guard, invalid, op_buffer, op_record};
+use crate::accessor::{self, Field};
+use crate::error::{Error, ACL_ERROR_INVALID_PARAM, MSPROFTX_FAILED};
+use crate::record::{RECORD_SIZE, FLAG_NONE, FLAG_OP_THREAD};
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CString};
+
+/// Collect the host-side AscendCL API calls.
+pub const ACL_PROF_ACL_API: u64 = 0x0001;
+/// Collect task timing (task-time level 1).
+pub const ACL_PROF_TASK_TIME: u64 = 0x0002;
+/// Collect AI Core metrics (see `aclprofAicoreMetrics`).
+pub const ACL_PROF_AICORE_METRICS: u64 = 0x0004;
+/// Collect AI CPU data.
+pub const ACL_PROF_AICPU: u64 = 0x0008;
+/// Collect L2 cache data.
+pub const ACL_PROF_L2CACHE: u64 = 0x0010;
+/// Collect HCCL communication traces.
+pub const ACL_PROF_HCCL_TRACE: u64 = 0x0020;
+/// Collect step (iteration) traces.
+pub const ACL_PROF_TRAINING_TRACE: u64 = 0x0040;
+/// Enable the msproftx API (stamps, marks, ranges); allows a config without devices.
+pub const ACL_PROF_MSPROFTX: u64 = 0x0080;
+/// Collect runtime API calls.
+pub const ACL_PROF_RUNTIME_API: u64 = 0x0100;
+/// Collect graph-engine API calls, level 0.
+pub const ACL_PROF_GE_API_L0: u64 = 0x0200;
+/// Collect task timing, level 0.
+pub const ACL_PROF_TASK_TIME_L0: u64 = 0x0800;
+/// Collect task memory.
+pub const ACL_PROF_TASK_MEMORY: u64 = 0x1000;
+/// Collect graph-engine API calls, level 1.
+pub const ACL_PROF_GE_API_L1: u64 = 0x0100_0000;
+/// Collect task timing, level 2.
+pub const ACL_PROF_TASK_TIME_L2: u64 = 0x2000;
+/// Collect op attributes.
+pub const ACL_PROF_OP_ATTR: u64 = 0x4000;
+/// Collect task timing, level 3.
+pub const ACL_PROF_TASK_TIME_L3: u64 = 0x8000;
+/// Collect API statistics.
+pub const ACL_PROF_API_STATS: u64 = 0x4_0000_0000;
+/// Deprecated: use aclprofGetOpNameLen. The longest name stored inline in a record, with NUL.
+pub const ACL_PROF_MAX_OP_NAME_LEN: u32 = 257;
+/// Deprecated: use aclprofGetOpTypeLen. The longest type stored inline in a record, with NUL.
+pub const ACL_PROF_MAX_OP_TYPE_LEN: u32 = 65;
+
+/// AI Core metric groups.
+#[repr(C)]
+pub enum aclprofAicoreMetricsValues {
+    ACL_AICORE_ARITHMETIC_UTILIZATION = 0,
+    ACL_AICORE_PIPE_UTILIZATION = 1,
+    ACL_AICORE_MEMORY_BANDWIDTH = 2,
+    ACL_AICORE_L0B_AND_WIDTH = 3,
+    ACL_AICORE_RESOURCE_CONFLICT_RATIO = 4,
+    ACL_AICORE_MEMORY_UB = 5,
+    ACL_AICORE_L2_CACHE = 6,
+    ACL_AICORE_PIPE_EXECUTE_UTILIZATION = 7,
+    ACL_AICORE_MEMORY_ACCESS = 8,
+    ACL_AICORE_NONE = 0xFF,
+}
+
+/// Which end of a step `aclprofGetStepTimestamp` records.
+#[repr(C)]
+pub enum aclprofStepTagValues {
+    ACL_STEP_START = 0,
+    ACL_STEP_END = 1,
+}
+
+/// What an op record describes (`aclprofGetOpFlag`).
+#[repr(C)]
+pub enum aclprofSubscribeOpFlagValues {
+    ACL_SUBSCRIBE_OP = 0,
+    ACL_SUBSCRIBE_SUBGRAPH = 1,
+    ACL_SUBSCRIBE_OP_THREAD = 2,
+    ACL_SUBSCRIBE_NONE = 0xFF,
+}
+
+/// Attributes readable with `aclprofGetOpAttriValue`.
+#[repr(C)]
+pub enum aclprofSubscribeOpAttriValues {
+    ACL_SUBSCRIBE_ATTRI_THREADID = 0,
+    ACL_SUBSCRIBE_ATTRI_NONE = 1,
+}
+
+/// `aclprofSetConfig` keys.
+#[repr(C)]
+pub enum aclprofConfigTypeValues {
+    ACL_PROF_ARGS_MIN = 0,
+    ACL_PROF_STORAGE_LIMIT = 1,
+    ACL_PROF_SYS_HARDWARE_MEM_FREQ = 3,
+    ACL_PROF_LLC_MODE = 4,
+    ACL_PROF_SYS_IO_FREQ = 5,
+    ACL_PROF_SYS_INTERCONNECTION_FREQ = 6,
+    ACL_PROF_DVPP_FREQ = 7,
+    ACL_PROF_HOST_SYS = 8,
+    ACL_PROF_HOST_SYS_USAGE = 9,
+    ACL_PROF_HOST_SYS_USAGE_FREQ = 10,
+    ACL_PROF_LOW_POWER_FREQ = 11,
+    ACL_PROF_SYS_MEM_SERVICEFLOW = 12,
+    ACL_PROF_SYS_CPU_FREQ = 13,
+    ACL_PROF_OPTYPE = 14,
+    ACL_PROF_NTS_METRICS = 15,
+    ACL_PROF_PATH = 16,
+    ACL_PROF_ARGS_MAX = 17,
+}
+
+// The enum types as they cross the ABI: plain integers, so an out-of-range value from C is
+// data we check, never undefined behaviour. The header shows the enum types above.
+#[repr(transparent)]
+pub struct aclprofAicoreMetrics(pub u32);
+#[repr(transparent)]
+pub struct aclprofStepTag(pub u32);
+#[repr(transparent)]
+pub struct aclprofSubscribeOpFlag(pub u32);
+#[repr(transparent)]
+pub struct aclprofSubscribeOpAttri(pub u32);
+#[repr(transparent)]
+pub struct aclprofConfigType(pub c_int);
+
+/// A file-mode profiling config (`aclprofCreateConfig`).
+pub struct aclprofConfig {
+    _opaque: [u8; 0],
+}
+/// Declared by CANN for stop configs; not used by any function.
+pub struct aclprofStopConfig {
+    _opaque: [u8; 0],
+}
+/// AI Core events; must be NULL.
+pub struct aclprofAicoreEvents {
+    _opaque: [u8; 0],
+}
+/// A subscription config (`aclprofCreateSubscribeConfig`).
+pub struct aclprofSubscribeConfig {
+    _opaque: [u8; 0],
+}
+/// A training/inference step (`aclprofCreateStepInfo`).
+pub struct aclprofStepInfo {
+    _opaque: [u8; 0],
+}
+/// msproftx event attributes (`aclprofRangePushEx`); its layout is not public.
+pub struct aclprofEventAttributes {
+    _opaque: [u8; 0],
+}
+
+fn handle<T>(p: *const T) -> usize {
+    p as usize
+}
+
+/// Starts file-mode profiling: results go under `profilerResultPath` (created with mode
+/// 0750 if missing). `length` is the path's strlen (no NUL inside the first `length` bytes).
+///
+/// Errors: NULL, bad length, or longer than 4096 bytes -> ACL_ERROR_INVALID_PARAM; already
+/// initialised -> ACL_ERROR_REPEAT_INITIALIZE; models subscribed -> ACL_ERROR_PROF_API_CONFLICT;
+/// directory not creatable or writable -> ACL_ERROR_PROFILING_FAILURE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofInit(profilerResultPath: *const c_char, length: usize) -> aclError {
+    guard("aclprofInit", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        let r = (|| {
+            let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
+            if p.is_empty() || p.len() > crate::state::MAX_PATH {
+                return Err(invalid(format!("the path length must be 1..=4096, not {length}")));
+            }
+            use std::os::unix::ffi::OsStrExt;
+            crate::api::init(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))
+        })();
+        code("aclprofInit", r)
+    })
+}
+
+/// Ends file-mode profiling (stopping a running session first).
+/// Errors: not initialised -> ACL_ERROR_PROF_NOT_RUN.
+#[no_mangle]
+pub extern "C" fn aclprofFinalize() -> aclError {
+    guard("aclprofFinalize", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        code("aclprofFinalize", crate::api::finalize())
+    })
+}
+
+/// Starts collecting with `profilerConfig`. Starting again with the same config returns 0;
+/// with a different config while running, ACL_ERROR_PROF_ALREADY_RUN.
+#[no_mangle]
+pub extern "C" fn aclprofStart(profilerConfig: *const aclprofConfig) -> aclError {
+    guard("aclprofStart", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        code("aclprofStart", crate::api::start(handle(profilerConfig)))
+    })
+}
+
+/// Same as aclprofStart (CANN's two-phase start; the emulated device needs no warmup).
+#[no_mangle]
+pub extern "C" fn aclprofWarmup(profilerConfig: *const aclprofConfig) -> aclError {
+    guard("aclprofWarmup", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        code("aclprofWarmup", crate::api::start(handle(profilerConfig)))
+    })
+}
+
+/// Creates a file-mode config for `deviceNums` devices listed in `deviceIdList` (ids below
+/// the emulated device count, no duplicates, at most 64). `aicoreEvents` must be NULL. A
+/// config without devices is allowed only with ACL_PROF_MSPROFTX.
+///
+/// Returns NULL on failure (see aclGetRecentErrMsg). Free with aclprofDestroyConfig.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofCreateConfig(
+    deviceIdList: *mut u32,
+    deviceNums: u32,
+    aicoreMetrics: aclprofAicoreMetrics,
+    aicoreEvents: *const aclprofAicoreEvents,
+    dataTypeConfig: u64,
+) -> *mut aclprofConfig {
+    guard("aclprofCreateConfig", std::ptr::null_mut(), || {
+        crate::settings::get();
+        let devices: &[u32] = if deviceNums == 0 {
+            &[]
+        } else if deviceIdList.is_null() {
+            return failed("aclprofCreateConfig", invalid("deviceIdList is NULL but deviceNums is not 0"), std::ptr::null_mut());
+        } else if deviceNums > 64 {
+            return failed("aclprofCreateConfig", invalid(format!("deviceNums {deviceNums} is more than 64")), std::ptr::null_mut());
+        } else {
+            std::slice::from_raw_parts(deviceIdList, deviceNums as usize)
+        };
+        match crate::api::create_config(devices, aicoreMetrics.0, !aicoreEvents.is_null(), dataTypeConfig) {
+            Ok(h) => h as *mut aclprofConfig,
+            Err(e) => failed("aclprofCreateConfig", e, std::ptr::null_mut()),
+        }
+    })
+}
+
+/// Destroys a config. NULL, or a config already destroyed -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub extern "C" fn aclprofDestroyConfig(profilerConfig: *const aclprofConfig) -> aclError {
+    guard("aclprofDestroyConfig", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        code("aclprofDestroyConfig", crate::api::destroy_config(handle(profilerConfig)))
+    })
+}
+
+/// Stops collecting. `profilerConfig` must be the config object given to aclprofStart
+/// (another object -> ACL_ERROR_INVALID_PROFILING_CONFIG; not running -> ACL_ERROR_PROF_NOT_RUN).
+#[no_mangle]
+pub extern "C" fn aclprofStop(profilerConfig: *const aclprofConfig) -> aclError {
+    guard("aclprofStop", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        code("aclprofStop", crate::api::stop(handle(profilerConfig)))
+    })
+}
+
+/// Stores a config value, used (and validated) at the next aclprofStart. `configLength` is
+/// the value's strlen, at most 256; 0 clears the value. Allowed in any state.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofSetConfig(configType: aclprofConfigType, config: *const c_char, configLength: usize) -> aclError {
+    guard("aclprofSetConfig", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::settings::get();
+        let r = (|| {
+            let ty = configType.0;
+            if ty <= 0 || ty >= crate::state::ARGS_MAX {
+                return Err(invalid(format!("configType {ty} is not an aclprofConfigType")));
+            }
+            if configLength > crate::state::MAX_CONFIG_VALUE {
+                return Err(invalid(format!("configLength {configLength} is more than 256")));
+            }
+            let v = counted_str(config, configLength, "config")?;
+            crate::api::set_config(ty, String::from_utf8_lossy(v).into_owned())
+        })();
+        code("aclprofSetConfig", r)
+    })
+}
+
+/// Subscribes to the ops of a loaded model: from now on its records are written to the
+/// pipe of the subscribe config. Errors: model not loaded -> ACL_ERROR_INVALID_MODEL_ID;
+/// already subscribed -> ACL_ERROR_PROF_REPEAT_SUBSCRIBE; between aclprofInit and
+/// aclprofFinalize -> ACL_ERROR_PROF_API_CONFLICT; fd not open for writing ->
+/// ACL_ERROR_INVALID_PARAM. Pipes and sockets are switched to non-blocking mode.
+#[no_mangle]
+pub extern "C" fn aclprofModelSubscribe(modelId: u32, profSubscribeConfig: *const aclprofSubscribeConfig) -> aclError {
+    guard("aclprofModelSubscribe", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        code("aclprofModelSubscribe", crate::api::subscribe(modelId, handle(profSubscribeConfig)))
+    })
+}
+
+/// Ends a subscription. When it returns, every record reported for the model before the
+/// call has been written, the fd has been closed (unless another subscription uses it) and
+/// the config's `*fd` is -1, so the reader sees end of file. A reader that does not drain is
+/// waited for at most ACLPROF_UNSUBSCRIBE_TIMEOUT_MS; the rest is counted as dropped.
+#[no_mangle]
+pub extern "C" fn aclprofModelUnSubscribe(modelId: u32) -> aclError {
+    guard("aclprofModelUnSubscribe", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        code("aclprofModelUnSubscribe", crate::api::unsubscribe(modelId))
+    })
+}
+
+/// Creates a subscription config. `timeInfoSwitch` is 0 or 1; `fd` points to an `int`
+/// holding the write end of a pipe (or a FIFO, socket or file), which must stay valid until
+/// the subscription ends. Returns NULL on failure. Free with aclprofDestroySubscribeConfig.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
+    timeInfoSwitch: i8,
+    aicoreMetrics: aclprofAicoreMetrics,
+    fd: *mut c_void,
+) -> *mut aclprofSubscribeConfig {
+    guard("aclprofCreateSubscribeConfig", std::ptr::null_mut(), || {
+        crate::settings::get();
+        if fd.is_null() {
+            return failed("aclprofCreateSubscribeConfig", invalid("fd is NULL; pass &pipefd[1]"), std::ptr::null_mut());
+        }
+        // SAFETY: CANN's contract: fd points to an int that outlives the subscription.
+        let user_fd = crate::delivery::UserFd::new(fd.cast());
+        match crate::api::create_sub_config(timeInfoSwitch, aicoreMetrics.0, user_fd) {
+            Ok(h) => h as *mut aclprofSubscribeConfig,
+            Err(e) => failed("aclprofCreateSubscribeConfig", e, std::ptr::null_mut()),
+        }
+    })
+}
+
+/// Destroys a subscription config (subscriptions made with it go on).
+#[no_mangle]
+pub extern "C" fn aclprofDestroySubscribeConfig(profSubscribeConfig: *const aclprofSubscribeConfig) -> aclError {
+    guard("aclprofDestroySubscribeConfig", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        code("aclprofDestroySubscribeConfig", crate::api::destroy_sub_config(handle(profSubscribeConfig)))
+    })
+}
+
+/// The size of one op record: 512 bytes. Read pipes in whole multiples of it.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpDescSize(opDescSize: *mut usize) -> aclError {
+    guard("aclprofGetOpDescSize", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        if opDescSize.is_null() {
+            return code("aclprofGetOpDescSize", Err(invalid("opDescSize is NULL")));
+        }
+        *opDescSize = RECORD_SIZE;
+        0
+    })
+}
+
+/// The number of records in `opInfo`, after checking every record's signature.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpNum(opInfo: *const c_void, opInfoLen: usize, opNumber: *mut u32) -> aclError {
+    guard("aclprofGetOpNum", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        let r = (|| {
+            if opNumber.is_null() {
+                return Err(invalid("opNumber is NULL"));
+            }
+            let n = accessor::op_num(op_buffer(opInfo, opInfoLen)?)?;
+            *opNumber = n;
+            Ok(())
+        })();
+        code("aclprofGetOpNum", r)
+    })
+}
+
+unsafe fn string_len(func: &str, opInfo: *const c_void, len: usize, index: u32, out: *mut usize, field: Field) -> aclError {
+    let r = (|| {
+        if out.is_null() {
+            return Err(invalid("the length out-pointer is NULL"));
+        }
+        let n = accessor::string_len(op_record(opInfo, len, index)?, field)?;
+        *out = n;
+        Ok(())
+    })();
+    code(func, r)
+}
+
+unsafe fn copy_string(func: &str, opInfo: *const c_void, len: usize, index: u32, dst: *mut c_char, dst_len: usize, field: Field) -> aclError {
+    let r = (|| {
+        if dst.is_null() || dst_len == 0 {
+            return Err(invalid("the destination buffer is NULL or empty"));
+        }
+        if dst_len > isize::MAX as usize {
+            return Err(invalid(format!("destination length {dst_len} is impossible")));
+        }
+        let v = op_record(opInfo, len, index)?;
+        let out = std::slice::from_raw_parts_mut(dst.cast::<u8>(), dst_len);
+        accessor::copy_string(v, field, out)
+    })();
+    code(func, r)
+}
+
+/// The length of record `index`'s op type, including the NUL.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpTypeLen(opInfo: *const c_void, opInfoLen: usize, index: u32, opTypeLen: *mut usize) -> aclError {
+    guard("aclprofGetOpTypeLen", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        string_len("aclprofGetOpTypeLen", opInfo, opInfoLen, index, opTypeLen, Field::Type)
+    })
+}
+
+/// Copies record `index`'s op type and its NUL into `opType` (`opTypeLen` bytes). Too short
+/// -> ACL_ERROR_INVALID_PARAM, nothing written. Can be read any number of times.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpType(opInfo: *const c_void, opInfoLen: usize, index: u32, opType: *mut c_char, opTypeLen: usize) -> aclError {
+    guard("aclprofGetOpType", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        copy_string("aclprofGetOpType", opInfo, opInfoLen, index, opType, opTypeLen, Field::Type)
+    })
+}
+
+/// The length of record `index`'s op name, including the NUL.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpNameLen(opInfo: *const c_void, opInfoLen: usize, index: u32, opNameLen: *mut usize) -> aclError {
+    guard("aclprofGetOpNameLen", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        string_len("aclprofGetOpNameLen", opInfo, opInfoLen, index, opNameLen, Field::Name)
+    })
+}
+
+/// Copies record `index`'s op name and its NUL into `opName` (`opNameLen` bytes). Too short
+/// -> ACL_ERROR_INVALID_PARAM, nothing written. Can be read any number of times.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpName(opInfo: *const c_void, opInfoLen: usize, index: u32, opName: *mut c_char, opNameLen: usize) -> aclError {
+    guard("aclprofGetOpName", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        copy_string("aclprofGetOpName", opInfo, opInfoLen, index, opName, opNameLen, Field::Name)
+    })
+}
+
+unsafe fn field<T: Copy>(func: &str, opInfo: *const c_void, len: usize, index: u32, on_error: T, get: impl FnOnce(crate::record::View<'_>) -> T) -> T {
+    guard(func, on_error, || match op_record(opInfo, len, index) {
+        Ok(v) => get(v),
+        Err(e) => failed(func, e, on_error),
+    })
+}
+
+/// Start time of record `index`, in ns (CLOCK_MONOTONIC_RAW); 0 on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpStart(opInfo: *const c_void, opInfoLen: usize, index: u32) -> u64 {
+    field("aclprofGetOpStart", opInfo, opInfoLen, index, 0, |v| v.start())
+}
+
+/// End time of record `index`, in ns; 0 on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpEnd(opInfo: *const c_void, opInfoLen: usize, index: u32) -> u64 {
+    field("aclprofGetOpEnd", opInfo, opInfoLen, index, 0, |v| v.end())
+}
+
+/// Duration (end - start) of record `index`, in ns; 0 on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpDuration(opInfo: *const c_void, opInfoLen: usize, index: u32) -> u64 {
+    field("aclprofGetOpDuration", opInfo, opInfoLen, index, 0, |v| v.duration())
+}
+
+/// Model id of record `index`; ACL_ERROR_INVALID_PARAM (100000) on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetModelId(opInfo: *const c_void, opInfoLen: usize, index: u32) -> usize {
+    field("aclprofGetModelId", opInfo, opInfoLen, index, ACL_ERROR_INVALID_PARAM as usize, |v| v.model_id() as usize)
+}
+
+/// Graph id of record `index` (the model id field); ACL_ERROR_INVALID_PARAM on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetGraphId(opInfo: *const c_void, opInfoLen: usize, index: u32) -> usize {
+    field("aclprofGetGraphId", opInfo, opInfoLen, index, ACL_ERROR_INVALID_PARAM as usize, |v| v.model_id() as usize)
+}
+
+/// Flag of record `index`; ACL_SUBSCRIBE_NONE on error.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpFlag(opInfo: *const c_void, opInfoLen: usize, index: u32) -> aclprofSubscribeOpFlag {
+    aclprofSubscribeOpFlag(field("aclprofGetOpFlag", opInfo, opInfoLen, index, FLAG_NONE, |v| v.flag()))
+}
+
+thread_local! {
+    static ATTRI: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// An attribute of record `index` as a string, or NULL. ACL_SUBSCRIBE_ATTRI_THREADID gives
+/// the thread id of ACL_SUBSCRIBE_OP_THREAD records. The string lives in a per-thread buffer,
+/// valid until this thread's next call.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofGetOpAttriValue(opInfo: *const c_void, opInfoLen: usize, index: u32, attri: aclprofSubscribeOpAttri) -> *const c_char {
+    guard("aclprofGetOpAttriValue", std::ptr::null(), || {
+        let v = match op_record(opInfo, opInfoLen, index) {
+            Ok(v) => v,
+            Err(e) => return failed("aclprofGetOpAttriValue", e, std::ptr::null()),
+        };
+        if attri.0 != 0 {
+            return failed("aclprofGetOpAttriValue", invalid(format!("attri {} is not readable", attri.0)), std::ptr::null());
+        }
+        if v.flag() != FLAG_OP_THREAD {
+            return failed("aclprofGetOpAttriValue", invalid("the thread id is recorded only for ACL_SUBSCRIBE_OP_THREAD records"), std::ptr::null());
+        }
+        let s = CString::new(v.thread_id().to_string()).unwrap_or_default();
+        ATTRI.with(|a| {
+            *a.borrow_mut() = s;
+            a.borrow().as_ptr()
+        })
+    })
+}
+
+/// Records the start (ACL_STEP_START) or end (any other tag) of a step. Each end can be
+/// recorded once per step info. `stream` is not used by the emulated device.
+#[no_mangle]
+pub extern "C" fn aclprofGetStepTimestamp(stepInfo: *mut aclprofStepInfo, tag: aclprofStepTag, stream: aclrtStream) -> aclError {
+    let _ = stream;
+    guard("aclprofGetStepTimestamp", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        code("aclprofGetStepTimestamp", crate::tx::step_timestamp(handle(stepInfo), tag.0).map(|_| ()))
+    })
+}
+
+/// Creates a step info with the next process-wide step index (from 1).
+#[no_mangle]
+pub extern "C" fn aclprofCreateStepInfo() -> *mut aclprofStepInfo {
+    guard("aclprofCreateStepInfo", std::ptr::null_mut(), || crate::tx::create_step() as *mut aclprofStepInfo)
+}
+
+/// Destroys a step info. NULL or an unknown pointer is ignored (and logged).
+#[no_mangle]
+pub extern "C" fn aclprofDestroyStepInfo(stepinfo: *mut aclprofStepInfo) {
+    guard("aclprofDestroyStepInfo", (), || {
+        if !stepinfo.is_null() && !crate::tx::STEPS.remove(handle(stepinfo)) {
+            failed("aclprofDestroyStepInfo", invalid("not a live aclprofStepInfo (already destroyed?)"), ());
+        }
+    })
+}
+
+/// An msproftx entry point: -1 on any failure, including a panic.
+fn tx(func: &str, f: impl FnOnce() -> crate::error::Result<()>) -> aclError {
+    guard(func, MSPROFTX_FAILED, || code(func, f()))
+}
+
+/// Creates an msproftx stamp (at most 100 alive). NULL unless msproftx is on.
+#[no_mangle]
+pub extern "C" fn aclprofCreateStamp() -> *mut c_void {
+    guard("aclprofCreateStamp", std::ptr::null_mut(), || match crate::tx::create_stamp() {
+        Ok(h) => h as *mut c_void,
+        Err(e) => failed("aclprofCreateStamp", e, std::ptr::null_mut()),
+    })
+}
+
+/// Destroys a stamp. NULL is ignored; an unknown or destroyed stamp is ignored and logged.
+#[no_mangle]
+pub extern "C" fn aclprofDestroyStamp(stamp: *mut c_void) {
+    guard("aclprofDestroyStamp", (), || {
+        if !stamp.is_null() {
+            if let Err(e) = crate::tx::destroy_stamp(handle(stamp)) {
+                failed("aclprofDestroyStamp", e, ());
+            }
+        }
+    })
+}
+
+/// Opens a nested range on this thread with the stamp's message. -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofPush(stamp: *mut c_void) -> aclError {
+    tx("aclprofPush", || crate::tx::push(handle(stamp)))
+}
+
+/// Closes this thread's innermost aclprofPush range. -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofPop() -> aclError {
+    tx("aclprofPop", crate::tx::pop)
+}
+
+/// Starts a range with the stamp's message; `*rangeId` gets its unique id. -1 on failure.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofRangeStart(stamp: *mut c_void, rangeId: *mut u32) -> aclError {
+    guard("aclprofRangeStart", MSPROFTX_FAILED, || {
+        if rangeId.is_null() {
+            return code("aclprofRangeStart", Err(Error::new(MSPROFTX_FAILED, "rangeId is NULL")));
+        }
+        match crate::tx::range_start(handle(stamp)) {
+            Ok(id) => {
+                *rangeId = id;
+                0
+            }
+            Err(e) => code("aclprofRangeStart", Err(e)),
+        }
+    })
+}
+
+/// Ends a range started by aclprofRangeStart. -1 for an id not started or already stopped.
+#[no_mangle]
+pub extern "C" fn aclprofRangeStop(rangeId: u32) -> aclError {
+    tx("aclprofRangeStop", || crate::tx::range_stop(rangeId))
+}
+
+/// Sets a stamp's message (`msgLen` bytes, at most 127, no NUL inside). -1 on failure.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofSetStampTraceMessage(stamp: *mut c_void, msg: *const c_char, msgLen: u32) -> aclError {
+    tx("aclprofSetStampTraceMessage", || {
+        if msg.is_null() {
+            return Err(Error::new(MSPROFTX_FAILED, "msg is NULL"));
+        }
+        if msgLen as usize > crate::tx::MAX_MESSAGE {
+            return Err(Error::new(MSPROFTX_FAILED, format!("msgLen {msgLen} is more than {}", crate::tx::MAX_MESSAGE)));
+        }
+        crate::tx::set_message(handle(stamp), std::slice::from_raw_parts(msg.cast::<u8>(), msgLen as usize))
+    })
+}
+
+/// Records an instant event with the stamp's message. -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofMark(stamp: *mut c_void) -> aclError {
+    tx("aclprofMark", || crate::tx::mark(handle(stamp)))
+}
+
+/// Records an instant event with `msg` (`msgLen` = strlen, 1..=127) on `stream` (non-NULL).
+/// -1 on failure.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofMarkEx(msg: *const c_char, msgLen: usize, stream: aclrtStream) -> aclError {
+    tx("aclprofMarkEx", || {
+        if stream.is_null() {
+            return Err(Error::new(MSPROFTX_FAILED, "stream is NULL"));
+        }
+        if msg.is_null() || msgLen == 0 || msgLen > crate::tx::MAX_MESSAGE {
+            return Err(Error::new(MSPROFTX_FAILED, format!("msg must be non-NULL with msgLen 1..={}", crate::tx::MAX_MESSAGE)));
+        }
+        crate::tx::mark_ex(std::slice::from_raw_parts(msg.cast::<u8>(), msgLen))
+    })
+}
+
+/// A stable 64-bit id for a string (FNV-1a); 0 for NULL.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofStr2Id(message: *const c_char) -> u64 {
+    guard("aclprofStr2Id", 0, || match super::cstr(message, "message") {
+        Ok(s) => crate::tx::str_to_id(s),
+        Err(e) => failed("aclprofStr2Id", e, 0),
+    })
+}
+
+/// Opens a nested range on this thread (the attributes' layout is not public, so the range
+/// carries no message). -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofRangePushEx(attr: *mut aclprofEventAttributes) -> aclError {
+    tx("aclprofRangePushEx", || {
+        if attr.is_null() {
+            return Err(Error::new(MSPROFTX_FAILED, "attr is NULL"));
+        }
+        crate::tx::push_message(String::new())
+    })
+}
+
+/// Closes this thread's innermost aclprofRangePushEx range. -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofRangePop() -> aclError {
+    tx("aclprofRangePop", crate::tx::pop)
+}
+
+/// Sets a stamp's category. -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofSetStampCategory(stamp: *mut c_void, category: u32) -> c_int {
+    tx("aclprofSetStampCategory", || crate::tx::set_category(handle(stamp), category))
+}
+
+/// Sets a stamp's payload type (the value is not recorded, as in CANN). -1 on failure.
+#[no_mangle]
+pub extern "C" fn aclprofSetStampPayload(stamp: *mut c_void, payloadType: i32, value: *mut c_void) -> c_int {
+    tx("aclprofSetStampPayload", || {
+        if value.is_null() {
+            return Err(Error::new(MSPROFTX_FAILED, "value is NULL"));
+        }
+        crate::tx::set_payload(handle(stamp), payloadType)
+    })
+}

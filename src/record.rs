@@ -1,0 +1,360 @@
+//! The 512-byte, self-contained op record (contract item 2).
+//!
+//! ```text
+//! offset size  field
+//!      0    4  signature     CRC-32C register over bytes 4..512 (init 0xFFFFFFFF, no final XOR)
+//!      4    4  modelId       \
+//!      8    4  flag           |
+//!     12    4  threadId       |
+//!     16    8  opIndex        |  CANN's newest ProfOpDesc, field for field,
+//!     24    8  duration       |  little-endian, times in ns
+//!     32    8  start          |
+//!     40    8  end            |
+//!     48    8  executionTime  |
+//!     56    8  cubeFops       |
+//!     64    8  vectorFops     |
+//!     72    4  devId          |
+//!     76    4  zero          /
+//!     80    2  typeLen       bytes of the op type stored inline (without NUL), <= 64
+//!     82    2  nameLen       bytes of the op name stored inline (without NUL), <= 256
+//!     84    4  nameFullLen   length of the name as reported (> nameLen when truncated)
+//!     88    4  pid           process that produced the record
+//!     92    4  streamId      emulated stream the op ran on
+//!     96    1  version       RECORD_VERSION
+//!     97    1  marks         bit 0: name truncated, bit 1: type truncated
+//!     98    6  zero
+//!    104   65  type          NUL-terminated, zero-filled
+//!    169  257  name          NUL-terminated, zero-filled
+//!    426   86  reserved      zero
+//! ```
+
+pub const RECORD_SIZE: usize = 512;
+pub const RECORD_VERSION: u8 = 1;
+pub const MAX_TYPE_LEN: usize = 64;
+pub const MAX_NAME_LEN: usize = 256;
+
+pub const OFF_SIGNATURE: usize = 0;
+pub const OFF_MODEL_ID: usize = 4;
+pub const OFF_FLAG: usize = 8;
+pub const OFF_THREAD_ID: usize = 12;
+pub const OFF_OP_INDEX: usize = 16;
+pub const OFF_DURATION: usize = 24;
+pub const OFF_START: usize = 32;
+pub const OFF_END: usize = 40;
+pub const OFF_EXEC_TIME: usize = 48;
+pub const OFF_DEV_ID: usize = 72;
+pub const OFF_TYPE_LEN: usize = 80;
+pub const OFF_NAME_LEN: usize = 82;
+pub const OFF_NAME_FULL_LEN: usize = 84;
+pub const OFF_PID: usize = 88;
+pub const OFF_STREAM_ID: usize = 92;
+pub const OFF_VERSION: usize = 96;
+pub const OFF_MARKS: usize = 97;
+pub const OFF_TYPE: usize = 104;
+pub const OFF_NAME: usize = OFF_TYPE + MAX_TYPE_LEN + 1;
+pub const OFF_RESERVED: usize = OFF_NAME + MAX_NAME_LEN + 1;
+
+pub const MARK_NAME_TRUNCATED: u8 = 1;
+pub const MARK_TYPE_TRUNCATED: u8 = 2;
+
+/// `aclprofSubscribeOpFlag` values.
+pub const FLAG_OP: u32 = 0;
+pub const FLAG_SUBGRAPH: u32 = 1;
+pub const FLAG_OP_THREAD: u32 = 2;
+pub const FLAG_NONE: u32 = 0xFF;
+
+const _: () = assert!(OFF_RESERVED == 426 && OFF_RESERVED <= RECORD_SIZE);
+
+pub type Record = [u8; RECORD_SIZE];
+
+/// CANN's signature: the CRC-32C register over `bytes`, initial value 0xFFFFFFFF and no final
+/// XOR, i.e. the bitwise NOT of the standard CRC-32C.
+#[inline]
+pub fn crc_register(bytes: &[u8]) -> u32 {
+    crc32c::crc32c(bytes) ^ 0xFFFF_FFFF
+}
+
+/// The signature a record of any size should carry (CRC register over bytes `4..`).
+#[inline]
+pub fn signature_of(rec: &[u8]) -> u32 {
+    crc_register(&rec[4..])
+}
+
+/// Writes the signature into bytes 0..4.
+#[inline]
+pub fn sign(rec: &mut [u8]) {
+    let s = signature_of(rec);
+    rec[..4].copy_from_slice(&s.to_le_bytes());
+}
+
+#[inline]
+pub fn get_u16(rec: &[u8], off: usize) -> u16 {
+    u16::from_le_bytes([rec[off], rec[off + 1]])
+}
+#[inline]
+pub fn get_u32(rec: &[u8], off: usize) -> u32 {
+    u32::from_le_bytes(rec[off..off + 4].try_into().unwrap())
+}
+#[inline]
+pub fn get_u64(rec: &[u8], off: usize) -> u64 {
+    u64::from_le_bytes(rec[off..off + 8].try_into().unwrap())
+}
+#[inline]
+fn put_u16(rec: &mut [u8], off: usize, v: u16) {
+    rec[off..off + 2].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+fn put_u32(rec: &mut [u8], off: usize, v: u32) {
+    rec[off..off + 4].copy_from_slice(&v.to_le_bytes());
+}
+#[inline]
+fn put_u64(rec: &mut [u8], off: usize, v: u64) {
+    rec[off..off + 8].copy_from_slice(&v.to_le_bytes());
+}
+
+/// Everything a record says about one executed op, besides its strings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OpFields {
+    pub model_id: u32,
+    pub flag: u32,
+    pub thread_id: u32,
+    pub op_index: u64,
+    pub start: u64,
+    pub end: u64,
+    pub execution_time: u64,
+    pub dev_id: u32,
+    pub pid: u32,
+    pub stream_id: u32,
+}
+
+/// The longest prefix of `s` of at most `max` bytes that does not split a UTF-8 character
+/// (for valid UTF-8; other bytes are cut at `max`).
+pub fn truncate_at_char(s: &[u8], max: usize) -> &[u8] {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    if std::str::from_utf8(s).is_ok() {
+        while end > 0 && (s[end] & 0xC0) == 0x80 {
+            end -= 1;
+        }
+    }
+    &s[..end]
+}
+
+/// Fills `rec` (which must be all zero) with `f`, `name` and `op_type`. The signature is left
+/// for [`sign`], so the reporting thread does not pay for the CRC. Strings longer than the
+/// inline space are truncated and marked. A NUL inside a string ends it.
+pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    let op_type = &op_type[..op_type.iter().position(|&b| b == 0).unwrap_or(op_type.len())];
+    put_u32(rec, OFF_MODEL_ID, f.model_id);
+    put_u32(rec, OFF_FLAG, f.flag);
+    put_u32(rec, OFF_THREAD_ID, f.thread_id);
+    put_u64(rec, OFF_OP_INDEX, f.op_index);
+    put_u64(rec, OFF_DURATION, f.end.wrapping_sub(f.start));
+    put_u64(rec, OFF_START, f.start);
+    put_u64(rec, OFF_END, f.end);
+    put_u64(rec, OFF_EXEC_TIME, f.execution_time);
+    put_u32(rec, OFF_DEV_ID, f.dev_id);
+    let t = truncate_at_char(op_type, MAX_TYPE_LEN);
+    let n = truncate_at_char(name, MAX_NAME_LEN);
+    put_u16(rec, OFF_TYPE_LEN, t.len() as u16);
+    put_u16(rec, OFF_NAME_LEN, n.len() as u16);
+    put_u32(rec, OFF_NAME_FULL_LEN, u32::try_from(name.len()).unwrap_or(u32::MAX));
+    put_u32(rec, OFF_PID, f.pid);
+    put_u32(rec, OFF_STREAM_ID, f.stream_id);
+    rec[OFF_VERSION] = RECORD_VERSION;
+    let mut marks = 0;
+    if n.len() < name.len() {
+        marks |= MARK_NAME_TRUNCATED;
+    }
+    if t.len() < op_type.len() {
+        marks |= MARK_TYPE_TRUNCATED;
+    }
+    rec[OFF_MARKS] = marks;
+    rec[OFF_TYPE..OFF_TYPE + t.len()].copy_from_slice(t);
+    rec[OFF_NAME..OFF_NAME + n.len()].copy_from_slice(n);
+}
+
+/// A verified record (length and signature checked by the accessor layer).
+#[derive(Clone, Copy)]
+pub struct View<'a>(pub &'a [u8]);
+
+impl std::fmt::Debug for View<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "View(model {}, op {})", self.model_id(), self.op_index())
+    }
+}
+
+impl<'a> View<'a> {
+    pub fn model_id(&self) -> u32 {
+        get_u32(self.0, OFF_MODEL_ID)
+    }
+    pub fn flag(&self) -> u32 {
+        get_u32(self.0, OFF_FLAG)
+    }
+    pub fn thread_id(&self) -> u32 {
+        get_u32(self.0, OFF_THREAD_ID)
+    }
+    pub fn op_index(&self) -> u64 {
+        get_u64(self.0, OFF_OP_INDEX)
+    }
+    pub fn start(&self) -> u64 {
+        get_u64(self.0, OFF_START)
+    }
+    pub fn end(&self) -> u64 {
+        get_u64(self.0, OFF_END)
+    }
+    pub fn duration(&self) -> u64 {
+        get_u64(self.0, OFF_DURATION)
+    }
+    pub fn dev_id(&self) -> u32 {
+        get_u32(self.0, OFF_DEV_ID)
+    }
+    pub fn pid(&self) -> u32 {
+        get_u32(self.0, OFF_PID)
+    }
+    pub fn stream_id(&self) -> u32 {
+        get_u32(self.0, OFF_STREAM_ID)
+    }
+    pub fn marks(&self) -> u8 {
+        self.0[OFF_MARKS]
+    }
+    fn inline_str(&self, off: usize, len_off: usize, max: usize) -> Option<&'a [u8]> {
+        let len = get_u16(self.0, len_off) as usize;
+        if len > max || self.0[off + len] != 0 {
+            return None;
+        }
+        let s = &self.0[off..off + len];
+        (!s.contains(&0)).then_some(s)
+    }
+    /// The op type stored inline, or `None` if the record's string fields are inconsistent.
+    pub fn op_type(&self) -> Option<&'a [u8]> {
+        self.inline_str(OFF_TYPE, OFF_TYPE_LEN, MAX_TYPE_LEN)
+    }
+    /// The op name stored inline (possibly truncated), or `None` if inconsistent.
+    pub fn name(&self) -> Option<&'a [u8]> {
+        self.inline_str(OFF_NAME, OFF_NAME_LEN, MAX_NAME_LEN)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(s: &str) -> Vec<u8> {
+        let s: String = s.split_whitespace().collect();
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    /// CANN's own 72-byte test vectors (spec acl_prof_c_api.md §4.2).
+    #[test]
+    fn crc_matches_canns_vectors() {
+        assert_eq!(crc_register(b"123456789"), 0x1CF96D7C);
+        assert_eq!(crc_register(&[0u8; 68]), 0x27F2B917);
+        let mut r = hex("c9d41cfc 01000000 00000000 39300000 0100000000000000 dc05000000000000 40420f0000000000 1c480f0000000000");
+        r.resize(72, 0);
+        assert_eq!(signature_of(&r), 0xFC1CD4C9);
+        assert_eq!(get_u32(&r, 0), 0xFC1CD4C9);
+        let mut r2 = vec![0u8; 72];
+        r2[4..8].copy_from_slice(&7u32.to_le_bytes());
+        r2[8..12].copy_from_slice(&2u32.to_le_bytes());
+        r2[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        r2[16..24].copy_from_slice(&42u64.to_le_bytes());
+        r2[24..32].copy_from_slice(&100u64.to_le_bytes());
+        r2[32..40].copy_from_slice(&5u64.to_le_bytes());
+        r2[40..48].copy_from_slice(&105u64.to_le_bytes());
+        r2[48..56].copy_from_slice(&50u64.to_le_bytes());
+        assert_eq!(signature_of(&r2), 0xEAF47261);
+    }
+
+    /// An independent bit-by-bit CRC-32C register, to cross-check the hardware path on
+    /// 512-byte records.
+    fn bitwise_register(bytes: &[u8]) -> u32 {
+        let mut crc = 0xFFFF_FFFFu32;
+        for &b in bytes {
+            crc ^= b as u32;
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+            }
+        }
+        crc
+    }
+
+    pub(crate) fn sample() -> Record {
+        let mut r = [0u8; RECORD_SIZE];
+        let f = OpFields {
+            model_id: 1,
+            thread_id: 12345,
+            op_index: 1,
+            start: 1_000_000,
+            end: 1_001_500,
+            dev_id: 0,
+            pid: 4242,
+            stream_id: 3,
+            ..Default::default()
+        };
+        encode(&mut r, &f, b"resnet50/conv1/Conv2D", b"Conv2D");
+        sign(&mut r);
+        r
+    }
+
+    /// Our own committed vectors for 512-byte records: if the layout or the signature ever
+    /// changes, these fail.
+    #[test]
+    fn committed_512_byte_vectors() {
+        let r = sample();
+        assert_eq!(signature_of(&r), bitwise_register(&r[4..]));
+        assert_eq!(get_u32(&r, 0), 0x4664_FF3E, "signature of the sample record is {:#010x}", get_u32(&r, 0));
+        let zero = [0u8; RECORD_SIZE];
+        assert_eq!(signature_of(&zero), bitwise_register(&zero[4..]));
+        assert_eq!(signature_of(&zero), 0x13A8_563C, "signature of a zero record is {:#010x}", signature_of(&zero));
+    }
+
+    #[test]
+    fn encode_lays_out_canns_fields_then_strings() {
+        let r = sample();
+        let v = View(&r);
+        assert_eq!(v.model_id(), 1);
+        assert_eq!(v.thread_id(), 12345);
+        assert_eq!(v.op_index(), 1);
+        assert_eq!(v.duration(), 1500);
+        assert_eq!(v.start(), 1_000_000);
+        assert_eq!(v.end(), 1_001_500);
+        assert_eq!(v.name().unwrap(), b"resnet50/conv1/Conv2D");
+        assert_eq!(v.op_type().unwrap(), b"Conv2D");
+        assert_eq!(v.pid(), 4242);
+        assert_eq!(v.stream_id(), 3);
+        assert!(r[OFF_RESERVED..].iter().all(|&b| b == 0));
+        assert!(r[76..80].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn long_strings_are_truncated_and_marked() {
+        let mut r = [0u8; RECORD_SIZE];
+        let name = "é".repeat(200); // 400 bytes, 2-byte characters
+        encode(&mut r, &OpFields::default(), name.as_bytes(), &[b'T'; 70]);
+        let v = View(&r);
+        assert_eq!(v.name().unwrap().len(), 256);
+        assert!(std::str::from_utf8(v.name().unwrap()).is_ok());
+        assert_eq!(v.op_type().unwrap().len(), 64);
+        assert_eq!(v.marks(), MARK_NAME_TRUNCATED | MARK_TYPE_TRUNCATED);
+        assert_eq!(get_u32(&r, OFF_NAME_FULL_LEN), 400);
+        let odd = "a".to_string() + &"é".repeat(200);
+        let mut r = [0u8; RECORD_SIZE];
+        encode(&mut r, &OpFields::default(), odd.as_bytes(), b"T");
+        assert_eq!(View(&r).name().unwrap().len(), 255, "must not split a character");
+    }
+
+    #[test]
+    fn inconsistent_lengths_are_rejected() {
+        let mut r = sample();
+        r[OFF_NAME_LEN] = 0xFF;
+        r[OFF_NAME_LEN + 1] = 0x01;
+        assert!(View(&r).name().is_none());
+        let mut r = sample();
+        r[OFF_TYPE_LEN] = 2; // "Co" followed by 'n', not NUL
+        assert!(View(&r).op_type().is_none());
+    }
+}

@@ -1,0 +1,89 @@
+//! The emulated runtime's model registry (contract item 9): model id -> name and device.
+//!
+//! Ids count up from 1 and are never reused within a process, so a subscription or a
+//! recorded op can never silently refer to a different model.
+
+use crate::error::{err, Result, ACL_ERROR_INVALID_DEVICE, ACL_ERROR_INVALID_MODEL_ID};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Model {
+    pub id: u32,
+    pub name: Arc<str>,
+    pub device: u32,
+}
+
+pub struct Registry {
+    models: HashMap<u32, Model>,
+    next_id: u32,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry { models: HashMap::new(), next_id: 1 }
+    }
+}
+
+impl Registry {
+    pub fn load(&mut self, name: &str, device: u32, device_count: u32) -> Result<u32> {
+        if device >= device_count {
+            return err(
+                ACL_ERROR_INVALID_DEVICE,
+                format!(
+                    "device {device} does not exist: the emulated machine has {device_count} \
+                     device(s), ids 0..{}; set ACLPROF_DEVICE_COUNT for more",
+                    device_count - 1
+                ),
+            );
+        }
+        if self.next_id == u32::MAX {
+            return err(ACL_ERROR_INVALID_MODEL_ID, "no model ids left in this process");
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.models.insert(id, Model { id, name: name.into(), device });
+        Ok(id)
+    }
+
+    pub fn unload(&mut self, id: u32) -> Result<Model> {
+        match self.models.remove(&id) {
+            Some(m) => Ok(m),
+            None => err(ACL_ERROR_INVALID_MODEL_ID, format!("model {id} is not loaded")),
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<&Model> {
+        self.models.get(&id)
+    }
+}
+
+static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
+
+pub fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
+    let mut g = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+    f(g.get_or_insert_with(Registry::default))
+}
+
+pub fn get(id: u32) -> Option<Model> {
+    let g = REGISTRY.read().unwrap_or_else(|p| p.into_inner());
+    g.as_ref()?.get(id).cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_count_up_and_are_not_reused() {
+        let mut r = Registry::default();
+        let a = r.load("a", 0, 1).unwrap();
+        let b = r.load("b", 0, 2).unwrap();
+        assert_eq!((a, b), (1, 2));
+        r.unload(a).unwrap();
+        assert_eq!(r.load("c", 1, 2).unwrap(), 3);
+        assert_eq!(r.unload(a).unwrap_err().code, ACL_ERROR_INVALID_MODEL_ID);
+        assert_eq!(r.load("d", 2, 2).unwrap_err().code, ACL_ERROR_INVALID_DEVICE);
+        assert_eq!(r.get(b).unwrap().name.as_ref(), "b");
+    }
+}

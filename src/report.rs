@@ -1,0 +1,143 @@
+//! The reporting hot path: `aclprofExtReportOp` (contract items 9-10).
+//!
+//! * Nobody listening: argument checks and one atomic load.
+//! * Someone listening: the thread's route cache (validated by one atomic load of a
+//!   generation counter) finds the model's subscription; the record is staged in the
+//!   subscription's shard for this thread. No system call, no global lock, no shared
+//!   counter: op indices come from per-thread blocks.
+
+use crate::delivery::Sub;
+use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
+use crate::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// True while any subscription exists.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Bumped whenever routes change (subscribe, unsubscribe, model load/unload).
+static GEN: AtomicU64 = AtomicU64::new(1);
+static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
+static NEXT_OP_INDEX: AtomicU64 = AtomicU64::new(1);
+static NEXT_STREAM: AtomicU32 = AtomicU32::new(1);
+const OP_INDEX_BLOCK: u64 = 4096;
+
+#[derive(Clone)]
+struct Route {
+    device: u32,
+    sub: Option<Arc<Sub>>,
+}
+
+struct Local {
+    gen: u64,
+    routes: HashMap<u32, Option<Route>>,
+    tid: u32,
+    stream: u32,
+    next_index: u64,
+    end_index: u64,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(Local {
+        gen: 0,
+        routes: HashMap::new(),
+        // SAFETY: gettid has no preconditions.
+        tid: unsafe { libc::gettid() } as u32,
+        stream: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
+        next_index: 0,
+        end_index: 0,
+    });
+}
+
+/// Invalidates every thread's route cache.
+pub fn routes_changed() {
+    GEN.fetch_add(1, Ordering::AcqRel);
+}
+
+/// Makes `sub` the destination of `model`'s ops (or removes the route with `None`).
+pub fn set_route(model: u32, sub: Option<Arc<Sub>>) {
+    let mut g = SUBS.write().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(HashMap::new);
+    match sub {
+        Some(s) => {
+            m.insert(model, s);
+        }
+        None => {
+            m.remove(&model);
+        }
+    }
+    ACTIVE.store(!m.is_empty(), Ordering::Release);
+    routes_changed();
+}
+
+fn lookup(model: u32) -> Option<Route> {
+    let m = crate::registry::get(model)?;
+    let g = SUBS.read().unwrap_or_else(|p| p.into_inner());
+    Some(Route { device: m.device, sub: g.as_ref().and_then(|s| s.get(&model).cloned()) })
+}
+
+/// The emulated stream of the calling thread.
+pub fn this_stream() -> u32 {
+    LOCAL.with(|l| l.borrow().stream)
+}
+
+/// Reports one executed op. `name` and `op_type` are the bytes before the C string's NUL.
+#[inline]
+pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
+    if end < start {
+        return err(ACL_ERROR_INVALID_PARAM, format!("endNs {end} is before startNs {start}"));
+    }
+    if !ACTIVE.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    report_active(model, name, op_type, start, end)
+}
+
+#[inline(never)]
+fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
+    LOCAL.with(|l| {
+        let mut l = l.borrow_mut();
+        let gen = GEN.load(Ordering::Acquire);
+        if l.gen != gen {
+            l.routes.clear();
+            l.gen = gen;
+        }
+        let route = match l.routes.get(&model) {
+            Some(r) => r.clone(),
+            None => {
+                let r = lookup(model);
+                l.routes.insert(model, r.clone());
+                r
+            }
+        };
+        let Some(route) = route else {
+            return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {model} is not loaded"));
+        };
+        let Some(sub) = route.sub else { return Ok(()) };
+        if l.next_index == l.end_index {
+            l.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
+            l.end_index = l.next_index + OP_INDEX_BLOCK;
+        }
+        let op_index = l.next_index;
+        l.next_index += 1;
+        if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN {
+            crate::names::remember(op_index, name, op_type);
+        }
+        let f = OpFields {
+            model_id: model,
+            flag: FLAG_OP,
+            thread_id: l.tid,
+            op_index,
+            start,
+            end,
+            execution_time: end - start,
+            dev_id: route.device,
+            pid: std::process::id(),
+            stream_id: l.stream,
+        };
+        drop(l);
+        sub.push(&f, name, op_type);
+        Ok(())
+    })
+}
