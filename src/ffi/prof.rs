@@ -10,39 +10,39 @@ use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CString};
 
 /// Collect the host-side AscendCL API calls.
-pub const ACL_PROF_ACL_API: u64 = 0x0001;
+pub const ACL_PROF_ACL_API: u64 = 0x0001u64;
 /// Collect task timing (task-time level 1).
-pub const ACL_PROF_TASK_TIME: u64 = 0x0002;
+pub const ACL_PROF_TASK_TIME: u64 = 0x0002u64;
 /// Collect AI Core metrics (see `aclprofAicoreMetrics`).
-pub const ACL_PROF_AICORE_METRICS: u64 = 0x0004;
+pub const ACL_PROF_AICORE_METRICS: u64 = 0x0004u64;
 /// Collect AI CPU data.
-pub const ACL_PROF_AICPU: u64 = 0x0008;
+pub const ACL_PROF_AICPU: u64 = 0x0008u64;
 /// Collect L2 cache data.
-pub const ACL_PROF_L2CACHE: u64 = 0x0010;
+pub const ACL_PROF_L2CACHE: u64 = 0x0010u64;
 /// Collect HCCL communication traces.
-pub const ACL_PROF_HCCL_TRACE: u64 = 0x0020;
+pub const ACL_PROF_HCCL_TRACE: u64 = 0x0020u64;
 /// Collect step (iteration) traces.
-pub const ACL_PROF_TRAINING_TRACE: u64 = 0x0040;
+pub const ACL_PROF_TRAINING_TRACE: u64 = 0x0040u64;
 /// Enable the msproftx API (stamps, marks, ranges); allows a config without devices.
-pub const ACL_PROF_MSPROFTX: u64 = 0x0080;
+pub const ACL_PROF_MSPROFTX: u64 = 0x0080u64;
 /// Collect runtime API calls.
-pub const ACL_PROF_RUNTIME_API: u64 = 0x0100;
+pub const ACL_PROF_RUNTIME_API: u64 = 0x0100u64;
 /// Collect graph-engine API calls, level 0.
-pub const ACL_PROF_GE_API_L0: u64 = 0x0200;
+pub const ACL_PROF_GE_API_L0: u64 = 0x0200u64;
 /// Collect task timing, level 0.
-pub const ACL_PROF_TASK_TIME_L0: u64 = 0x0800;
+pub const ACL_PROF_TASK_TIME_L0: u64 = 0x0800u64;
 /// Collect task memory.
-pub const ACL_PROF_TASK_MEMORY: u64 = 0x1000;
+pub const ACL_PROF_TASK_MEMORY: u64 = 0x1000u64;
 /// Collect graph-engine API calls, level 1.
-pub const ACL_PROF_GE_API_L1: u64 = 0x0100_0000;
+pub const ACL_PROF_GE_API_L1: u64 = 0x0100_0000u64;
 /// Collect task timing, level 2.
-pub const ACL_PROF_TASK_TIME_L2: u64 = 0x2000;
+pub const ACL_PROF_TASK_TIME_L2: u64 = 0x2000u64;
 /// Collect op attributes.
-pub const ACL_PROF_OP_ATTR: u64 = 0x4000;
+pub const ACL_PROF_OP_ATTR: u64 = 0x4000u64;
 /// Collect task timing, level 3.
-pub const ACL_PROF_TASK_TIME_L3: u64 = 0x8000;
+pub const ACL_PROF_TASK_TIME_L3: u64 = 0x8000u64;
 /// Collect API statistics.
-pub const ACL_PROF_API_STATS: u64 = 0x4_0000_0000;
+pub const ACL_PROF_API_STATS: u64 = 0x4_0000_0000u64;
 /// Deprecated: use aclprofGetOpNameLen. The longest name stored inline in a record, with NUL.
 pub const ACL_PROF_MAX_OP_NAME_LEN: u32 = 257;
 /// Deprecated: use aclprofGetOpTypeLen. The longest type stored inline in a record, with NUL.

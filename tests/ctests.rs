@@ -1,0 +1,118 @@
+//! Compiles the C tests in ctests/ against the committed headers in include/ and the
+//! library cargo just built, runs them, and asserts they pass. Also compiles each header
+//! alone, as C99 and as C++, with -Wall -Wextra -Werror -pedantic, included twice.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// target/<profile>/, where cargo put libaclprof.so (and build.rs the libmsprofiler.so link).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().to_path_buf()
+}
+
+fn out_dir() -> PathBuf {
+    let d = lib_dir().join("ctests");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    if !out.status.success() {
+        panic!(
+            "{cmd:?} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    out
+}
+
+const WARN: &[&str] = &["-Wall", "-Wextra", "-Werror", "-pedantic"];
+
+/// Builds ctests/<name>.c, linked with `-l<lib>`.
+fn build(name: &str, lib: &str) -> PathBuf {
+    let exe = out_dir().join(name);
+    let mut c = Command::new("gcc");
+    c.args(["-std=c99", "-g", "-O1"]).args(WARN);
+    c.arg("-I").arg(root().join("include")).arg("-I").arg(root().join("ctests"));
+    c.arg("-o").arg(&exe).arg(root().join("ctests").join(format!("{name}.c")));
+    c.arg("-L").arg(lib_dir()).arg(format!("-l{lib}")).arg("-lpthread");
+    c.arg(format!("-Wl,-rpath,{}", lib_dir().display()));
+    run(&mut c);
+    exe
+}
+
+fn data(f: &str) -> PathBuf {
+    root().join("ctests/data").join(f)
+}
+
+fn exec(exe: &Path, args: &[&Path], env: &[(&str, &str)]) -> String {
+    let mut c = Command::new(exe);
+    c.args(args).env_remove("ACLPROF_LOG");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = run(&mut c);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn documented_subscription_flow_linked_as_msprofiler() {
+    let exe = build("subscribe_flow", "msprofiler");
+    let out = exec(&exe, &[&data("tiny.json")], &[]);
+    assert!(out.contains("PASSED test_documented_flow"), "{out}");
+}
+
+#[test]
+fn abi_conformance() {
+    let exe = build("abi_conformance", "aclprof");
+    let out = exec(&exe, &[], &[]);
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+    // C++ checks function-pointer types exactly: compile the same file as C++ too.
+    let mut c = Command::new("g++");
+    c.args(["-x", "c++", "-std=c++11", "-fsyntax-only"]).args(WARN);
+    c.arg("-I").arg(root().join("include")).arg("-I").arg(root().join("ctests"));
+    c.arg(root().join("ctests/abi_conformance.c"));
+    run(&mut c);
+}
+
+#[test]
+fn error_paths() {
+    let exe = build("error_paths", "aclprof");
+    let out = exec(&exe, &[], &[("ACLPROF_DEVICE_COUNT", "2")]);
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+}
+
+#[test]
+fn faults() {
+    let exe = build("faults", "aclprof");
+    let out = exec(&exe, &[Path::new("block")], &[("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "500")]);
+    assert!(!out.contains("FAILED") && out.contains("PASSED"), "{out}");
+    let out = exec(
+        &exe,
+        &[Path::new("drop")],
+        &[("ACLPROF_ON_FULL", "drop"), ("ACLPROF_BUFFER_RECORDS", "256"), ("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "300")],
+    );
+    assert!(!out.contains("FAILED") && out.contains("PASSED"), "{out}");
+}
+
+#[test]
+fn headers_compile_alone_as_c99_and_cxx_twice_included() {
+    let dir = out_dir();
+    for h in ["acl/acl_base.h", "acl/acl_prof.h", "acl/acl_prof_ext.h"] {
+        for (lang, std, compiler) in [("c", "-std=c99", "gcc"), ("c++", "-std=c++11", "g++")] {
+            let src = dir.join(format!("alone.{}", if lang == "c" { "c" } else { "cpp" }));
+            std::fs::write(&src, format!("#include \"{h}\"\n#include \"{h}\"\nint main(void) {{ return 0; }}\n")).unwrap();
+            let mut c = Command::new(compiler);
+            c.arg(std).args(WARN).arg("-I").arg(root().join("include")).arg("-fsyntax-only").arg(&src);
+            run(&mut c);
+        }
+    }
+}
