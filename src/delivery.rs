@@ -168,11 +168,10 @@ pub fn prepare_fd(fd: c_int) -> Result<()> {
     Ok(())
 }
 
-thread_local! {
-    static SHARD_OF_THREAD: usize = {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % SHARDS
-    };
+/// The shard for a new reporting thread: threads are spread round-robin.
+pub fn next_shard() -> usize {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    (NEXT.fetch_add(1, Ordering::Relaxed) as usize) % SHARDS
 }
 
 impl Sub {
@@ -224,11 +223,12 @@ impl Sub {
         }
     }
 
-    /// Stages one record. Called on the reporting thread: no system call unless the shard
-    /// is full and the policy is to wait.
+    /// Stages one record in `shard` (the reporting thread's, see [`next_shard`]). Called on
+    /// the reporting thread: no system call unless the shard is full and the policy is to
+    /// wait.
     #[inline]
-    pub fn push(&self, f: &OpFields, name: &[u8], op_type: &[u8]) {
-        let shard = &self.shards[SHARD_OF_THREAD.with(|s| *s)];
+    pub fn push(&self, shard: usize, f: &OpFields, name: &[u8], op_type: &[u8]) {
+        let shard = &self.shards[shard % SHARDS];
         let mut g = shard.lock();
         loop {
             match self.state.load(Ordering::Acquire) {
@@ -501,7 +501,7 @@ mod tests {
             all
         });
         for i in 1..=1000 {
-            sub.push(&op(i), b"n", b"t");
+            sub.push(0, &op(i), b"n", b"t");
         }
         let c = sub.close(Duration::from_secs(5));
         unsafe { libc::close(w) };
@@ -531,7 +531,7 @@ mod tests {
         let mut slot = w;
         let sub = Sub::start(9, 0, w, unsafe { UserFd::new(&mut slot) }, 1024, OnFull::Block).unwrap();
         for i in 1..=100 {
-            sub.push(&op(i), b"n", b"t");
+            sub.push(0, &op(i), b"n", b"t");
         }
         assert!(sub.flush(Instant::now() + Duration::from_secs(5)));
         assert!(sub.is_broken());
@@ -549,7 +549,7 @@ mod tests {
         let mut slot = w;
         let sub = Sub::start(9, 0, w, unsafe { UserFd::new(&mut slot) }, 256, OnFull::Drop).unwrap();
         for i in 1..=5000 {
-            sub.push(&op(i), b"n", b"t");
+            sub.push(0, &op(i), b"n", b"t");
         }
         let t = Instant::now();
         let c = sub.close(Duration::from_millis(200));

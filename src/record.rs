@@ -112,6 +112,11 @@ fn put_u64(rec: &mut [u8], off: usize, v: u64) {
     rec[off..off + 8].copy_from_slice(&v.to_le_bytes());
 }
 
+/// The bytes of `s` before its first NUL (how a C string would read it).
+pub fn until_nul(s: &[u8]) -> &[u8] {
+    &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())]
+}
+
 /// Everything a record says about one executed op, besides its strings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct OpFields {
@@ -144,10 +149,11 @@ pub fn truncate_at_char(s: &[u8], max: usize) -> &[u8] {
 
 /// Fills `rec` (which must be all zero) with `f`, `name` and `op_type`. The signature is left
 /// for [`sign`], so the reporting thread does not pay for the CRC. Strings longer than the
-/// inline space are truncated and marked. A NUL inside a string ends it.
+/// inline space are truncated and marked. The strings must not contain NUL (callers pass
+/// the bytes of a C string, see [`until_nul`]).
+#[inline]
 pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
-    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-    let op_type = &op_type[..op_type.iter().position(|&b| b == 0).unwrap_or(op_type.len())];
+    debug_assert!(!name.contains(&0) && !op_type.contains(&0));
     put_u32(rec, OFF_MODEL_ID, f.model_id);
     put_u32(rec, OFF_FLAG, f.flag);
     put_u32(rec, OFF_THREAD_ID, f.thread_id);

@@ -31,9 +31,15 @@ struct Route {
 
 struct Local {
     gen: u64,
-    routes: HashMap<u32, Option<Route>>,
+    routes: Vec<(u32, Option<Route>)>,
+    /// Process and thread ids, cached (getpid/gettid are system calls); refreshed in a
+    /// forked child.
+    fork_gen: u64,
+    pid: u32,
     tid: u32,
     stream: u32,
+    /// This thread's staging shard in every subscription.
+    shard: usize,
     next_index: u64,
     end_index: u64,
 }
@@ -41,13 +47,36 @@ struct Local {
 thread_local! {
     static LOCAL: RefCell<Local> = RefCell::new(Local {
         gen: 0,
-        routes: HashMap::new(),
-        // SAFETY: gettid has no preconditions.
-        tid: unsafe { libc::gettid() } as u32,
+        routes: Vec::new(),
+        fork_gen: u64::MAX,
+        pid: 0,
+        tid: 0,
         stream: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
+        shard: crate::delivery::next_shard(),
         next_index: 0,
         end_index: 0,
     });
+}
+
+/// Bumped in a forked child so cached process and thread ids are re-read.
+static FORK_GEN: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn after_fork_in_child() {
+    FORK_GEN.fetch_add(1, Ordering::Relaxed);
+}
+
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a handler that only increments an atomic.
+    ONCE.call_once(|| unsafe {
+        libc::pthread_atfork(None, None, Some(after_fork_in_child));
+    });
+}
+
+/// True while someone listens for reported ops (the idle fast path's one atomic load).
+#[inline(always)]
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Acquire)
 }
 
 /// Invalidates every thread's route cache.
@@ -67,6 +96,7 @@ pub fn set_route(model: u32, sub: Option<Arc<Sub>>) {
             m.remove(&model);
         }
     }
+    watch_forks();
     ACTIVE.store(!m.is_empty(), Ordering::Release);
     routes_changed();
 }
@@ -82,13 +112,14 @@ pub fn this_stream() -> u32 {
     LOCAL.with(|l| l.borrow().stream)
 }
 
-/// Reports one executed op. `name` and `op_type` are the bytes before the C string's NUL.
+/// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
+/// use [`crate::record::until_nul`] on other input).
 #[inline]
 pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
     if end < start {
         return err(ACL_ERROR_INVALID_PARAM, format!("endNs {end} is before startNs {start}"));
     }
-    if !ACTIVE.load(Ordering::Acquire) {
+    if !active() {
         return Ok(());
     }
     report_active(model, name, op_type, start, end)
@@ -97,24 +128,32 @@ pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
 #[inline(never)]
 fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
     LOCAL.with(|l| {
-        let mut l = l.borrow_mut();
+        let mut guard = l.borrow_mut();
+        let l = &mut *guard;
         let gen = GEN.load(Ordering::Acquire);
         if l.gen != gen {
             l.routes.clear();
             l.gen = gen;
         }
-        let route = match l.routes.get(&model) {
-            Some(r) => r.clone(),
+        let fork_gen = FORK_GEN.load(Ordering::Relaxed);
+        if l.fork_gen != fork_gen {
+            l.fork_gen = fork_gen;
+            l.pid = std::process::id();
+            // SAFETY: gettid has no preconditions.
+            l.tid = unsafe { libc::gettid() } as u32;
+        }
+        // A thread reports for few models: a linear scan beats hashing.
+        let i = match l.routes.iter().position(|(m, _)| *m == model) {
+            Some(i) => i,
             None => {
-                let r = lookup(model);
-                l.routes.insert(model, r.clone());
-                r
+                l.routes.push((model, lookup(model)));
+                l.routes.len() - 1
             }
         };
-        let Some(route) = route else {
+        let Some(route) = &l.routes[i].1 else {
             return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {model} is not loaded"));
         };
-        let Some(sub) = route.sub else { return Ok(()) };
+        let Some(sub) = &route.sub else { return Ok(()) };
         if l.next_index == l.end_index {
             l.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
             l.end_index = l.next_index + OP_INDEX_BLOCK;
@@ -133,11 +172,10 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
             end,
             execution_time: end - start,
             dev_id: route.device,
-            pid: std::process::id(),
+            pid: l.pid,
             stream_id: l.stream,
         };
-        drop(l);
-        sub.push(&f, name, op_type);
+        sub.push(l.shard, &f, name, op_type);
         Ok(())
     })
 }

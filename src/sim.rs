@@ -12,6 +12,7 @@
 //! returns when the simulated model has finished (the clock has passed the last op's end).
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_MODEL_ID};
+use crate::record::until_nul;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -177,7 +178,7 @@ pub fn execute(id: u32) -> Result<()> {
     for op in &m.ops {
         let start = t + op.wait_ns;
         let end = start + op.duration_ns;
-        crate::report::report_op(id, op.name.as_bytes(), op.op_type.as_bytes(), start, end)?;
+        crate::report::report_op(id, until_nul(op.name.as_bytes()), until_nul(op.op_type.as_bytes()), start, end)?;
         t = end;
     }
     crate::clock::sleep_until(t);

@@ -38,11 +38,15 @@ const WARN: &[&str] = &["-Wall", "-Wextra", "-Werror", "-pedantic"];
 
 /// Builds ctests/<name>.c, linked with `-l<lib>`.
 fn build(name: &str, lib: &str) -> PathBuf {
-    let exe = out_dir().join(name);
+    build_c(&root().join("ctests").join(format!("{name}.c")), lib)
+}
+
+fn build_c(src: &Path, lib: &str) -> PathBuf {
+    let exe = out_dir().join(src.file_stem().unwrap());
     let mut c = Command::new("gcc");
     c.args(["-std=c99", "-g", "-O1"]).args(WARN);
     c.arg("-I").arg(root().join("include")).arg("-I").arg(root().join("ctests"));
-    c.arg("-o").arg(&exe).arg(root().join("ctests").join(format!("{name}.c")));
+    c.arg("-o").arg(&exe).arg(src);
     c.arg("-L").arg(lib_dir()).arg(format!("-l{lib}")).arg("-lpthread");
     c.arg(format!("-Wl,-rpath,{}", lib_dir().display()));
     run(&mut c);
@@ -115,4 +119,17 @@ fn headers_compile_alone_as_c99_and_cxx_twice_included() {
             run(&mut c);
         }
     }
+}
+
+/// The README's first command runs this example; check its table adds up.
+#[test]
+fn main_example_prints_the_op_table() {
+    let exe = build_c(&root().join("examples/resnet50_profile.c"), "aclprof");
+    let out = exec(&exe, &[&root().join("models/resnet50.json"), Path::new("3")], &[]);
+    assert!(out.contains("3 executions, 375 ops decoded"), "{out}");
+    assert!(out.contains("dropped 0"), "{out}");
+    let conv = out.lines().find(|l| l.starts_with("Conv2D")).expect("a Conv2D row");
+    assert_eq!(conv.split_whitespace().nth(1), Some("159"), "{conv}");
+    let total = out.lines().find(|l| l.starts_with("total")).expect("a total row");
+    assert_eq!(total.split_whitespace().nth(1), Some("375"), "{total}");
 }

@@ -67,6 +67,10 @@ pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtReportOp(modelId: u32, opName: *const c_char, opType: *const c_char, startNs: u64, endNs: u64) -> aclError {
     guard("aclprofExtReportOp", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        // The idle path: argument checks and one atomic load, no strlen.
+        if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active() {
+            return 0;
+        }
         let r = (|| {
             let name = cstr(opName, "opName")?;
             let ty = cstr(opType, "opType")?;
