@@ -39,7 +39,11 @@ fn config(guard: &str, includes: &[&str], after: &str, prefix: Option<&str>) -> 
 }
 
 fn generate(src: &str, out: &Path, c: cbindgen::Config) {
-    let b = cbindgen::Builder::new().with_config(c).with_src(src).generate().unwrap_or_else(|e| panic!("cbindgen on {src}: {e}"));
+    let b = cbindgen::Builder::new()
+        .with_config(c)
+        .with_src(src)
+        .generate()
+        .unwrap_or_else(|e| panic!("cbindgen on {src}: {e}"));
     b.write_to_file(out);
 }
 
@@ -73,13 +77,21 @@ fn main() {
     prof.export.include.push("aclprofStopConfig".into());
     generate("src/ffi/prof.rs", &out.join("acl_prof.h"), prof);
 
-    let mut ext = config("ACL_PROF_EXT_H_", &["acl_base.h", "acl_prof.h"], "", Some("MSVP_PROF_API"));
+    let mut ext = config(
+        "ACL_PROF_EXT_H_",
+        &["acl_base.h", "acl_prof.h"],
+        "",
+        Some("MSVP_PROF_API"),
+    );
     ext.style = cbindgen::Style::Both; // `typedef struct aclprofExtStats {...} aclprofExtStats;`
     generate("src/ffi/ext.rs", &out.join("acl_prof_ext.h"), ext);
 
     // CANN's library name for programs linked with -lmsprofiler: a symlink that resolves
     // once cargo has linked libaclprof.so into the same directory.
-    if let Some(profile_dir) = PathBuf::from(std::env::var("OUT_DIR").unwrap()).ancestors().nth(3) {
+    if let Some(profile_dir) = PathBuf::from(std::env::var("OUT_DIR").unwrap())
+        .ancestors()
+        .nth(3)
+    {
         let link = profile_dir.join("libmsprofiler.so");
         if std::fs::symlink_metadata(&link).is_err() {
             let _ = std::os::unix::fs::symlink("libaclprof.so", &link);

@@ -23,16 +23,23 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Median over `runs` of ns per iteration of `f(iters)`.
 fn ns_per(runs: usize, iters: u64, mut f: impl FnMut(u64)) -> f64 {
-    median((0..runs).map(|_| {
-        let t = Instant::now();
-        f(iters);
-        t.elapsed().as_nanos() as f64 / iters as f64
-    }).collect())
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f(iters);
+                t.elapsed().as_nanos() as f64 / iters as f64
+            })
+            .collect(),
+    )
 }
 
 fn t_clk() -> f64 {
     ns_per(7, 2_000_000, |n| {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         for _ in 0..n {
             unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
             black_box(&ts);
@@ -109,9 +116,20 @@ struct Subscribed {
 fn subscribe(model: u32) -> Subscribed {
     let (r, w) = pipe();
     let mut fd = Box::new(w);
-    let cfg = unsafe { aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), (&mut *fd as *mut c_int).cast()) };
+    let cfg = unsafe {
+        aclprofCreateSubscribeConfig(
+            1,
+            aclprofAicoreMetrics(0xFF),
+            (&mut *fd as *mut c_int).cast(),
+        )
+    };
     assert_eq!(aclprofModelSubscribe(model, cfg), 0);
-    Subscribed { model, fd, cfg, reader: Some(drain(r)) }
+    Subscribed {
+        model,
+        fd,
+        cfg,
+        reader: Some(drain(r)),
+    }
 }
 
 impl Subscribed {
@@ -127,7 +145,15 @@ fn report_loop(model: u32, n: u64) {
     let base = aclprofExtNowNs();
     for i in 0..n {
         let s = base + i * 1000;
-        unsafe { aclprofExtReportOp(model, c"resnet50/layer3/block4/conv2/Conv2D".as_ptr(), c"Conv2D".as_ptr(), s, s + 700) };
+        unsafe {
+            aclprofExtReportOp(
+                model,
+                c"resnet50/layer3/block4/conv2/Conv2D".as_ptr(),
+                c"Conv2D".as_ptr(),
+                s,
+                s + 700,
+            )
+        };
     }
 }
 
@@ -156,11 +182,17 @@ fn main() {
     println!("baselines (this run): T_clk = {clk:.1} ns, T_cpy512 (L3) = {cpy:.1} ns\n");
 
     let mut model = 0u32;
-    assert_eq!(unsafe { aclprofExtModelLoad(c"bench".as_ptr(), 0, &mut model) }, 0);
+    assert_eq!(
+        unsafe { aclprofExtModelLoad(c"bench".as_ptr(), 0, &mut model) },
+        0
+    );
 
     // P1: nobody subscribed.
     let p1 = ns_per(7, 5_000_000, |n| report_loop(model, n));
-    println!("P1 report, no subscriber:        {p1:6.2} ns/op = {:.3} x T_clk   (goal <= 0.1 x)", p1 / clk);
+    println!(
+        "P1 report, no subscriber:        {p1:6.2} ns/op = {:.3} x T_clk   (goal <= 0.1 x)",
+        p1 / clk
+    );
 
     // P4: a pipe subscriber whose reader keeps up.
     let s = subscribe(model);
@@ -201,20 +233,31 @@ fn main() {
         let s = subscribe(model);
         let per = N / threads;
         let t = Instant::now();
-        let hs: Vec<_> = (0..threads).map(|_| std::thread::spawn(move || report_loop(model, per))).collect();
+        let hs: Vec<_> = (0..threads)
+            .map(|_| std::thread::spawn(move || report_loop(model, per)))
+            .collect();
         for h in hs {
             h.join().unwrap();
         }
         let got = s.finish();
         assert_eq!(got, per * threads);
-        println!("   {threads} reporting thread(s): {:.2} M rec/s delivered", got as f64 / t.elapsed().as_secs_f64() / 1e6);
+        println!(
+            "   {threads} reporting thread(s): {:.2} M rec/s delivered",
+            got as f64 / t.elapsed().as_secs_f64() / 1e6
+        );
     }
 
     // R1: decode every field of one record through the accessors.
     let buf = {
         let (r, w) = pipe();
         let mut fd = Box::new(w);
-        let cfg = unsafe { aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), (&mut *fd as *mut c_int).cast()) };
+        let cfg = unsafe {
+            aclprofCreateSubscribeConfig(
+                1,
+                aclprofAicoreMetrics(0xFF),
+                (&mut *fd as *mut c_int).cast(),
+            )
+        };
         assert_eq!(aclprofModelSubscribe(model, cfg), 0);
         report_loop(model, 100);
         assert_eq!(aclprofModelUnSubscribe(model), 0);

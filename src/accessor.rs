@@ -41,7 +41,10 @@ pub fn op_num(buf: &[u8]) -> Result<u32> {
     check_len(buf.len())?;
     let n = buf.len() / RECORD_SIZE;
     let n32 = u32::try_from(n).or_else(|_| {
-        err(ACL_ERROR_INVALID_PARAM, format!("{n} records do not fit the uint32_t count"))
+        err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("{n} records do not fit the uint32_t count"),
+        )
     })?;
     for (i, rec) in buf.chunks_exact(RECORD_SIZE).enumerate() {
         check_signature(rec, i as u64)?;
@@ -58,7 +61,10 @@ pub fn locate(len: usize, index: u32) -> Result<usize> {
     if start + RECORD_SIZE as u64 > len as u64 {
         return err(
             ACL_ERROR_INVALID_PARAM,
-            format!("index {index} is out of range: the buffer holds {} records", len / RECORD_SIZE),
+            format!(
+                "index {index} is out of range: the buffer holds {} records",
+                len / RECORD_SIZE
+            ),
         );
     }
     Ok(start as usize)
@@ -102,7 +108,10 @@ pub fn string<'a>(v: View<'a>, field: Field) -> Result<std::borrow::Cow<'a, [u8]
         Field::Type => v.op_type(),
     };
     let Some(inline) = inline else {
-        return err(ACL_ERROR_INVALID_PARAM, format!("the record's {} field is malformed", field.what()));
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("the record's {} field is malformed", field.what()),
+        );
     };
     let mark = match field {
         Field::Name => record::MARK_NAME_TRUNCATED,
@@ -195,10 +204,17 @@ pub(crate) mod tests {
         let b = make(2);
         // length not a multiple
         assert_eq!(op_num(&b[..511]).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
-        assert_eq!(record(&b[..1000], 0).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
+        assert_eq!(
+            record(&b[..1000], 0).unwrap_err().code,
+            ACL_ERROR_INVALID_PARAM
+        );
         // index out of range, including values that wrap in 32-bit arithmetic
         for idx in [2u32, 59652323, 8388607, 8388608, u32::MAX] {
-            assert_eq!(record(&b, idx).unwrap_err().code, ACL_ERROR_INVALID_PARAM, "index {idx}");
+            assert_eq!(
+                record(&b, idx).unwrap_err().code,
+                ACL_ERROR_INVALID_PARAM,
+                "index {idx}"
+            );
         }
         // a corrupt record: op_num fails, accessors on the other record still work (O(1))
         let mut c = b.clone();
@@ -218,20 +234,34 @@ pub(crate) mod tests {
     fn truncated_names_are_whole_in_the_producing_process() {
         let long = "x".repeat(300);
         let mut r: Record = [0; RECORD_SIZE];
-        let f = OpFields { op_index: u64::MAX - 5, pid: std::process::id(), ..Default::default() };
+        let f = OpFields {
+            op_index: u64::MAX - 5,
+            pid: std::process::id(),
+            ..Default::default()
+        };
         encode(&mut r, &f, long.as_bytes(), b"Add");
         sign(&mut r);
         // not remembered: the inline, truncated text
-        assert_eq!(string_len(record(&r, 0).unwrap(), Field::Name).unwrap(), 257);
+        assert_eq!(
+            string_len(record(&r, 0).unwrap(), Field::Name).unwrap(),
+            257
+        );
         crate::names::remember(f.op_index, long.as_bytes(), b"Add");
-        assert_eq!(string_len(record(&r, 0).unwrap(), Field::Name).unwrap(), 301);
+        assert_eq!(
+            string_len(record(&r, 0).unwrap(), Field::Name).unwrap(),
+            301
+        );
         let mut out = vec![0u8; 301];
         copy_string(record(&r, 0).unwrap(), Field::Name, &mut out).unwrap();
         assert_eq!(&out[..300], long.as_bytes());
         // another process (pid differs): inline text
         let mut r2 = r;
-        r2[record::OFF_PID..record::OFF_PID + 4].copy_from_slice(&(std::process::id() ^ 1).to_le_bytes());
+        r2[record::OFF_PID..record::OFF_PID + 4]
+            .copy_from_slice(&(std::process::id() ^ 1).to_le_bytes());
         sign(&mut r2);
-        assert_eq!(string_len(record(&r2, 0).unwrap(), Field::Name).unwrap(), 257);
+        assert_eq!(
+            string_len(record(&r2, 0).unwrap(), Field::Name).unwrap(),
+            257
+        );
     }
 }

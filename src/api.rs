@@ -19,7 +19,12 @@ static NEXT_CONFIG_ID: AtomicU64 = AtomicU64::new(1);
 /// Every subscription not yet retired (subscribed, or flushing in an unsubscribe).
 static LIVE: Mutex<Vec<Arc<Sub>>> = Mutex::new(Vec::new());
 /// Counts of retired subscriptions.
-static RETIRED: Mutex<Counts> = Mutex::new(Counts { reported: 0, delivered: 0, dropped: 0, bytes: 0 });
+static RETIRED: Mutex<Counts> = Mutex::new(Counts {
+    reported: 0,
+    delivered: 0,
+    dropped: 0,
+    bytes: 0,
+});
 
 fn core() -> MutexGuard<'static, Option<Core>> {
     CORE.lock().unwrap_or_else(|p| p.into_inner())
@@ -36,13 +41,21 @@ fn live() -> MutexGuard<'static, Vec<Arc<Sub>>> {
 
 fn config(handle: usize, what: &str) -> Result<ProfConfig> {
     CONFIGS.with(handle, |c| c.clone()).map_or_else(
-        || err(ACL_ERROR_INVALID_PARAM, format!("{what}: not a live aclprofConfig (NULL, destroyed, or never created)")),
+        || {
+            err(
+                ACL_ERROR_INVALID_PARAM,
+                format!("{what}: not a live aclprofConfig (NULL, destroyed, or never created)"),
+            )
+        },
         Ok,
     )
 }
 
 pub fn init(path: &Path) -> Result<()> {
-    if matches!(std::env::var("PROFILING_MODE").as_deref(), Ok("dynamic") | Ok("delay_or_duration")) {
+    if matches!(
+        std::env::var("PROFILING_MODE").as_deref(),
+        Ok("dynamic") | Ok("delay_or_duration")
+    ) {
         return err(
             ACL_ERROR_FEATURE_UNSUPPORTED,
             "PROFILING_MODE asks for dynamic profiling, which excludes aclprofInit",
@@ -57,9 +70,21 @@ pub fn finalize() -> Result<()> {
     Ok(())
 }
 
-pub fn create_config(devices: &[u32], metrics: u32, events_given: bool, data_type: u64) -> Result<usize> {
+pub fn create_config(
+    devices: &[u32],
+    metrics: u32,
+    events_given: bool,
+    data_type: u64,
+) -> Result<usize> {
     let id = NEXT_CONFIG_ID.fetch_add(1, Ordering::Relaxed);
-    let c = state::new_config(devices, metrics, events_given, data_type, settings::get().device_count, id)?;
+    let c = state::new_config(
+        devices,
+        metrics,
+        events_given,
+        data_type,
+        settings::get().device_count,
+        id,
+    )?;
     Ok(CONFIGS.insert(c))
 }
 
@@ -67,7 +92,10 @@ pub fn destroy_config(handle: usize) -> Result<()> {
     if CONFIGS.remove(handle) {
         Ok(())
     } else {
-        err(ACL_ERROR_INVALID_PARAM, "not a live aclprofConfig (NULL, already destroyed, or never created)")
+        err(
+            ACL_ERROR_INVALID_PARAM,
+            "not a live aclprofConfig (NULL, already destroyed, or never created)",
+        )
     }
 }
 
@@ -92,22 +120,35 @@ pub fn set_config(ty: i32, value: String) -> Result<()> {
 
 pub fn create_sub_config(time_info: i8, metrics: u32, fd: UserFd) -> Result<usize> {
     if time_info != 0 && time_info != 1 {
-        return err(ACL_ERROR_INVALID_PARAM, format!("timeInfoSwitch must be 0 or 1, not {time_info}"));
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("timeInfoSwitch must be 0 or 1, not {time_info}"),
+        );
     }
-    Ok(SUB_CONFIGS.insert(SubConfig { time_info: time_info == 1, aicore_metrics: metrics, fd }))
+    Ok(SUB_CONFIGS.insert(SubConfig {
+        time_info: time_info == 1,
+        aicore_metrics: metrics,
+        fd,
+    }))
 }
 
 pub fn destroy_sub_config(handle: usize) -> Result<()> {
     if SUB_CONFIGS.remove(handle) {
         Ok(())
     } else {
-        err(ACL_ERROR_INVALID_PARAM, "not a live aclprofSubscribeConfig (NULL, already destroyed, or never created)")
+        err(
+            ACL_ERROR_INVALID_PARAM,
+            "not a live aclprofSubscribeConfig (NULL, already destroyed, or never created)",
+        )
     }
 }
 
 pub fn subscribe(model: u32, handle: usize) -> Result<()> {
     let Some(sc) = SUB_CONFIGS.with(handle, |c| *c) else {
-        return err(ACL_ERROR_INVALID_PARAM, "not a live aclprofSubscribeConfig (NULL, destroyed, or never created)");
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "not a live aclprofSubscribeConfig (NULL, destroyed, or never created)",
+        );
     };
     let s = settings::get();
     let mut g = core();
@@ -128,9 +169,9 @@ pub fn unsubscribe(model: u32) -> Result<()> {
     let timeout = settings::get().unsubscribe_timeout;
     let sub = {
         let mut g = core();
-        g.get_or_insert_with(Core::default).remove_subscription(model)?;
-        report::set_route(model, None);
-        live().iter().find(|s| s.model_id == model).cloned()
+        g.get_or_insert_with(Core::default)
+            .remove_subscription(model)?;
+        report::set_route(model, None)
     };
     let Some(sub) = sub else { return Ok(()) };
     let c = sub.close(timeout);
@@ -146,7 +187,11 @@ pub fn unsubscribe(model: u32) -> Result<()> {
         sub.user_fd.set_closed();
     }
     if c.dropped > 0 {
-        log::warn!("aclprof: model {model} unsubscribed; {} of {} records were dropped", c.dropped, c.reported);
+        log::warn!(
+            "aclprof: model {model} unsubscribed; {} of {} records were dropped",
+            c.dropped,
+            c.reported
+        );
     }
     Ok(())
 }

@@ -133,7 +133,9 @@ pub fn prepare_fd(fd: c_int) -> Result<()> {
     if fd < 0 {
         return err(
             ACL_ERROR_INVALID_PARAM,
-            format!("the subscribe config's fd is {fd}; pass &pipefd[1], the write end of an open pipe"),
+            format!(
+                "the subscribe config's fd is {fd}; pass &pipefd[1], the write end of an open pipe"
+            ),
         );
     }
     // SAFETY: fcntl/fstat on an arbitrary integer are safe; errors are reported.
@@ -141,7 +143,10 @@ pub fn prepare_fd(fd: c_int) -> Result<()> {
     if flags < 0 {
         return err(
             ACL_ERROR_INVALID_PARAM,
-            format!("the subscribe config's fd {fd} is not an open file descriptor ({})", std::io::Error::last_os_error()),
+            format!(
+                "the subscribe config's fd {fd} is not an open file descriptor ({})",
+                std::io::Error::last_os_error()
+            ),
         );
     }
     if flags & libc::O_ACCMODE == libc::O_RDONLY {
@@ -153,7 +158,10 @@ pub fn prepare_fd(fd: c_int) -> Result<()> {
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: st is a valid out-pointer.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {
-        return err(ACL_ERROR_INVALID_PARAM, format!("fstat({fd}) failed: {}", std::io::Error::last_os_error()));
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("fstat({fd}) failed: {}", std::io::Error::last_os_error()),
+        );
     }
     let kind = st.st_mode & libc::S_IFMT;
     if (kind == libc::S_IFIFO || kind == libc::S_IFSOCK) && flags & libc::O_NONBLOCK == 0 {
@@ -161,7 +169,10 @@ pub fn prepare_fd(fd: c_int) -> Result<()> {
         if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } != 0 {
             return err(
                 ACL_ERROR_INVALID_PARAM,
-                format!("cannot make fd {fd} non-blocking: {}", std::io::Error::last_os_error()),
+                format!(
+                    "cannot make fd {fd} non-blocking: {}",
+                    std::io::Error::last_os_error()
+                ),
             );
         }
     }
@@ -191,7 +202,9 @@ impl Sub {
             device,
             fd,
             user_fd,
-            shards: (0..SHARDS).map(|_| CachePadded::new(Shard::default())).collect(),
+            shards: (0..SHARDS)
+                .map(|_| CachePadded::new(Shard::default()))
+                .collect(),
             shard_bytes: per_shard * RECORD_SIZE,
             policy,
             state: AtomicU8::new(OPEN),
@@ -207,7 +220,12 @@ impl Sub {
         let h = std::thread::Builder::new()
             .name(format!("aclprof-pipe-{model_id}"))
             .spawn(move || s2.writer_main())
-            .or_else(|e| err(ACL_ERROR_PROFILING_FAILURE, format!("cannot start the pipe writer thread: {e}")))?;
+            .or_else(|e| {
+                err(
+                    ACL_ERROR_PROFILING_FAILURE,
+                    format!("cannot start the pipe writer thread: {e}"),
+                )
+            })?;
         let _ = sub.writer_thread.set(h.thread().clone());
         *sub.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
         Ok(sub)
@@ -248,7 +266,8 @@ impl Sub {
                     g.buf.reserve_exact(self.shard_bytes);
                 }
                 g.buf.resize(len + RECORD_SIZE, 0);
-                let rec: &mut record::Record = (&mut g.buf[len..len + RECORD_SIZE]).try_into().unwrap();
+                let rec: &mut record::Record =
+                    (&mut g.buf[len..len + RECORD_SIZE]).try_into().unwrap();
                 record::encode(rec, f, name, op_type);
                 g.pushed += 1;
                 return;
@@ -261,7 +280,11 @@ impl Sub {
                 OnFull::Block => {
                     g.waiters += 1;
                     self.wake_writer();
-                    g = shard.cv.wait_timeout(g, Duration::from_millis(20)).unwrap_or_else(|p| p.into_inner()).0;
+                    g = shard
+                        .cv
+                        .wait_timeout(g, Duration::from_millis(20))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
                     g.waiters -= 1;
                 }
             }
@@ -311,7 +334,8 @@ impl Sub {
             match self.write_chunk(chunk) {
                 Ok(()) => {
                     done += chunk.len();
-                    self.delivered.fetch_add((chunk.len() / RECORD_SIZE) as u64, Ordering::Relaxed);
+                    self.delivered
+                        .fetch_add((chunk.len() / RECORD_SIZE) as u64, Ordering::Relaxed);
                 }
                 Err(why) => {
                     self.set_broken(&why);
@@ -357,11 +381,17 @@ impl Sub {
                 Some(libc::EAGAIN) => {
                     let deadline = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
                     if deadline.is_some_and(|d| Instant::now() >= d) {
-                        return Err("the reader did not drain the pipe before the unsubscribe timeout \
+                        return Err(
+                            "the reader did not drain the pipe before the unsubscribe timeout \
                                     (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)"
-                            .into());
+                                .into(),
+                        );
                     }
-                    let mut p = libc::pollfd { fd: self.fd, events: libc::POLLOUT, revents: 0 };
+                    let mut p = libc::pollfd {
+                        fd: self.fd,
+                        events: libc::POLLOUT,
+                        revents: 0,
+                    };
                     // SAFETY: p is a valid pollfd.
                     unsafe { libc::poll(&mut p, 1, POLL_SLICE_MS) };
                 }
@@ -396,7 +426,8 @@ impl Sub {
         self.wake_writer();
         let mut g = self.progress.0.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            let done = self.delivered.load(Ordering::Relaxed) + self.writer_dropped.load(Ordering::Relaxed);
+            let done = self.delivered.load(Ordering::Relaxed)
+                + self.writer_dropped.load(Ordering::Relaxed);
             if done >= target || self.state.load(Ordering::Acquire) != OPEN && self.writer_done() {
                 return true;
             }
@@ -405,12 +436,21 @@ impl Sub {
                 return false;
             }
             self.wake_writer();
-            g = self.progress.1.wait_timeout(g, (deadline - now).min(Duration::from_millis(10))).unwrap_or_else(|p| p.into_inner()).0;
+            g = self
+                .progress
+                .1
+                .wait_timeout(g, (deadline - now).min(Duration::from_millis(10)))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
     }
 
     fn writer_done(&self) -> bool {
-        self.writer.lock().unwrap_or_else(|p| p.into_inner()).as_ref().is_none_or(|h| h.is_finished())
+        self.writer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_none_or(|h| h.is_finished())
     }
 
     /// Unsubscribe: writes everything staged, waiting at most `timeout` for the reader, then
@@ -418,7 +458,9 @@ impl Sub {
     /// Returns the final counts. Does not close the fd (the caller decides: it may be shared).
     pub fn close(&self, timeout: Duration) -> Counts {
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + timeout);
-        let _ = self.state.compare_exchange(OPEN, CLOSING, Ordering::AcqRel, Ordering::Acquire);
+        let _ = self
+            .state
+            .compare_exchange(OPEN, CLOSING, Ordering::AcqRel, Ordering::Acquire);
         // Every push that got its shard lock before this point has staged its record.
         for s in self.shards.iter() {
             let _g = s.lock();
@@ -468,7 +510,10 @@ fn consume_sigpipe() {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGPIPE);
-        let ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
     }
 }
@@ -486,7 +531,13 @@ mod tests {
     }
 
     fn op(i: u64) -> OpFields {
-        OpFields { model_id: 9, op_index: i, start: i * 10, end: i * 10 + 5, ..Default::default() }
+        OpFields {
+            model_id: 9,
+            op_index: i,
+            start: i * 10,
+            end: i * 10 + 5,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -494,7 +545,15 @@ mod tests {
         let (mut r, w) = pipe();
         prepare_fd(w).unwrap();
         let mut slot = w;
-        let sub = Sub::start(9, 0, w, unsafe { UserFd::new(&mut slot) }, 1024, OnFull::Block).unwrap();
+        let sub = Sub::start(
+            9,
+            0,
+            w,
+            unsafe { UserFd::new(&mut slot) },
+            1024,
+            OnFull::Block,
+        )
+        .unwrap();
         let reader = std::thread::spawn(move || {
             let mut all = Vec::new();
             r.read_to_end(&mut all).unwrap();
@@ -506,20 +565,37 @@ mod tests {
         let c = sub.close(Duration::from_secs(5));
         unsafe { libc::close(w) };
         let all = reader.join().unwrap();
-        assert_eq!(c, Counts { reported: 1000, delivered: 1000, dropped: 0, bytes: 512_000 });
+        assert_eq!(
+            c,
+            Counts {
+                reported: 1000,
+                delivered: 1000,
+                dropped: 0,
+                bytes: 512_000
+            }
+        );
         assert_eq!(crate::accessor::op_num(&all).unwrap(), 1000);
         for i in 0..1000u32 {
-            assert_eq!(crate::accessor::record(&all, i).unwrap().op_index(), i as u64 + 1);
+            assert_eq!(
+                crate::accessor::record(&all, i).unwrap().op_index(),
+                i as u64 + 1
+            );
         }
     }
 
     #[test]
     fn bad_fds_are_explained() {
         assert_eq!(prepare_fd(-1).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
-        assert!(prepare_fd(987_654).unwrap_err().msg.contains("not an open file descriptor"));
+        assert!(prepare_fd(987_654)
+            .unwrap_err()
+            .msg
+            .contains("not an open file descriptor"));
         let (r, w) = pipe();
         use std::os::fd::AsRawFd;
-        assert!(prepare_fd(r.as_raw_fd()).unwrap_err().msg.contains("read-only"));
+        assert!(prepare_fd(r.as_raw_fd())
+            .unwrap_err()
+            .msg
+            .contains("read-only"));
         unsafe { libc::close(w) };
     }
 
@@ -529,7 +605,15 @@ mod tests {
         drop(r);
         prepare_fd(w).unwrap();
         let mut slot = w;
-        let sub = Sub::start(9, 0, w, unsafe { UserFd::new(&mut slot) }, 1024, OnFull::Block).unwrap();
+        let sub = Sub::start(
+            9,
+            0,
+            w,
+            unsafe { UserFd::new(&mut slot) },
+            1024,
+            OnFull::Block,
+        )
+        .unwrap();
         for i in 1..=100 {
             sub.push(0, &op(i), b"n", b"t");
         }
@@ -547,13 +631,25 @@ mod tests {
         let (r, w) = pipe(); // nobody reads r
         prepare_fd(w).unwrap();
         let mut slot = w;
-        let sub = Sub::start(9, 0, w, unsafe { UserFd::new(&mut slot) }, 256, OnFull::Drop).unwrap();
+        let sub = Sub::start(
+            9,
+            0,
+            w,
+            unsafe { UserFd::new(&mut slot) },
+            256,
+            OnFull::Drop,
+        )
+        .unwrap();
         for i in 1..=5000 {
             sub.push(0, &op(i), b"n", b"t");
         }
         let t = Instant::now();
         let c = sub.close(Duration::from_millis(200));
-        assert!(t.elapsed() < Duration::from_secs(3), "close took {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "close took {:?}",
+            t.elapsed()
+        );
         assert_eq!(c.reported, 5000);
         assert_eq!(c.delivered + c.dropped, 5000, "{c:?}");
         assert!(c.dropped > 0 && c.delivered > 0, "{c:?}");

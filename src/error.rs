@@ -55,7 +55,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn new(code: Code, msg: impl Into<String>) -> Self {
-        Error { code, msg: msg.into() }
+        Error {
+            code,
+            msg: msg.into(),
+        }
     }
 }
 
@@ -100,9 +103,14 @@ mod tests {
 
     #[test]
     fn fail_sets_the_thread_local_message() {
-        let code = fail("aclprofX", &Error::new(ACL_ERROR_INVALID_PARAM, "bad thing"));
+        let code = fail(
+            "aclprofX",
+            &Error::new(ACL_ERROR_INVALID_PARAM, "bad thing"),
+        );
         assert_eq!(code, 100000);
         assert_eq!(last_message(), "aclprofX: bad thing (error 100000)");
-        std::thread::spawn(|| assert_eq!(last_message(), "")).join().unwrap();
+        std::thread::spawn(|| assert_eq!(last_message(), ""))
+            .join()
+            .unwrap();
     }
 }

@@ -15,7 +15,9 @@ pub struct Table<T> {
 
 impl<T> Table<T> {
     pub const fn new() -> Self {
-        Table { live: Mutex::new(None) }
+        Table {
+            live: Mutex::new(None),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<HashMap<usize, Box<T>>>> {
@@ -44,6 +46,10 @@ impl<T> Table<T> {
 
     pub fn len(&self) -> usize {
         self.lock().as_ref().map_or(0, |m| m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 

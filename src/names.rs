@@ -36,7 +36,16 @@ pub fn remember(op_index: u64, name: &[u8], op_type: &[u8]) {
             t.map.remove(&old);
         }
     }
-    if t.map.insert(op_index, Full { name: name.into(), op_type: op_type.into() }).is_none() {
+    if t.map
+        .insert(
+            op_index,
+            Full {
+                name: name.into(),
+                op_type: op_type.into(),
+            },
+        )
+        .is_none()
+    {
         t.order.push_back(op_index);
     }
 }

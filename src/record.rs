@@ -167,7 +167,11 @@ pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     let n = truncate_at_char(name, MAX_NAME_LEN);
     put_u16(rec, OFF_TYPE_LEN, t.len() as u16);
     put_u16(rec, OFF_NAME_LEN, n.len() as u16);
-    put_u32(rec, OFF_NAME_FULL_LEN, u32::try_from(name.len()).unwrap_or(u32::MAX));
+    put_u32(
+        rec,
+        OFF_NAME_FULL_LEN,
+        u32::try_from(name.len()).unwrap_or(u32::MAX),
+    );
     put_u32(rec, OFF_PID, f.pid);
     put_u32(rec, OFF_STREAM_ID, f.stream_id);
     rec[OFF_VERSION] = RECORD_VERSION;
@@ -251,7 +255,10 @@ mod tests {
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// CANN's own 72-byte test vectors (spec acl_prof_c_api.md §4.2).
@@ -282,7 +289,11 @@ mod tests {
         for &b in bytes {
             crc ^= b as u32;
             for _ in 0..8 {
-                crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0x82F6_3B78
+                } else {
+                    crc >> 1
+                };
             }
         }
         crc
@@ -312,10 +323,20 @@ mod tests {
     fn committed_512_byte_vectors() {
         let r = sample();
         assert_eq!(signature_of(&r), bitwise_register(&r[4..]));
-        assert_eq!(get_u32(&r, 0), 0x4664_FF3E, "signature of the sample record is {:#010x}", get_u32(&r, 0));
+        assert_eq!(
+            get_u32(&r, 0),
+            0x4664_FF3E,
+            "signature of the sample record is {:#010x}",
+            get_u32(&r, 0)
+        );
         let zero = [0u8; RECORD_SIZE];
         assert_eq!(signature_of(&zero), bitwise_register(&zero[4..]));
-        assert_eq!(signature_of(&zero), 0x13A8_563C, "signature of a zero record is {:#010x}", signature_of(&zero));
+        assert_eq!(
+            signature_of(&zero),
+            0x13A8_563C,
+            "signature of a zero record is {:#010x}",
+            signature_of(&zero)
+        );
     }
 
     #[test]
@@ -350,7 +371,11 @@ mod tests {
         let odd = "a".to_string() + &"é".repeat(200);
         let mut r = [0u8; RECORD_SIZE];
         encode(&mut r, &OpFields::default(), odd.as_bytes(), b"T");
-        assert_eq!(View(&r).name().unwrap().len(), 255, "must not split a character");
+        assert_eq!(
+            View(&r).name().unwrap().len(),
+            255,
+            "must not split a character"
+        );
     }
 
     #[test]

@@ -21,7 +21,10 @@ pub struct Registry {
 
 impl Default for Registry {
     fn default() -> Self {
-        Registry { models: HashMap::new(), next_id: 1 }
+        Registry {
+            models: HashMap::new(),
+            next_id: 1,
+        }
     }
 }
 
@@ -38,18 +41,31 @@ impl Registry {
             );
         }
         if self.next_id == u32::MAX {
-            return err(ACL_ERROR_INVALID_MODEL_ID, "no model ids left in this process");
+            return err(
+                ACL_ERROR_INVALID_MODEL_ID,
+                "no model ids left in this process",
+            );
         }
         let id = self.next_id;
         self.next_id += 1;
-        self.models.insert(id, Model { id, name: name.into(), device });
+        self.models.insert(
+            id,
+            Model {
+                id,
+                name: name.into(),
+                device,
+            },
+        );
         Ok(id)
     }
 
     pub fn unload(&mut self, id: u32) -> Result<Model> {
         match self.models.remove(&id) {
             Some(m) => Ok(m),
-            None => err(ACL_ERROR_INVALID_MODEL_ID, format!("model {id} is not loaded")),
+            None => err(
+                ACL_ERROR_INVALID_MODEL_ID,
+                format!("model {id} is not loaded"),
+            ),
         }
     }
 
@@ -83,7 +99,10 @@ mod tests {
         r.unload(a).unwrap();
         assert_eq!(r.load("c", 1, 2).unwrap(), 3);
         assert_eq!(r.unload(a).unwrap_err().code, ACL_ERROR_INVALID_MODEL_ID);
-        assert_eq!(r.load("d", 2, 2).unwrap_err().code, ACL_ERROR_INVALID_DEVICE);
+        assert_eq!(
+            r.load("d", 2, 2).unwrap_err().code,
+            ACL_ERROR_INVALID_DEVICE
+        );
         assert_eq!(r.get(b).unwrap().name.as_ref(), "b");
     }
 }

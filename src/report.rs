@@ -61,8 +61,11 @@ thread_local! {
 /// Bumped in a forked child so cached process and thread ids are re-read.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
+/// In a forked child the parent's writer threads do not exist: stop routing ops to the
+/// inherited subscriptions (the child may subscribe anew).
 extern "C" fn after_fork_in_child() {
     FORK_GEN.fetch_add(1, Ordering::Relaxed);
+    ACTIVE.store(false, Ordering::Relaxed);
 }
 
 fn watch_forks() {
@@ -84,27 +87,28 @@ pub fn routes_changed() {
     GEN.fetch_add(1, Ordering::AcqRel);
 }
 
-/// Makes `sub` the destination of `model`'s ops (or removes the route with `None`).
-pub fn set_route(model: u32, sub: Option<Arc<Sub>>) {
+/// Makes `sub` the destination of `model`'s ops (or removes the route with `None`);
+/// returns the previous destination.
+pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
     let mut g = SUBS.write().unwrap_or_else(|p| p.into_inner());
     let m = g.get_or_insert_with(HashMap::new);
-    match sub {
-        Some(s) => {
-            m.insert(model, s);
-        }
-        None => {
-            m.remove(&model);
-        }
-    }
+    let old = match sub {
+        Some(s) => m.insert(model, s),
+        None => m.remove(&model),
+    };
     watch_forks();
     ACTIVE.store(!m.is_empty(), Ordering::Release);
     routes_changed();
+    old
 }
 
 fn lookup(model: u32) -> Option<Route> {
     let m = crate::registry::get(model)?;
     let g = SUBS.read().unwrap_or_else(|p| p.into_inner());
-    Some(Route { device: m.device, sub: g.as_ref().and_then(|s| s.get(&model).cloned()) })
+    Some(Route {
+        device: m.device,
+        sub: g.as_ref().and_then(|s| s.get(&model).cloned()),
+    })
 }
 
 /// The emulated stream of the calling thread.
@@ -117,7 +121,10 @@ pub fn this_stream() -> u32 {
 #[inline]
 pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
     if end < start {
-        return err(ACL_ERROR_INVALID_PARAM, format!("endNs {end} is before startNs {start}"));
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("endNs {end} is before startNs {start}"),
+        );
     }
     if !active() {
         return Ok(());
@@ -151,7 +158,10 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
             }
         };
         let Some(route) = &l.routes[i].1 else {
-            return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {model} is not loaded"));
+            return err(
+                ACL_ERROR_INVALID_MODEL_ID,
+                format!("model {model} is not loaded"),
+            );
         };
         let Some(sub) = &route.sub else { return Ok(()) };
         if l.next_index == l.end_index {

@@ -55,8 +55,12 @@ impl Settings {
                 },
             }
         };
-        let device_count =
-            num("ACLPROF_DEVICE_COUNT", DEFAULT_DEVICE_COUNT.into(), 1, MAX_DEVICES.into()) as u32;
+        let device_count = num(
+            "ACLPROF_DEVICE_COUNT",
+            DEFAULT_DEVICE_COUNT.into(),
+            1,
+            MAX_DEVICES.into(),
+        ) as u32;
         let buffer_records = num(
             "ACLPROF_BUFFER_RECORDS",
             DEFAULT_BUFFER_RECORDS as u64,
@@ -73,7 +77,9 @@ impl Settings {
             None | Some("block") => OnFull::Block,
             Some("drop") => OnFull::Drop,
             Some(v) => {
-                problems.push(format!("ACLPROF_ON_FULL={v:?} is not `block` or `drop`; using block"));
+                problems.push(format!(
+                    "ACLPROF_ON_FULL={v:?} is not `block` or `drop`; using block"
+                ));
                 OnFull::Block
             }
         };
@@ -120,8 +126,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn with(pairs: &[(&str, &str)]) -> Settings {
-        let m: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Settings::from_lookup(|k| m.get(k).cloned())
     }
 

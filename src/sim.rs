@@ -35,11 +35,16 @@ pub struct SimModel {
 }
 
 fn bad<T>(path: &Path, why: impl std::fmt::Display) -> Result<T> {
-    err(ACL_ERROR_INVALID_FILE, format!("model description {}: {why}", path.display()))
+    err(
+        ACL_ERROR_INVALID_FILE,
+        format!("model description {}: {why}", path.display()),
+    )
 }
 
 fn us_to_ns(us: f64) -> Option<u64> {
-    (us.is_finite() && us >= 0.0 && us < 1e12).then(|| (us * 1000.0).round() as u64)
+    (0.0..1e12)
+        .contains(&us)
+        .then(|| (us * 1000.0).round() as u64)
 }
 
 pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
@@ -74,29 +79,54 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
         let (Some(n), Some(t)) = (s("name"), s("type")) else {
             return bad(path, format!("ops[{i}] needs string \"name\" and \"type\""));
         };
-        let Some(d) = op.get("duration_us").and_then(|d| d.as_f64()).and_then(us_to_ns) else {
-            return bad(path, format!("ops[{i}] needs a non-negative number \"duration_us\""));
+        let Some(d) = op
+            .get("duration_us")
+            .and_then(|d| d.as_f64())
+            .and_then(us_to_ns)
+        else {
+            return bad(
+                path,
+                format!("ops[{i}] needs a non-negative number \"duration_us\""),
+            );
         };
         let w = match op.get("wait_us") {
             None => model_wait,
             Some(w) => match w.as_f64().and_then(us_to_ns) {
                 Some(w) => w,
-                None => return bad(path, format!("ops[{i}].wait_us must be a non-negative number")),
+                None => {
+                    return bad(
+                        path,
+                        format!("ops[{i}].wait_us must be a non-negative number"),
+                    )
+                }
             },
         };
-        out.push(SimOp { name: n, op_type: t, duration_ns: d, wait_ns: w });
+        out.push(SimOp {
+            name: n,
+            op_type: t,
+            duration_ns: d,
+            wait_ns: w,
+        });
     }
-    Ok(SimModel { name, device, ops: out })
+    Ok(SimModel {
+        name,
+        device,
+        ops: out,
+    })
 }
 
 pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
-    let mut rd = csv::ReaderBuilder::new().flexible(true).from_reader(text.as_bytes());
+    let mut rd = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.as_bytes());
     let headers = match rd.headers() {
         Ok(h) => h.clone(),
         Err(e) => return bad(path, format!("not a CSV file: {e}")),
     };
     let col = |name: &str| headers.iter().position(|h| h.trim() == name);
-    let (Some(c_name), Some(c_type), Some(c_dur)) = (col("Op Name"), col("OP Type"), col("Task Duration(us)")) else {
+    let (Some(c_name), Some(c_type), Some(c_dur)) =
+        (col("Op Name"), col("OP Type"), col("Task Duration(us)"))
+    else {
         return bad(path, "an op_summary CSV needs the columns \"Op Name\", \"OP Type\" and \"Task Duration(us)\"");
     };
     let c_wait = col("Task Wait Time(us)");
@@ -113,19 +143,40 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
         };
         let get = |c: usize| row.get(c).unwrap_or("");
         let Some(d) = num(get(c_dur)) else {
-            return bad(path, format!("row {}: Task Duration(us) {:?} is not a number", i + 2, get(c_dur)));
+            return bad(
+                path,
+                format!(
+                    "row {}: Task Duration(us) {:?} is not a number",
+                    i + 2,
+                    get(c_dur)
+                ),
+            );
         };
         let w = c_wait.and_then(|c| num(get(c))).unwrap_or(DEFAULT_WAIT_NS);
         if device.is_none() {
             device = c_dev.and_then(|c| get(c).trim().parse::<u32>().ok());
         }
         if model_name.is_none() {
-            model_name = c_model.map(|c| get(c).to_string()).filter(|s| !s.is_empty());
+            model_name = c_model
+                .map(|c| get(c).to_string())
+                .filter(|s| !s.is_empty());
         }
-        ops.push(SimOp { name: get(c_name).to_string(), op_type: get(c_type).to_string(), duration_ns: d, wait_ns: w });
+        ops.push(SimOp {
+            name: get(c_name).to_string(),
+            op_type: get(c_type).to_string(),
+            duration_ns: d,
+            wait_ns: w,
+        });
     }
-    let name = model_name.unwrap_or_else(|| path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned()));
-    Ok(SimModel { name, device: device.unwrap_or(0), ops })
+    let name = model_name.unwrap_or_else(|| {
+        path.file_stem()
+            .map_or("model".into(), |s| s.to_string_lossy().into_owned())
+    });
+    Ok(SimModel {
+        name,
+        device: device.unwrap_or(0),
+        ops,
+    })
 }
 
 /// Reads a description, choosing the format by content (JSON starts with `{`).
@@ -151,7 +202,9 @@ fn models() -> std::sync::MutexGuard<'static, Option<HashMap<u32, Arc<SimModel>>
 pub fn load(path: &Path) -> Result<u32> {
     let m = parse_file(path)?;
     let id = crate::api::model_load(&m.name, m.device)?;
-    models().get_or_insert_with(HashMap::new).insert(id, Arc::new(m));
+    models()
+        .get_or_insert_with(HashMap::new)
+        .insert(id, Arc::new(m));
     Ok(id)
 }
 
@@ -169,16 +222,28 @@ pub fn forget(id: u32) {
 /// Executes a loaded simulated model once; returns when its last op has ended.
 pub fn execute(id: u32) -> Result<()> {
     let Some(m) = get(id) else {
-        return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {id} is not a loaded simulated model"));
+        return err(
+            ACL_ERROR_INVALID_MODEL_ID,
+            format!("model {id} is not a loaded simulated model"),
+        );
     };
     if crate::registry::get(id).is_none() {
-        return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {id} was unloaded"));
+        return err(
+            ACL_ERROR_INVALID_MODEL_ID,
+            format!("model {id} was unloaded"),
+        );
     }
     let mut t = crate::clock::now_ns();
     for op in &m.ops {
         let start = t + op.wait_ns;
         let end = start + op.duration_ns;
-        crate::report::report_op(id, until_nul(op.name.as_bytes()), until_nul(op.op_type.as_bytes()), start, end)?;
+        crate::report::report_op(
+            id,
+            until_nul(op.name.as_bytes()),
+            until_nul(op.op_type.as_bytes()),
+            start,
+            end,
+        )?;
         t = end;
     }
     crate::clock::sleep_until(t);
@@ -192,12 +257,28 @@ mod tests {
     #[test]
     fn json_descriptions() {
         let p = Path::new("m.json");
-        let m = parse_json(p, r#"{"name":"m","device":0,"wait_us":2,"ops":[
+        let m = parse_json(
+            p,
+            r#"{"name":"m","device":0,"wait_us":2,"ops":[
             {"name":"a","type":"Conv2D","duration_us":10.5},
-            {"name":"b","type":"Relu","duration_us":1,"wait_us":0}]}"#).unwrap();
-        assert_eq!(m.ops[0], SimOp { name: "a".into(), op_type: "Conv2D".into(), duration_ns: 10_500, wait_ns: 2_000 });
+            {"name":"b","type":"Relu","duration_us":1,"wait_us":0}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            m.ops[0],
+            SimOp {
+                name: "a".into(),
+                op_type: "Conv2D".into(),
+                duration_ns: 10_500,
+                wait_ns: 2_000
+            }
+        );
         assert_eq!(m.ops[1].wait_ns, 0);
-        let no_wait = parse_json(p, r#"{"name":"m","ops":[{"name":"a","type":"T","duration_us":1}]}"#).unwrap();
+        let no_wait = parse_json(
+            p,
+            r#"{"name":"m","ops":[{"name":"a","type":"T","duration_us":1}]}"#,
+        )
+        .unwrap();
         assert_eq!(no_wait.ops[0].wait_ns, DEFAULT_WAIT_NS);
         for bad in [
             "{",
@@ -206,7 +287,11 @@ mod tests {
             r#"{"name":"m","ops":[{"name":"a","type":"T","duration_us":-1}]}"#,
             r#"{"name":"m","device":-1,"ops":[]}"#,
         ] {
-            assert_eq!(parse_json(p, bad).unwrap_err().code, ACL_ERROR_INVALID_FILE, "{bad}");
+            assert_eq!(
+                parse_json(p, bad).unwrap_err().code,
+                ACL_ERROR_INVALID_FILE,
+                "{bad}"
+            );
         }
     }
 
@@ -219,7 +304,15 @@ mod tests {
         assert_eq!(m.device, 1);
         assert_eq!(m.name, "op_summary_20260101000000");
         assert_eq!(m.ops.len(), 2);
-        assert_eq!(m.ops[0], SimOp { name: "conv1".into(), op_type: "Conv2D".into(), duration_ns: 12_345, wait_ns: 0 });
+        assert_eq!(
+            m.ops[0],
+            SimOp {
+                name: "conv1".into(),
+                op_type: "Conv2D".into(),
+                duration_ns: 12_345,
+                wait_ns: 0
+            }
+        );
         assert_eq!(m.ops[1].wait_ns, 1_000);
         assert!(parse_csv(Path::new("x.csv"), "a,b\n1,2\n").is_err());
     }

@@ -105,13 +105,19 @@ fn conflict<T>(what: &str) -> Result<T> {
 }
 
 fn not_inited<T>(what: &str) -> Result<T> {
-    err(ACL_ERROR_PROF_NOT_RUN, format!("{what} needs aclprofInit first"))
+    err(
+        ACL_ERROR_PROF_NOT_RUN,
+        format!("{what} needs aclprofInit first"),
+    )
 }
 
 /// Validates a config passed to start/stop (CANN's warmup/stop precheck).
 pub fn check_config(c: &ProfConfig) -> Result<()> {
     if c.data_type == 0 {
-        return err(ACL_ERROR_INVALID_PARAM, "the config's dataTypeConfig is 0: nothing to profile");
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "the config's dataTypeConfig is 0: nothing to profile",
+        );
     }
     let bad = c.data_type & !DATA_TYPE_MASK;
     if bad != 0 {
@@ -136,7 +142,10 @@ pub fn new_config(
         return err(ACL_ERROR_INVALID_PARAM, "aicoreEvents must be NULL");
     }
     if devices.len() > 64 {
-        return err(ACL_ERROR_INVALID_PARAM, format!("deviceNums {} is more than 64", devices.len()));
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("deviceNums {} is more than 64", devices.len()),
+        );
     }
     if devices.len() > device_count as usize {
         return err(
@@ -152,7 +161,10 @@ pub fn new_config(
             );
         }
         if devices[..i].contains(d) {
-            return err(ACL_ERROR_INVALID_PARAM, format!("device id {d} is listed twice"));
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!("device id {d} is listed twice"),
+            );
         }
     }
     if devices.is_empty() && data_type & ACL_PROF_MSPROFTX == 0 {
@@ -161,7 +173,12 @@ pub fn new_config(
             "a config without devices is only allowed for host-side msproftx (ACL_PROF_MSPROFTX)",
         );
     }
-    Ok(ProfConfig { id, devices: devices.to_vec(), aicore_metrics, data_type })
+    Ok(ProfConfig {
+        id,
+        devices: devices.to_vec(),
+        aicore_metrics,
+        data_type,
+    })
 }
 
 /// Validates one `aclprofSetConfig` value as CANN does at the next start (§1.4, §6.3).
@@ -174,7 +191,10 @@ pub fn validate_set_config(ty: i32, v: &str) -> std::result::Result<(), String> 
         if v.split(',').all(|p| allowed.contains(&p.trim())) {
             Ok(())
         } else {
-            Err(format!("must be a comma-separated list of {}", allowed.join(", ")))
+            Err(format!(
+                "must be a comma-separated list of {}",
+                allowed.join(", ")
+            ))
         }
     };
     let r = match ty {
@@ -201,7 +221,12 @@ impl Core {
     /// `aclprofInit` after its argument checks: mode rules, then the directory.
     pub fn init(&mut self, path: &Path) -> Result<PathBuf> {
         match self.mode {
-            Mode::ApiCtrl => return err(ACL_ERROR_REPEAT_INITIALIZE, "aclprofInit was already called; call aclprofFinalize first"),
+            Mode::ApiCtrl => {
+                return err(
+                    ACL_ERROR_REPEAT_INITIALIZE,
+                    "aclprofInit was already called; call aclprofFinalize first",
+                )
+            }
             Mode::Subscribe => return conflict("aclprofInit"),
             Mode::Off => {}
         }
@@ -224,7 +249,11 @@ impl Core {
         check_config(c)?;
         self.file_mode_precheck("aclprofStart")?;
         if let Some(r) = &self.running {
-            if r.config.id == c.id || (r.config.devices == c.devices && r.config.data_type == c.data_type && r.config.aicore_metrics == c.aicore_metrics) {
+            if r.config.id == c.id
+                || (r.config.devices == c.devices
+                    && r.config.data_type == c.data_type
+                    && r.config.aicore_metrics == c.aicore_metrics)
+            {
                 return Ok(false);
             }
             return err(
@@ -238,7 +267,10 @@ impl Core {
             }
         }
         self.start_index += 1;
-        self.running = Some(Running { config: c.clone(), dir_index: self.start_index });
+        self.running = Some(Running {
+            config: c.clone(),
+            dir_index: self.start_index,
+        });
         self.last_started = Some(c.id);
         Ok(true)
     }
@@ -248,7 +280,12 @@ impl Core {
         check_config(c)?;
         self.file_mode_precheck("aclprofStop")?;
         match self.last_started {
-            None => return err(ACL_ERROR_PROFILING_FAILURE, "aclprofStop without any aclprofStart"),
+            None => {
+                return err(
+                    ACL_ERROR_PROFILING_FAILURE,
+                    "aclprofStop without any aclprofStart",
+                )
+            }
             Some(id) if id != c.id => {
                 return err(
                     ACL_ERROR_INVALID_PROFILING_CONFIG,
@@ -257,7 +294,15 @@ impl Core {
             }
             _ => {}
         }
-        self.running.take().map_or_else(|| err(ACL_ERROR_PROF_NOT_RUN, "profiling is not running (already stopped?)"), Ok)
+        self.running.take().map_or_else(
+            || {
+                err(
+                    ACL_ERROR_PROF_NOT_RUN,
+                    "profiling is not running (already stopped?)",
+                )
+            },
+            Ok,
+        )
     }
 
     /// `aclprofFinalize`: stops a running session (returned) and leaves file mode.
@@ -287,7 +332,10 @@ impl Core {
             );
         }
         let Some(device) = device else {
-            return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {model} is not loaded"));
+            return err(
+                ACL_ERROR_INVALID_MODEL_ID,
+                format!("model {model} is not loaded"),
+            );
         };
         if !c.time_info && c.aicore_metrics == ACL_AICORE_NONE {
             return err(
@@ -296,7 +344,10 @@ impl Core {
             );
         }
         if self.subscribed.contains_key(&model) {
-            return err(ACL_ERROR_PROF_REPEAT_SUBSCRIBE, format!("model {model} is already subscribed"));
+            return err(
+                ACL_ERROR_PROF_REPEAT_SUBSCRIBE,
+                format!("model {model} is already subscribed"),
+            );
         }
         if let Some(d) = self.device_subs.get(&device) {
             if d.time_info != c.time_info || d.aicore_metrics != c.aicore_metrics {
@@ -313,7 +364,11 @@ impl Core {
         self.subscribed.insert(model, device);
         self.device_subs
             .entry(device)
-            .or_insert(DeviceSub { models: 0, time_info: c.time_info, aicore_metrics: c.aicore_metrics })
+            .or_insert(DeviceSub {
+                models: 0,
+                time_info: c.time_info,
+                aicore_metrics: c.aicore_metrics,
+            })
             .models += 1;
         self.mode = Mode::Subscribe;
     }
@@ -327,7 +382,10 @@ impl Core {
             );
         }
         let Some(device) = self.subscribed.remove(&model) else {
-            return err(ACL_ERROR_INVALID_MODEL_ID, format!("model {model} is not subscribed"));
+            return err(
+                ACL_ERROR_INVALID_MODEL_ID,
+                format!("model {model} is not subscribed"),
+            );
         };
         if let Some(d) = self.device_subs.get_mut(&device) {
             d.models -= 1;
@@ -349,18 +407,33 @@ fn prepare_result_dir(path: &Path) -> Result<PathBuf> {
     } else {
         match std::env::current_dir() {
             Ok(cwd) => cwd.join(path),
-            Err(e) => return err(ACL_ERROR_PROFILING_FAILURE, format!("cannot resolve relative path {}: {e}", path.display())),
+            Err(e) => {
+                return err(
+                    ACL_ERROR_PROFILING_FAILURE,
+                    format!("cannot resolve relative path {}: {e}", path.display()),
+                )
+            }
         }
     };
     if abs.as_os_str().len() > MAX_PATH {
-        return err(ACL_ERROR_INVALID_PARAM, format!("the absolute result path is longer than {MAX_PATH} bytes"));
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("the absolute result path is longer than {MAX_PATH} bytes"),
+        );
     }
     let fail = |what: &str, e: std::io::Error| {
-        err(ACL_ERROR_PROFILING_FAILURE, format!("result path {}: {what}: {e}", abs.display()))
+        err(
+            ACL_ERROR_PROFILING_FAILURE,
+            format!("result path {}: {what}: {e}", abs.display()),
+        )
     };
     {
         use std::os::unix::fs::DirBuilderExt;
-        if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o750).create(&abs) {
+        if let Err(e) = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(&abs)
+        {
             return fail("cannot create the directory", e);
         }
     }
@@ -369,7 +442,10 @@ fn prepare_result_dir(path: &Path) -> Result<PathBuf> {
         Err(e) => return fail("cannot resolve", e),
     };
     if !canon.is_dir() {
-        return fail("not a directory", std::io::Error::from(std::io::ErrorKind::NotADirectory));
+        return fail(
+            "not a directory",
+            std::io::Error::from(std::io::ErrorKind::NotADirectory),
+        );
     }
     let c = std::ffi::CString::new(canon.as_os_str().as_encoded_bytes()).unwrap_or_default();
     // SAFETY: c is a valid NUL-terminated path.
@@ -384,14 +460,27 @@ mod tests {
     use super::*;
 
     fn cfg(id: u64) -> ProfConfig {
-        ProfConfig { id, devices: vec![0], aicore_metrics: 1, data_type: 0x2 }
+        ProfConfig {
+            id,
+            devices: vec![0],
+            aicore_metrics: 1,
+            data_type: 0x2,
+        }
     }
     fn subcfg() -> SubConfig {
         let mut fd = 5;
-        SubConfig { time_info: true, aicore_metrics: ACL_AICORE_NONE, fd: unsafe { crate::delivery::UserFd::new(&mut fd) } }
+        SubConfig {
+            time_info: true,
+            aicore_metrics: ACL_AICORE_NONE,
+            fd: unsafe { crate::delivery::UserFd::new(&mut fd) },
+        }
     }
     fn tmp() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("aclprof-state-{}-{}", std::process::id(), rand_u64()));
+        let d = std::env::temp_dir().join(format!(
+            "aclprof-state-{}-{}",
+            std::process::id(),
+            rand_u64()
+        ));
         d
     }
     fn rand_u64() -> u64 {
@@ -424,31 +513,49 @@ mod tests {
         assert_eq!(code(c.remove_subscription(1)), 148047);
         // after start
         assert_eq!(code(c.start(&cfg(1))), 0);
-        assert_eq!(c.start(&cfg(1)).unwrap(), false, "repeated start with the same config is 0");
+        assert!(
+            !c.start(&cfg(1)).unwrap(),
+            "repeated start with the same config is 0"
+        );
         let mut other = cfg(2);
         other.data_type = 0x1;
-        assert_eq!(code(c.start(&other)), 100042, "different config while running");
+        assert_eq!(
+            code(c.start(&other)),
+            100042,
+            "different config while running"
+        );
         assert_eq!(code(c.init(&d)), 100002);
-        assert_eq!(code(c.stop(&cfg(2))), 100010, "stop with another config object");
+        assert_eq!(
+            code(c.stop(&cfg(2))),
+            100010,
+            "stop with another config object"
+        );
         assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 148047);
         // after stop
         assert_eq!(code(c.stop(&cfg(1))), 0);
         assert_eq!(code(c.stop(&cfg(1))), 100043, "double stop");
         assert_eq!(code(c.stop(&cfg(2))), 100010);
         assert_eq!(code(c.init(&d)), 100002);
-        assert_eq!(c.start(&cfg(1)).unwrap(), true, "start after stop: a new session");
+        assert!(c.start(&cfg(1)).unwrap(), "start after stop: a new session");
         assert_eq!(c.running.as_ref().unwrap().dir_index, 2);
         assert_eq!(code(c.stop(&cfg(1))), 0);
         // finalize; then everything is Off again
         assert_eq!(code(c.start(&cfg(1))), 0);
-        assert!(c.finalize().unwrap().is_some(), "finalize stops a running session");
+        assert!(
+            c.finalize().unwrap().is_some(),
+            "finalize stops a running session"
+        );
         assert_eq!(code(c.finalize()), 100043);
         assert_eq!(code(c.start(&cfg(1))), 100043);
         assert_eq!(code(c.stop(&cfg(1))), 100043);
         assert_eq!(code(c.init(&d)), 0, "init after finalize");
         assert_eq!(code(c.finalize()), 0);
         // subscribed
-        assert_eq!(code(c.check_subscribe(1, None, &subcfg())), 100011, "model not loaded");
+        assert_eq!(
+            code(c.check_subscribe(1, None, &subcfg())),
+            100011,
+            "model not loaded"
+        );
         c.add_subscription(1, 0, &subcfg());
         assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 148046);
         assert_eq!(code(c.init(&d)), 148047);
@@ -473,12 +580,33 @@ mod tests {
         assert_eq!(code(new_config(&[1], 0, false, 2, 1, 1)), 100000);
         assert_eq!(code(new_config(&[0, 0], 0, false, 2, 2, 1)), 100000);
         assert_eq!(code(new_config(&[0, 1], 0, false, 2, 1, 1)), 100000);
-        assert_eq!(code(new_config(&(0..65).collect::<Vec<_>>(), 0, false, 2, 64, 1)), 100000);
+        assert_eq!(
+            code(new_config(&(0..65).collect::<Vec<_>>(), 0, false, 2, 64, 1)),
+            100000
+        );
         assert_eq!(code(new_config(&[], 0, false, 2, 1, 1)), 100000);
         assert!(new_config(&[], 0, false, ACL_PROF_MSPROFTX, 1, 1).is_ok());
-        assert_eq!(code(check_config(&ProfConfig { data_type: 0, ..cfg(1) })), 100000);
-        assert_eq!(code(check_config(&ProfConfig { data_type: 0x400, ..cfg(1) })), 200007);
-        assert_eq!(code(check_config(&ProfConfig { data_type: 0x4_0000_0000, ..cfg(1) })), 0);
+        assert_eq!(
+            code(check_config(&ProfConfig {
+                data_type: 0,
+                ..cfg(1)
+            })),
+            100000
+        );
+        assert_eq!(
+            code(check_config(&ProfConfig {
+                data_type: 0x400,
+                ..cfg(1)
+            })),
+            200007
+        );
+        assert_eq!(
+            code(check_config(&ProfConfig {
+                data_type: 0x4_0000_0000,
+                ..cfg(1)
+            })),
+            0
+        );
     }
 
     #[test]

@@ -34,10 +34,30 @@ pub struct Stamp {
 /// A finished msproftx event (what file mode will record).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    Mark { message: String, ns: u64, tid: u32 },
-    MarkEx { message: String, ns: u64, tid: u32, id: u64 },
-    PushPop { message: String, start_ns: u64, end_ns: u64, tid: u32 },
-    Range { message: String, start_ns: u64, end_ns: u64, tid: u32, id: u32 },
+    Mark {
+        message: String,
+        ns: u64,
+        tid: u32,
+    },
+    MarkEx {
+        message: String,
+        ns: u64,
+        tid: u32,
+        id: u64,
+    },
+    PushPop {
+        message: String,
+        start_ns: u64,
+        end_ns: u64,
+        tid: u32,
+    },
+    Range {
+        message: String,
+        start_ns: u64,
+        end_ns: u64,
+        tid: u32,
+        id: u32,
+    },
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
@@ -59,7 +79,10 @@ fn enabled() -> Result<()> {
     if ENABLED.load(Ordering::Acquire) {
         Ok(())
     } else {
-        err(MSPROFTX_FAILED, "msproftx is off: aclprofStart a config with ACL_PROF_MSPROFTX first")
+        err(
+            MSPROFTX_FAILED,
+            "msproftx is off: aclprofStart a config with ACL_PROF_MSPROFTX first",
+        )
     }
 }
 
@@ -73,13 +96,24 @@ fn emit(e: Event) {
 }
 
 fn stamp<R>(h: usize, f: impl FnOnce(&mut Stamp) -> R) -> Result<R> {
-    STAMPS.with(h, f).map_or_else(|| err(MSPROFTX_FAILED, "not a live stamp (NULL, destroyed, or never created)"), Ok)
+    STAMPS.with(h, f).map_or_else(
+        || {
+            err(
+                MSPROFTX_FAILED,
+                "not a live stamp (NULL, destroyed, or never created)",
+            )
+        },
+        Ok,
+    )
 }
 
 pub fn create_stamp() -> Result<usize> {
     enabled()?;
     if STAMPS.len() >= MAX_STAMPS {
-        return err(MSPROFTX_FAILED, format!("{MAX_STAMPS} stamps are alive; destroy some first"));
+        return err(
+            MSPROFTX_FAILED,
+            format!("{MAX_STAMPS} stamps are alive; destroy some first"),
+        );
     }
     Ok(STAMPS.insert(Stamp::default()))
 }
@@ -88,13 +122,22 @@ pub fn destroy_stamp(h: usize) -> Result<()> {
     if STAMPS.remove(h) {
         Ok(())
     } else {
-        err(MSPROFTX_FAILED, "not a live stamp (already destroyed, or never created)")
+        err(
+            MSPROFTX_FAILED,
+            "not a live stamp (already destroyed, or never created)",
+        )
     }
 }
 
 pub fn check_message(msg: &[u8]) -> Result<String> {
     if msg.is_empty() || msg.len() > MAX_MESSAGE {
-        return err(MSPROFTX_FAILED, format!("the message must be 1..={MAX_MESSAGE} bytes, not {}", msg.len()));
+        return err(
+            MSPROFTX_FAILED,
+            format!(
+                "the message must be 1..={MAX_MESSAGE} bytes, not {}",
+                msg.len()
+            ),
+        );
     }
     if msg.contains(&0) {
         return err(MSPROFTX_FAILED, "msgLen counts past the message's NUL");
@@ -104,7 +147,11 @@ pub fn check_message(msg: &[u8]) -> Result<String> {
 
 pub fn set_message(h: usize, msg: &[u8]) -> Result<()> {
     enabled()?;
-    let m = if msg.is_empty() { String::new() } else { check_message(msg)? };
+    let m = if msg.is_empty() {
+        String::new()
+    } else {
+        check_message(msg)?
+    };
     stamp(h, |s| s.message = m)
 }
 
@@ -121,7 +168,11 @@ pub fn set_payload(h: usize, ty: i32) -> Result<()> {
 pub fn mark(h: usize) -> Result<()> {
     enabled()?;
     let message = stamp(h, |s| s.message.clone())?;
-    emit(Event::Mark { message, ns: crate::clock::now_ns(), tid: tid() });
+    emit(Event::Mark {
+        message,
+        ns: crate::clock::now_ns(),
+        tid: tid(),
+    });
     Ok(())
 }
 
@@ -129,7 +180,12 @@ pub fn mark_ex(msg: &[u8]) -> Result<()> {
     enabled()?;
     let message = check_message(msg)?;
     let id = NEXT_MARK.fetch_add(1, Ordering::Relaxed);
-    emit(Event::MarkEx { message, ns: crate::clock::now_ns(), tid: tid(), id });
+    emit(Event::MarkEx {
+        message,
+        ns: crate::clock::now_ns(),
+        tid: tid(),
+        id,
+    });
     Ok(())
 }
 
@@ -154,9 +210,17 @@ pub fn push_message(message: String) -> Result<()> {
 pub fn pop() -> Result<()> {
     enabled()?;
     let Some((message, start_ns)) = STACK.with(|st| st.borrow_mut().pop()) else {
-        return err(MSPROFTX_FAILED, "aclprofPop without a matching aclprofPush on this thread");
+        return err(
+            MSPROFTX_FAILED,
+            "aclprofPop without a matching aclprofPush on this thread",
+        );
     };
-    emit(Event::PushPop { message, start_ns, end_ns: crate::clock::now_ns(), tid: tid() });
+    emit(Event::PushPop {
+        message,
+        start_ns,
+        end_ns: crate::clock::now_ns(),
+        tid: tid(),
+    });
     Ok(())
 }
 
@@ -169,7 +233,10 @@ pub fn range_start(h: usize) -> Result<u32> {
     let mut g = RANGES.lock().unwrap_or_else(|p| p.into_inner());
     let m = g.get_or_insert_with(HashMap::new);
     if m.len() >= MAX_OPEN_RANGES {
-        return err(MSPROFTX_FAILED, format!("{MAX_OPEN_RANGES} ranges are open; stop some first"));
+        return err(
+            MSPROFTX_FAILED,
+            format!("{MAX_OPEN_RANGES} ranges are open; stop some first"),
+        );
     }
     let mut id = NEXT_RANGE.fetch_add(1, Ordering::Relaxed);
     while id == 0 || m.contains_key(&id) {
@@ -181,17 +248,32 @@ pub fn range_start(h: usize) -> Result<u32> {
 
 pub fn range_stop(id: u32) -> Result<()> {
     enabled()?;
-    let open = RANGES.lock().unwrap_or_else(|p| p.into_inner()).as_mut().and_then(|m| m.remove(&id));
+    let open = RANGES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&id));
     let Some((message, start_ns)) = open else {
-        return err(MSPROFTX_FAILED, format!("range {id} was not started (or was already stopped)"));
+        return err(
+            MSPROFTX_FAILED,
+            format!("range {id} was not started (or was already stopped)"),
+        );
     };
-    emit(Event::Range { message, start_ns, end_ns: crate::clock::now_ns(), tid: tid(), id });
+    emit(Event::Range {
+        message,
+        start_ns,
+        end_ns: crate::clock::now_ns(),
+        tid: tid(),
+        id,
+    });
     Ok(())
 }
 
 /// 64-bit FNV-1a: a stable id for a string (`aclprofStr2Id`).
 pub fn str_to_id(s: &[u8]) -> u64 {
-    s.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3))
+    s.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// `aclprofStepInfo`.
@@ -206,7 +288,10 @@ pub static STEPS: Table<StepInfo> = Table::new();
 static NEXT_STEP: AtomicU64 = AtomicU64::new(1);
 
 pub fn create_step() -> usize {
-    STEPS.insert(StepInfo { index: NEXT_STEP.fetch_add(1, Ordering::Relaxed), ..Default::default() })
+    STEPS.insert(StepInfo {
+        index: NEXT_STEP.fetch_add(1, Ordering::Relaxed),
+        ..Default::default()
+    })
 }
 
 /// `aclprofGetStepTimestamp`: tag 0 is START, anything else END (as in CANN).
@@ -216,7 +301,11 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
         if start && s.started || !start && s.ended {
             return err(
                 ACL_ERROR_INVALID_PARAM,
-                format!("step {} already has its {} timestamp", s.index, if start { "START" } else { "END" }),
+                format!(
+                    "step {} already has its {} timestamp",
+                    s.index,
+                    if start { "START" } else { "END" }
+                ),
             );
         }
         if start {
@@ -226,7 +315,12 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
         }
         Ok((s.index, start, crate::clock::now_ns()))
     });
-    r.unwrap_or_else(|| err(ACL_ERROR_INVALID_PARAM, "not a live aclprofStepInfo (NULL, destroyed, or never created)"))
+    r.unwrap_or_else(|| {
+        err(
+            ACL_ERROR_INVALID_PARAM,
+            "not a live aclprofStepInfo (NULL, destroyed, or never created)",
+        )
+    })
 }
 
 #[cfg(test)]

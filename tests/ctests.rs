@@ -22,7 +22,9 @@ fn out_dir() -> PathBuf {
 }
 
 fn run(cmd: &mut Command) -> std::process::Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     if !out.status.success() {
         panic!(
             "{cmd:?} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
@@ -45,9 +47,15 @@ fn build_c(src: &Path, lib: &str) -> PathBuf {
     let exe = out_dir().join(src.file_stem().unwrap());
     let mut c = Command::new("gcc");
     c.args(["-std=c99", "-g", "-O1"]).args(WARN);
-    c.arg("-I").arg(root().join("include")).arg("-I").arg(root().join("ctests"));
+    c.arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("ctests"));
     c.arg("-o").arg(&exe).arg(src);
-    c.arg("-L").arg(lib_dir()).arg(format!("-l{lib}")).arg("-lpthread");
+    c.arg("-L")
+        .arg(lib_dir())
+        .arg(format!("-l{lib}"))
+        .arg("-lpthread");
     c.arg(format!("-Wl,-rpath,{}", lib_dir().display()));
     run(&mut c);
     exe
@@ -81,8 +89,12 @@ fn abi_conformance() {
     assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
     // C++ checks function-pointer types exactly: compile the same file as C++ too.
     let mut c = Command::new("g++");
-    c.args(["-x", "c++", "-std=c++11", "-fsyntax-only"]).args(WARN);
-    c.arg("-I").arg(root().join("include")).arg("-I").arg(root().join("ctests"));
+    c.args(["-x", "c++", "-std=c++11", "-fsyntax-only"])
+        .args(WARN);
+    c.arg("-I")
+        .arg(root().join("include"))
+        .arg("-I")
+        .arg(root().join("ctests"));
     c.arg(root().join("ctests/abi_conformance.c"));
     run(&mut c);
 }
@@ -97,12 +109,20 @@ fn error_paths() {
 #[test]
 fn faults() {
     let exe = build("faults", "aclprof");
-    let out = exec(&exe, &[Path::new("block")], &[("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "500")]);
+    let out = exec(
+        &exe,
+        &[Path::new("block")],
+        &[("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "500")],
+    );
     assert!(!out.contains("FAILED") && out.contains("PASSED"), "{out}");
     let out = exec(
         &exe,
         &[Path::new("drop")],
-        &[("ACLPROF_ON_FULL", "drop"), ("ACLPROF_BUFFER_RECORDS", "256"), ("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "300")],
+        &[
+            ("ACLPROF_ON_FULL", "drop"),
+            ("ACLPROF_BUFFER_RECORDS", "256"),
+            ("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "300"),
+        ],
     );
     assert!(!out.contains("FAILED") && out.contains("PASSED"), "{out}");
 }
@@ -113,9 +133,18 @@ fn headers_compile_alone_as_c99_and_cxx_twice_included() {
     for h in ["acl/acl_base.h", "acl/acl_prof.h", "acl/acl_prof_ext.h"] {
         for (lang, std, compiler) in [("c", "-std=c99", "gcc"), ("c++", "-std=c++11", "g++")] {
             let src = dir.join(format!("alone.{}", if lang == "c" { "c" } else { "cpp" }));
-            std::fs::write(&src, format!("#include \"{h}\"\n#include \"{h}\"\nint main(void) {{ return 0; }}\n")).unwrap();
+            std::fs::write(
+                &src,
+                format!("#include \"{h}\"\n#include \"{h}\"\nint main(void) {{ return 0; }}\n"),
+            )
+            .unwrap();
             let mut c = Command::new(compiler);
-            c.arg(std).args(WARN).arg("-I").arg(root().join("include")).arg("-fsyntax-only").arg(&src);
+            c.arg(std)
+                .args(WARN)
+                .arg("-I")
+                .arg(root().join("include"))
+                .arg("-fsyntax-only")
+                .arg(&src);
             run(&mut c);
         }
     }
@@ -125,11 +154,21 @@ fn headers_compile_alone_as_c99_and_cxx_twice_included() {
 #[test]
 fn main_example_prints_the_op_table() {
     let exe = build_c(&root().join("examples/resnet50_profile.c"), "aclprof");
-    let out = exec(&exe, &[&root().join("models/resnet50.json"), Path::new("3")], &[]);
+    let out = exec(
+        &exe,
+        &[&root().join("models/resnet50.json"), Path::new("3")],
+        &[],
+    );
     assert!(out.contains("3 executions, 375 ops decoded"), "{out}");
     assert!(out.contains("dropped 0"), "{out}");
-    let conv = out.lines().find(|l| l.starts_with("Conv2D")).expect("a Conv2D row");
+    let conv = out
+        .lines()
+        .find(|l| l.starts_with("Conv2D"))
+        .expect("a Conv2D row");
     assert_eq!(conv.split_whitespace().nth(1), Some("159"), "{conv}");
-    let total = out.lines().find(|l| l.starts_with("total")).expect("a total row");
+    let total = out
+        .lines()
+        .find(|l| l.starts_with("total"))
+        .expect("a total row");
     assert_eq!(total.split_whitespace().nth(1), Some("375"), "{total}");
 }

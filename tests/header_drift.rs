@@ -11,7 +11,8 @@ fn committed_headers_match_the_source() {
     let bless = std::env::var_os("ACLPROF_BLESS").is_some();
     let mut drift = Vec::new();
     for h in ["acl_base.h", "acl_prof.h", "acl_prof_ext.h"] {
-        let want = std::fs::read_to_string(generated.join(h)).expect("build.rs generated the header");
+        let want =
+            std::fs::read_to_string(generated.join(h)).expect("build.rs generated the header");
         let have = std::fs::read_to_string(committed.join(h)).unwrap_or_default();
         if want != have {
             if bless {

@@ -27,33 +27,45 @@ pub struct aclprofExtStats {
 /// reused. Errors: NULL arguments -> ACL_ERROR_INVALID_PARAM; no such device ->
 /// ACL_ERROR_INVALID_DEVICE.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofExtModelLoad(modelName: *const c_char, deviceId: u32, modelId: *mut u32) -> aclError {
-    guard("aclprofExtModelLoad", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        let r = (|| {
-            let name = cstr(modelName, "modelName")?;
-            if modelId.is_null() {
-                return Err(invalid("modelId is NULL"));
-            }
-            let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
-            *modelId = id;
-            Ok(())
-        })();
-        code("aclprofExtModelLoad", r)
-    })
+pub unsafe extern "C" fn aclprofExtModelLoad(
+    modelName: *const c_char,
+    deviceId: u32,
+    modelId: *mut u32,
+) -> aclError {
+    guard(
+        "aclprofExtModelLoad",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            let r = (|| {
+                let name = cstr(modelName, "modelName")?;
+                if modelId.is_null() {
+                    return Err(invalid("modelId is NULL"));
+                }
+                let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
+                *modelId = id;
+                Ok(())
+            })();
+            code("aclprofExtModelLoad", r)
+        },
+    )
 }
 
 /// Unregisters a model (simulated or not). A subscription to it stays until unsubscribed.
 /// Not loaded -> ACL_ERROR_INVALID_MODEL_ID.
 #[no_mangle]
 pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
-    guard("aclprofExtModelUnload", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        let r = crate::api::model_unload(modelId);
-        if r.is_ok() {
-            crate::sim::forget(modelId);
-        }
-        code("aclprofExtModelUnload", r)
-    })
+    guard(
+        "aclprofExtModelUnload",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let r = crate::api::model_unload(modelId);
+            if r.is_ok() {
+                crate::sim::forget(modelId);
+            }
+            code("aclprofExtModelUnload", r)
+        },
+    )
 }
 
 /// Reports one op that ran on the device of model `modelId` from `startNs` to `endNs`
@@ -65,19 +77,33 @@ pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
 /// Errors: NULL strings or endNs < startNs -> ACL_ERROR_INVALID_PARAM; model not loaded
 /// (checked while someone subscribes) -> ACL_ERROR_INVALID_MODEL_ID.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofExtReportOp(modelId: u32, opName: *const c_char, opType: *const c_char, startNs: u64, endNs: u64) -> aclError {
-    guard("aclprofExtReportOp", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        // The idle path: argument checks and one atomic load, no strlen.
-        if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active() {
-            return 0;
-        }
-        let r = (|| {
-            let name = cstr(opName, "opName")?;
-            let ty = cstr(opType, "opType")?;
-            crate::report::report_op(modelId, name, ty, startNs, endNs)
-        })();
-        code("aclprofExtReportOp", r)
-    })
+pub unsafe extern "C" fn aclprofExtReportOp(
+    modelId: u32,
+    opName: *const c_char,
+    opType: *const c_char,
+    startNs: u64,
+    endNs: u64,
+) -> aclError {
+    guard(
+        "aclprofExtReportOp",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            // The idle path: argument checks and one atomic load, no strlen.
+            if !opName.is_null()
+                && !opType.is_null()
+                && startNs <= endNs
+                && !crate::report::active()
+            {
+                return 0;
+            }
+            let r = (|| {
+                let name = cstr(opName, "opName")?;
+                let ty = cstr(opType, "opType")?;
+                crate::report::report_op(modelId, name, ty, startNs, endNs)
+            })();
+            code("aclprofExtReportOp", r)
+        },
+    )
 }
 
 /// The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW.
@@ -91,25 +117,33 @@ pub extern "C" fn aclprofExtNowNs() -> u64 {
 /// -> ACL_ERROR_PROFILING_FAILURE (nothing is dropped by the flush itself).
 #[no_mangle]
 pub extern "C" fn aclprofExtFlush() -> aclError {
-    guard("aclprofExtFlush", crate::error::ACL_ERROR_PROFILING_FAILURE, || code("aclprofExtFlush", crate::api::flush()))
+    guard(
+        "aclprofExtFlush",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || code("aclprofExtFlush", crate::api::flush()),
+    )
 }
 
 /// Fills `*stats` with the delivery statistics. NULL -> ACL_ERROR_INVALID_PARAM.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclError {
-    guard("aclprofExtGetStats", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        if stats.is_null() {
-            return code("aclprofExtGetStats", Err(invalid("stats is NULL")));
-        }
-        let c = crate::api::stats();
-        *stats = aclprofExtStats {
-            recordsReported: c.reported,
-            recordsDelivered: c.delivered,
-            recordsDropped: c.dropped,
-            bytesWritten: c.bytes,
-        };
-        0
-    })
+    guard(
+        "aclprofExtGetStats",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            if stats.is_null() {
+                return code("aclprofExtGetStats", Err(invalid("stats is NULL")));
+            }
+            let c = crate::api::stats();
+            *stats = aclprofExtStats {
+                recordsReported: c.reported,
+                recordsDelivered: c.delivered,
+                recordsDropped: c.dropped,
+                bytesWritten: c.bytes,
+            };
+            0
+        },
+    )
 }
 
 /// Loads a model description for the simulator: a JSON file
@@ -117,21 +151,28 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
 /// or an exported op_summary_*.csv. Returns the new model id in `*modelId`.
 /// Errors: unreadable or malformed file -> ACL_ERROR_INVALID_FILE.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofExtSimModelLoad(path: *const c_char, modelId: *mut u32) -> aclError {
-    guard("aclprofExtSimModelLoad", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        let r = (|| {
-            let p = cstr(path, "path")?;
-            if modelId.is_null() {
-                return Err(invalid("modelId is NULL"));
-            }
-            use std::os::unix::ffi::OsStrExt;
-            let id = crate::sim::load(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))?;
-            *modelId = id;
-            Ok(())
-        })();
-        code("aclprofExtSimModelLoad", r)
-    })
+pub unsafe extern "C" fn aclprofExtSimModelLoad(
+    path: *const c_char,
+    modelId: *mut u32,
+) -> aclError {
+    guard(
+        "aclprofExtSimModelLoad",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            let r = (|| {
+                let p = cstr(path, "path")?;
+                if modelId.is_null() {
+                    return Err(invalid("modelId is NULL"));
+                }
+                use std::os::unix::ffi::OsStrExt;
+                let id = crate::sim::load(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))?;
+                *modelId = id;
+                Ok(())
+            })();
+            code("aclprofExtSimModelLoad", r)
+        },
+    )
 }
 
 /// Executes a simulated model once on the calling thread: every op is reported in order,
@@ -139,7 +180,9 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(path: *const c_char, modelId: *m
 /// simulated execution has finished, like aclmdlExecute.
 #[no_mangle]
 pub extern "C" fn aclprofExtSimModelExecute(modelId: u32) -> aclError {
-    guard("aclprofExtSimModelExecute", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        code("aclprofExtSimModelExecute", crate::sim::execute(modelId))
-    })
+    guard(
+        "aclprofExtSimModelExecute",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || code("aclprofExtSimModelExecute", crate::sim::execute(modelId)),
+    )
 }

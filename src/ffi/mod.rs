@@ -104,7 +104,11 @@ pub(crate) unsafe fn op_buffer<'a>(p: *const c_void, len: usize) -> Result<&'a [
 ///
 /// # Safety
 /// As [`op_buffer`].
-pub(crate) unsafe fn op_record<'a>(p: *const c_void, len: usize, index: u32) -> Result<crate::record::View<'a>> {
+pub(crate) unsafe fn op_record<'a>(
+    p: *const c_void,
+    len: usize,
+    index: u32,
+) -> Result<crate::record::View<'a>> {
     if p.is_null() {
         return Err(invalid("opInfo is NULL"));
     }

@@ -5,7 +5,7 @@ use super::base::{aclError, aclrtStream};
 use super::{code, counted_str, failed, guard, invalid, op_buffer, op_record};
 use crate::accessor::{self, Field};
 use crate::error::{Error, ACL_ERROR_INVALID_PARAM, MSPROFTX_FAILED};
-use crate::record::{RECORD_SIZE, FLAG_NONE, FLAG_OP_THREAD};
+use crate::record::{FLAG_NONE, FLAG_OP_THREAD, RECORD_SIZE};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CString};
 
@@ -158,47 +158,65 @@ fn handle<T>(p: *const T) -> usize {
 /// directory not creatable or writable -> ACL_ERROR_PROFILING_FAILURE.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofInit(profilerResultPath: *const c_char, length: usize) -> aclError {
-    guard("aclprofInit", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        let r = (|| {
-            let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
-            if p.is_empty() || p.len() > crate::state::MAX_PATH {
-                return Err(invalid(format!("the path length must be 1..=4096, not {length}")));
-            }
-            use std::os::unix::ffi::OsStrExt;
-            crate::api::init(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))
-        })();
-        code("aclprofInit", r)
-    })
+    guard(
+        "aclprofInit",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            let r = (|| {
+                let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
+                if p.is_empty() || p.len() > crate::state::MAX_PATH {
+                    return Err(invalid(format!(
+                        "the path length must be 1..=4096, not {length}"
+                    )));
+                }
+                use std::os::unix::ffi::OsStrExt;
+                crate::api::init(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))
+            })();
+            code("aclprofInit", r)
+        },
+    )
 }
 
 /// Ends file-mode profiling (stopping a running session first).
 /// Errors: not initialised -> ACL_ERROR_PROF_NOT_RUN.
 #[no_mangle]
 pub extern "C" fn aclprofFinalize() -> aclError {
-    guard("aclprofFinalize", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        code("aclprofFinalize", crate::api::finalize())
-    })
+    guard(
+        "aclprofFinalize",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            code("aclprofFinalize", crate::api::finalize())
+        },
+    )
 }
 
 /// Starts collecting with `profilerConfig`. Starting again with the same config returns 0;
 /// with a different config while running, ACL_ERROR_PROF_ALREADY_RUN.
 #[no_mangle]
 pub extern "C" fn aclprofStart(profilerConfig: *const aclprofConfig) -> aclError {
-    guard("aclprofStart", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        code("aclprofStart", crate::api::start(handle(profilerConfig)))
-    })
+    guard(
+        "aclprofStart",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            code("aclprofStart", crate::api::start(handle(profilerConfig)))
+        },
+    )
 }
 
 /// Same as aclprofStart (CANN's two-phase start; the emulated device needs no warmup).
 #[no_mangle]
 pub extern "C" fn aclprofWarmup(profilerConfig: *const aclprofConfig) -> aclError {
-    guard("aclprofWarmup", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        code("aclprofWarmup", crate::api::start(handle(profilerConfig)))
-    })
+    guard(
+        "aclprofWarmup",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            code("aclprofWarmup", crate::api::start(handle(profilerConfig)))
+        },
+    )
 }
 
 /// Creates a file-mode config for `deviceNums` devices listed in `deviceIdList` (ids below
@@ -219,13 +237,26 @@ pub unsafe extern "C" fn aclprofCreateConfig(
         let devices: &[u32] = if deviceNums == 0 {
             &[]
         } else if deviceIdList.is_null() {
-            return failed("aclprofCreateConfig", invalid("deviceIdList is NULL but deviceNums is not 0"), std::ptr::null_mut());
+            return failed(
+                "aclprofCreateConfig",
+                invalid("deviceIdList is NULL but deviceNums is not 0"),
+                std::ptr::null_mut(),
+            );
         } else if deviceNums > 64 {
-            return failed("aclprofCreateConfig", invalid(format!("deviceNums {deviceNums} is more than 64")), std::ptr::null_mut());
+            return failed(
+                "aclprofCreateConfig",
+                invalid(format!("deviceNums {deviceNums} is more than 64")),
+                std::ptr::null_mut(),
+            );
         } else {
             std::slice::from_raw_parts(deviceIdList, deviceNums as usize)
         };
-        match crate::api::create_config(devices, aicoreMetrics.0, !aicoreEvents.is_null(), dataTypeConfig) {
+        match crate::api::create_config(
+            devices,
+            aicoreMetrics.0,
+            !aicoreEvents.is_null(),
+            dataTypeConfig,
+        ) {
             Ok(h) => h as *mut aclprofConfig,
             Err(e) => failed("aclprofCreateConfig", e, std::ptr::null_mut()),
         }
@@ -235,40 +266,63 @@ pub unsafe extern "C" fn aclprofCreateConfig(
 /// Destroys a config. NULL, or a config already destroyed -> ACL_ERROR_INVALID_PARAM.
 #[no_mangle]
 pub extern "C" fn aclprofDestroyConfig(profilerConfig: *const aclprofConfig) -> aclError {
-    guard("aclprofDestroyConfig", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        code("aclprofDestroyConfig", crate::api::destroy_config(handle(profilerConfig)))
-    })
+    guard(
+        "aclprofDestroyConfig",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            code(
+                "aclprofDestroyConfig",
+                crate::api::destroy_config(handle(profilerConfig)),
+            )
+        },
+    )
 }
 
 /// Stops collecting. `profilerConfig` must be the config object given to aclprofStart
 /// (another object -> ACL_ERROR_INVALID_PROFILING_CONFIG; not running -> ACL_ERROR_PROF_NOT_RUN).
 #[no_mangle]
 pub extern "C" fn aclprofStop(profilerConfig: *const aclprofConfig) -> aclError {
-    guard("aclprofStop", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        code("aclprofStop", crate::api::stop(handle(profilerConfig)))
-    })
+    guard(
+        "aclprofStop",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            code("aclprofStop", crate::api::stop(handle(profilerConfig)))
+        },
+    )
 }
 
 /// Stores a config value, used (and validated) at the next aclprofStart. `configLength` is
 /// the value's strlen, at most 256; 0 clears the value. Allowed in any state.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofSetConfig(configType: aclprofConfigType, config: *const c_char, configLength: usize) -> aclError {
-    guard("aclprofSetConfig", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::settings::get();
-        let r = (|| {
-            let ty = configType.0;
-            if ty <= 0 || ty >= crate::state::ARGS_MAX {
-                return Err(invalid(format!("configType {ty} is not an aclprofConfigType")));
-            }
-            if configLength > crate::state::MAX_CONFIG_VALUE {
-                return Err(invalid(format!("configLength {configLength} is more than 256")));
-            }
-            let v = counted_str(config, configLength, "config")?;
-            crate::api::set_config(ty, String::from_utf8_lossy(v).into_owned())
-        })();
-        code("aclprofSetConfig", r)
-    })
+pub unsafe extern "C" fn aclprofSetConfig(
+    configType: aclprofConfigType,
+    config: *const c_char,
+    configLength: usize,
+) -> aclError {
+    guard(
+        "aclprofSetConfig",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            let r = (|| {
+                let ty = configType.0;
+                if ty <= 0 || ty >= crate::state::ARGS_MAX {
+                    return Err(invalid(format!(
+                        "configType {ty} is not an aclprofConfigType"
+                    )));
+                }
+                if configLength > crate::state::MAX_CONFIG_VALUE {
+                    return Err(invalid(format!(
+                        "configLength {configLength} is more than 256"
+                    )));
+                }
+                let v = counted_str(config, configLength, "config")?;
+                crate::api::set_config(ty, String::from_utf8_lossy(v).into_owned())
+            })();
+            code("aclprofSetConfig", r)
+        },
+    )
 }
 
 /// Subscribes to the ops of a loaded model: from now on its records are written to the
@@ -277,10 +331,20 @@ pub unsafe extern "C" fn aclprofSetConfig(configType: aclprofConfigType, config:
 /// aclprofFinalize -> ACL_ERROR_PROF_API_CONFLICT; fd not open for writing ->
 /// ACL_ERROR_INVALID_PARAM. Pipes and sockets are switched to non-blocking mode.
 #[no_mangle]
-pub extern "C" fn aclprofModelSubscribe(modelId: u32, profSubscribeConfig: *const aclprofSubscribeConfig) -> aclError {
-    guard("aclprofModelSubscribe", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        code("aclprofModelSubscribe", crate::api::subscribe(modelId, handle(profSubscribeConfig)))
-    })
+pub extern "C" fn aclprofModelSubscribe(
+    modelId: u32,
+    profSubscribeConfig: *const aclprofSubscribeConfig,
+) -> aclError {
+    guard(
+        "aclprofModelSubscribe",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            code(
+                "aclprofModelSubscribe",
+                crate::api::subscribe(modelId, handle(profSubscribeConfig)),
+            )
+        },
+    )
 }
 
 /// Ends a subscription. When it returns, every record reported for the model before the
@@ -289,9 +353,11 @@ pub extern "C" fn aclprofModelSubscribe(modelId: u32, profSubscribeConfig: *cons
 /// waited for at most ACLPROF_UNSUBSCRIBE_TIMEOUT_MS; the rest is counted as dropped.
 #[no_mangle]
 pub extern "C" fn aclprofModelUnSubscribe(modelId: u32) -> aclError {
-    guard("aclprofModelUnSubscribe", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        code("aclprofModelUnSubscribe", crate::api::unsubscribe(modelId))
-    })
+    guard(
+        "aclprofModelUnSubscribe",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || code("aclprofModelUnSubscribe", crate::api::unsubscribe(modelId)),
+    )
 }
 
 /// Creates a subscription config. `timeInfoSwitch` is 0 or 1; `fd` points to an `int`
@@ -306,7 +372,11 @@ pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
     guard("aclprofCreateSubscribeConfig", std::ptr::null_mut(), || {
         crate::settings::get();
         if fd.is_null() {
-            return failed("aclprofCreateSubscribeConfig", invalid("fd is NULL; pass &pipefd[1]"), std::ptr::null_mut());
+            return failed(
+                "aclprofCreateSubscribeConfig",
+                invalid("fd is NULL; pass &pipefd[1]"),
+                std::ptr::null_mut(),
+            );
         }
         // SAFETY: CANN's contract: fd points to an int that outlives the subscription.
         let user_fd = crate::delivery::UserFd::new(fd.cast());
@@ -319,41 +389,69 @@ pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
 
 /// Destroys a subscription config (subscriptions made with it go on).
 #[no_mangle]
-pub extern "C" fn aclprofDestroySubscribeConfig(profSubscribeConfig: *const aclprofSubscribeConfig) -> aclError {
-    guard("aclprofDestroySubscribeConfig", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        code("aclprofDestroySubscribeConfig", crate::api::destroy_sub_config(handle(profSubscribeConfig)))
-    })
+pub extern "C" fn aclprofDestroySubscribeConfig(
+    profSubscribeConfig: *const aclprofSubscribeConfig,
+) -> aclError {
+    guard(
+        "aclprofDestroySubscribeConfig",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            code(
+                "aclprofDestroySubscribeConfig",
+                crate::api::destroy_sub_config(handle(profSubscribeConfig)),
+            )
+        },
+    )
 }
 
 /// The size of one op record: 512 bytes. Read pipes in whole multiples of it.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofGetOpDescSize(opDescSize: *mut usize) -> aclError {
-    guard("aclprofGetOpDescSize", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        if opDescSize.is_null() {
-            return code("aclprofGetOpDescSize", Err(invalid("opDescSize is NULL")));
-        }
-        *opDescSize = RECORD_SIZE;
-        0
-    })
+    guard(
+        "aclprofGetOpDescSize",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            if opDescSize.is_null() {
+                return code("aclprofGetOpDescSize", Err(invalid("opDescSize is NULL")));
+            }
+            *opDescSize = RECORD_SIZE;
+            0
+        },
+    )
 }
 
 /// The number of records in `opInfo`, after checking every record's signature.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpNum(opInfo: *const c_void, opInfoLen: usize, opNumber: *mut u32) -> aclError {
-    guard("aclprofGetOpNum", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        let r = (|| {
-            if opNumber.is_null() {
-                return Err(invalid("opNumber is NULL"));
-            }
-            let n = accessor::op_num(op_buffer(opInfo, opInfoLen)?)?;
-            *opNumber = n;
-            Ok(())
-        })();
-        code("aclprofGetOpNum", r)
-    })
+pub unsafe extern "C" fn aclprofGetOpNum(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    opNumber: *mut u32,
+) -> aclError {
+    guard(
+        "aclprofGetOpNum",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let r = (|| {
+                if opNumber.is_null() {
+                    return Err(invalid("opNumber is NULL"));
+                }
+                let n = accessor::op_num(op_buffer(opInfo, opInfoLen)?)?;
+                *opNumber = n;
+                Ok(())
+            })();
+            code("aclprofGetOpNum", r)
+        },
+    )
 }
 
-unsafe fn string_len(func: &str, opInfo: *const c_void, len: usize, index: u32, out: *mut usize, field: Field) -> aclError {
+unsafe fn string_len(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    out: *mut usize,
+    field: Field,
+) -> aclError {
     let r = (|| {
         if out.is_null() {
             return Err(invalid("the length out-pointer is NULL"));
@@ -365,13 +463,23 @@ unsafe fn string_len(func: &str, opInfo: *const c_void, len: usize, index: u32, 
     code(func, r)
 }
 
-unsafe fn copy_string(func: &str, opInfo: *const c_void, len: usize, index: u32, dst: *mut c_char, dst_len: usize, field: Field) -> aclError {
+unsafe fn copy_string(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    dst: *mut c_char,
+    dst_len: usize,
+    field: Field,
+) -> aclError {
     let r = (|| {
         if dst.is_null() || dst_len == 0 {
             return Err(invalid("the destination buffer is NULL or empty"));
         }
         if dst_len > isize::MAX as usize {
-            return Err(invalid(format!("destination length {dst_len} is impossible")));
+            return Err(invalid(format!(
+                "destination length {dst_len} is impossible"
+            )));
         }
         let v = op_record(opInfo, len, index)?;
         let out = std::slice::from_raw_parts_mut(dst.cast::<u8>(), dst_len);
@@ -382,39 +490,114 @@ unsafe fn copy_string(func: &str, opInfo: *const c_void, len: usize, index: u32,
 
 /// The length of record `index`'s op type, including the NUL.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpTypeLen(opInfo: *const c_void, opInfoLen: usize, index: u32, opTypeLen: *mut usize) -> aclError {
-    guard("aclprofGetOpTypeLen", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        string_len("aclprofGetOpTypeLen", opInfo, opInfoLen, index, opTypeLen, Field::Type)
-    })
+pub unsafe extern "C" fn aclprofGetOpTypeLen(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+    opTypeLen: *mut usize,
+) -> aclError {
+    guard(
+        "aclprofGetOpTypeLen",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            string_len(
+                "aclprofGetOpTypeLen",
+                opInfo,
+                opInfoLen,
+                index,
+                opTypeLen,
+                Field::Type,
+            )
+        },
+    )
 }
 
 /// Copies record `index`'s op type and its NUL into `opType` (`opTypeLen` bytes). Too short
 /// -> ACL_ERROR_INVALID_PARAM, nothing written. Can be read any number of times.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpType(opInfo: *const c_void, opInfoLen: usize, index: u32, opType: *mut c_char, opTypeLen: usize) -> aclError {
-    guard("aclprofGetOpType", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        copy_string("aclprofGetOpType", opInfo, opInfoLen, index, opType, opTypeLen, Field::Type)
-    })
+pub unsafe extern "C" fn aclprofGetOpType(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+    opType: *mut c_char,
+    opTypeLen: usize,
+) -> aclError {
+    guard(
+        "aclprofGetOpType",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            copy_string(
+                "aclprofGetOpType",
+                opInfo,
+                opInfoLen,
+                index,
+                opType,
+                opTypeLen,
+                Field::Type,
+            )
+        },
+    )
 }
 
 /// The length of record `index`'s op name, including the NUL.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpNameLen(opInfo: *const c_void, opInfoLen: usize, index: u32, opNameLen: *mut usize) -> aclError {
-    guard("aclprofGetOpNameLen", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        string_len("aclprofGetOpNameLen", opInfo, opInfoLen, index, opNameLen, Field::Name)
-    })
+pub unsafe extern "C" fn aclprofGetOpNameLen(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+    opNameLen: *mut usize,
+) -> aclError {
+    guard(
+        "aclprofGetOpNameLen",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            string_len(
+                "aclprofGetOpNameLen",
+                opInfo,
+                opInfoLen,
+                index,
+                opNameLen,
+                Field::Name,
+            )
+        },
+    )
 }
 
 /// Copies record `index`'s op name and its NUL into `opName` (`opNameLen` bytes). Too short
 /// -> ACL_ERROR_INVALID_PARAM, nothing written. Can be read any number of times.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpName(opInfo: *const c_void, opInfoLen: usize, index: u32, opName: *mut c_char, opNameLen: usize) -> aclError {
-    guard("aclprofGetOpName", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        copy_string("aclprofGetOpName", opInfo, opInfoLen, index, opName, opNameLen, Field::Name)
-    })
+pub unsafe extern "C" fn aclprofGetOpName(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+    opName: *mut c_char,
+    opNameLen: usize,
+) -> aclError {
+    guard(
+        "aclprofGetOpName",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            copy_string(
+                "aclprofGetOpName",
+                opInfo,
+                opInfoLen,
+                index,
+                opName,
+                opNameLen,
+                Field::Name,
+            )
+        },
+    )
 }
 
-unsafe fn field<T: Copy>(func: &str, opInfo: *const c_void, len: usize, index: u32, on_error: T, get: impl FnOnce(crate::record::View<'_>) -> T) -> T {
+unsafe fn field<T: Copy>(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    on_error: T,
+    get: impl FnOnce(crate::record::View<'_>) -> T,
+) -> T {
     guard(func, on_error, || match op_record(opInfo, len, index) {
         Ok(v) => get(v),
         Err(e) => failed(func, e, on_error),
@@ -423,38 +606,87 @@ unsafe fn field<T: Copy>(func: &str, opInfo: *const c_void, len: usize, index: u
 
 /// Start time of record `index`, in ns (CLOCK_MONOTONIC_RAW); 0 on error.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpStart(opInfo: *const c_void, opInfoLen: usize, index: u32) -> u64 {
-    field("aclprofGetOpStart", opInfo, opInfoLen, index, 0, |v| v.start())
+pub unsafe extern "C" fn aclprofGetOpStart(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+) -> u64 {
+    field("aclprofGetOpStart", opInfo, opInfoLen, index, 0, |v| {
+        v.start()
+    })
 }
 
 /// End time of record `index`, in ns; 0 on error.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpEnd(opInfo: *const c_void, opInfoLen: usize, index: u32) -> u64 {
+pub unsafe extern "C" fn aclprofGetOpEnd(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+) -> u64 {
     field("aclprofGetOpEnd", opInfo, opInfoLen, index, 0, |v| v.end())
 }
 
 /// Duration (end - start) of record `index`, in ns; 0 on error.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpDuration(opInfo: *const c_void, opInfoLen: usize, index: u32) -> u64 {
-    field("aclprofGetOpDuration", opInfo, opInfoLen, index, 0, |v| v.duration())
+pub unsafe extern "C" fn aclprofGetOpDuration(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+) -> u64 {
+    field("aclprofGetOpDuration", opInfo, opInfoLen, index, 0, |v| {
+        v.duration()
+    })
 }
 
 /// Model id of record `index`; ACL_ERROR_INVALID_PARAM (100000) on error.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetModelId(opInfo: *const c_void, opInfoLen: usize, index: u32) -> usize {
-    field("aclprofGetModelId", opInfo, opInfoLen, index, ACL_ERROR_INVALID_PARAM as usize, |v| v.model_id() as usize)
+pub unsafe extern "C" fn aclprofGetModelId(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+) -> usize {
+    field(
+        "aclprofGetModelId",
+        opInfo,
+        opInfoLen,
+        index,
+        ACL_ERROR_INVALID_PARAM as usize,
+        |v| v.model_id() as usize,
+    )
 }
 
 /// Graph id of record `index` (the model id field); ACL_ERROR_INVALID_PARAM on error.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetGraphId(opInfo: *const c_void, opInfoLen: usize, index: u32) -> usize {
-    field("aclprofGetGraphId", opInfo, opInfoLen, index, ACL_ERROR_INVALID_PARAM as usize, |v| v.model_id() as usize)
+pub unsafe extern "C" fn aclprofGetGraphId(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+) -> usize {
+    field(
+        "aclprofGetGraphId",
+        opInfo,
+        opInfoLen,
+        index,
+        ACL_ERROR_INVALID_PARAM as usize,
+        |v| v.model_id() as usize,
+    )
 }
 
 /// Flag of record `index`; ACL_SUBSCRIBE_NONE on error.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpFlag(opInfo: *const c_void, opInfoLen: usize, index: u32) -> aclprofSubscribeOpFlag {
-    aclprofSubscribeOpFlag(field("aclprofGetOpFlag", opInfo, opInfoLen, index, FLAG_NONE, |v| v.flag()))
+pub unsafe extern "C" fn aclprofGetOpFlag(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+) -> aclprofSubscribeOpFlag {
+    aclprofSubscribeOpFlag(field(
+        "aclprofGetOpFlag",
+        opInfo,
+        opInfoLen,
+        index,
+        FLAG_NONE,
+        |v| v.flag(),
+    ))
 }
 
 thread_local! {
@@ -465,17 +697,30 @@ thread_local! {
 /// the thread id of ACL_SUBSCRIBE_OP_THREAD records. The string lives in a per-thread buffer,
 /// valid until this thread's next call.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofGetOpAttriValue(opInfo: *const c_void, opInfoLen: usize, index: u32, attri: aclprofSubscribeOpAttri) -> *const c_char {
+pub unsafe extern "C" fn aclprofGetOpAttriValue(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    index: u32,
+    attri: aclprofSubscribeOpAttri,
+) -> *const c_char {
     guard("aclprofGetOpAttriValue", std::ptr::null(), || {
         let v = match op_record(opInfo, opInfoLen, index) {
             Ok(v) => v,
             Err(e) => return failed("aclprofGetOpAttriValue", e, std::ptr::null()),
         };
         if attri.0 != 0 {
-            return failed("aclprofGetOpAttriValue", invalid(format!("attri {} is not readable", attri.0)), std::ptr::null());
+            return failed(
+                "aclprofGetOpAttriValue",
+                invalid(format!("attri {} is not readable", attri.0)),
+                std::ptr::null(),
+            );
         }
         if v.flag() != FLAG_OP_THREAD {
-            return failed("aclprofGetOpAttriValue", invalid("the thread id is recorded only for ACL_SUBSCRIBE_OP_THREAD records"), std::ptr::null());
+            return failed(
+                "aclprofGetOpAttriValue",
+                invalid("the thread id is recorded only for ACL_SUBSCRIBE_OP_THREAD records"),
+                std::ptr::null(),
+            );
         }
         let s = CString::new(v.thread_id().to_string()).unwrap_or_default();
         ATTRI.with(|a| {
@@ -488,17 +733,30 @@ pub unsafe extern "C" fn aclprofGetOpAttriValue(opInfo: *const c_void, opInfoLen
 /// Records the start (ACL_STEP_START) or end (any other tag) of a step. Each end can be
 /// recorded once per step info. `stream` is not used by the emulated device.
 #[no_mangle]
-pub extern "C" fn aclprofGetStepTimestamp(stepInfo: *mut aclprofStepInfo, tag: aclprofStepTag, stream: aclrtStream) -> aclError {
+pub extern "C" fn aclprofGetStepTimestamp(
+    stepInfo: *mut aclprofStepInfo,
+    tag: aclprofStepTag,
+    stream: aclrtStream,
+) -> aclError {
     let _ = stream;
-    guard("aclprofGetStepTimestamp", crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        code("aclprofGetStepTimestamp", crate::tx::step_timestamp(handle(stepInfo), tag.0).map(|_| ()))
-    })
+    guard(
+        "aclprofGetStepTimestamp",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            code(
+                "aclprofGetStepTimestamp",
+                crate::tx::step_timestamp(handle(stepInfo), tag.0).map(|_| ()),
+            )
+        },
+    )
 }
 
 /// Creates a step info with the next process-wide step index (from 1).
 #[no_mangle]
 pub extern "C" fn aclprofCreateStepInfo() -> *mut aclprofStepInfo {
-    guard("aclprofCreateStepInfo", std::ptr::null_mut(), || crate::tx::create_step() as *mut aclprofStepInfo)
+    guard("aclprofCreateStepInfo", std::ptr::null_mut(), || {
+        crate::tx::create_step() as *mut aclprofStepInfo
+    })
 }
 
 /// Destroys a step info. NULL or an unknown pointer is ignored (and logged).
@@ -506,7 +764,11 @@ pub extern "C" fn aclprofCreateStepInfo() -> *mut aclprofStepInfo {
 pub extern "C" fn aclprofDestroyStepInfo(stepinfo: *mut aclprofStepInfo) {
     guard("aclprofDestroyStepInfo", (), || {
         if !stepinfo.is_null() && !crate::tx::STEPS.remove(handle(stepinfo)) {
-            failed("aclprofDestroyStepInfo", invalid("not a live aclprofStepInfo (already destroyed?)"), ());
+            failed(
+                "aclprofDestroyStepInfo",
+                invalid("not a live aclprofStepInfo (already destroyed?)"),
+                (),
+            );
         }
     })
 }
@@ -519,10 +781,14 @@ fn tx(func: &str, f: impl FnOnce() -> crate::error::Result<()>) -> aclError {
 /// Creates an msproftx stamp (at most 100 alive). NULL unless msproftx is on.
 #[no_mangle]
 pub extern "C" fn aclprofCreateStamp() -> *mut c_void {
-    guard("aclprofCreateStamp", std::ptr::null_mut(), || match crate::tx::create_stamp() {
-        Ok(h) => h as *mut c_void,
-        Err(e) => failed("aclprofCreateStamp", e, std::ptr::null_mut()),
-    })
+    guard(
+        "aclprofCreateStamp",
+        std::ptr::null_mut(),
+        || match crate::tx::create_stamp() {
+            Ok(h) => h as *mut c_void,
+            Err(e) => failed("aclprofCreateStamp", e, std::ptr::null_mut()),
+        },
+    )
 }
 
 /// Destroys a stamp. NULL is ignored; an unknown or destroyed stamp is ignored and logged.
@@ -554,7 +820,10 @@ pub extern "C" fn aclprofPop() -> aclError {
 pub unsafe extern "C" fn aclprofRangeStart(stamp: *mut c_void, rangeId: *mut u32) -> aclError {
     guard("aclprofRangeStart", MSPROFTX_FAILED, || {
         if rangeId.is_null() {
-            return code("aclprofRangeStart", Err(Error::new(MSPROFTX_FAILED, "rangeId is NULL")));
+            return code(
+                "aclprofRangeStart",
+                Err(Error::new(MSPROFTX_FAILED, "rangeId is NULL")),
+            );
         }
         match crate::tx::range_start(handle(stamp)) {
             Ok(id) => {
@@ -574,15 +843,25 @@ pub extern "C" fn aclprofRangeStop(rangeId: u32) -> aclError {
 
 /// Sets a stamp's message (`msgLen` bytes, at most 127, no NUL inside). -1 on failure.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofSetStampTraceMessage(stamp: *mut c_void, msg: *const c_char, msgLen: u32) -> aclError {
+pub unsafe extern "C" fn aclprofSetStampTraceMessage(
+    stamp: *mut c_void,
+    msg: *const c_char,
+    msgLen: u32,
+) -> aclError {
     tx("aclprofSetStampTraceMessage", || {
         if msg.is_null() {
             return Err(Error::new(MSPROFTX_FAILED, "msg is NULL"));
         }
         if msgLen as usize > crate::tx::MAX_MESSAGE {
-            return Err(Error::new(MSPROFTX_FAILED, format!("msgLen {msgLen} is more than {}", crate::tx::MAX_MESSAGE)));
+            return Err(Error::new(
+                MSPROFTX_FAILED,
+                format!("msgLen {msgLen} is more than {}", crate::tx::MAX_MESSAGE),
+            ));
         }
-        crate::tx::set_message(handle(stamp), std::slice::from_raw_parts(msg.cast::<u8>(), msgLen as usize))
+        crate::tx::set_message(
+            handle(stamp),
+            std::slice::from_raw_parts(msg.cast::<u8>(), msgLen as usize),
+        )
     })
 }
 
@@ -595,13 +874,23 @@ pub extern "C" fn aclprofMark(stamp: *mut c_void) -> aclError {
 /// Records an instant event with `msg` (`msgLen` = strlen, 1..=127) on `stream` (non-NULL).
 /// -1 on failure.
 #[no_mangle]
-pub unsafe extern "C" fn aclprofMarkEx(msg: *const c_char, msgLen: usize, stream: aclrtStream) -> aclError {
+pub unsafe extern "C" fn aclprofMarkEx(
+    msg: *const c_char,
+    msgLen: usize,
+    stream: aclrtStream,
+) -> aclError {
     tx("aclprofMarkEx", || {
         if stream.is_null() {
             return Err(Error::new(MSPROFTX_FAILED, "stream is NULL"));
         }
         if msg.is_null() || msgLen == 0 || msgLen > crate::tx::MAX_MESSAGE {
-            return Err(Error::new(MSPROFTX_FAILED, format!("msg must be non-NULL with msgLen 1..={}", crate::tx::MAX_MESSAGE)));
+            return Err(Error::new(
+                MSPROFTX_FAILED,
+                format!(
+                    "msg must be non-NULL with msgLen 1..={}",
+                    crate::tx::MAX_MESSAGE
+                ),
+            ));
         }
         crate::tx::mark_ex(std::slice::from_raw_parts(msg.cast::<u8>(), msgLen))
     })
@@ -610,9 +899,11 @@ pub unsafe extern "C" fn aclprofMarkEx(msg: *const c_char, msgLen: usize, stream
 /// A stable 64-bit id for a string (FNV-1a); 0 for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofStr2Id(message: *const c_char) -> u64 {
-    guard("aclprofStr2Id", 0, || match super::cstr(message, "message") {
-        Ok(s) => crate::tx::str_to_id(s),
-        Err(e) => failed("aclprofStr2Id", e, 0),
+    guard("aclprofStr2Id", 0, || {
+        match super::cstr(message, "message") {
+            Ok(s) => crate::tx::str_to_id(s),
+            Err(e) => failed("aclprofStr2Id", e, 0),
+        }
     })
 }
 
@@ -637,12 +928,18 @@ pub extern "C" fn aclprofRangePop() -> aclError {
 /// Sets a stamp's category. -1 on failure.
 #[no_mangle]
 pub extern "C" fn aclprofSetStampCategory(stamp: *mut c_void, category: u32) -> c_int {
-    tx("aclprofSetStampCategory", || crate::tx::set_category(handle(stamp), category))
+    tx("aclprofSetStampCategory", || {
+        crate::tx::set_category(handle(stamp), category)
+    })
 }
 
 /// Sets a stamp's payload type (the value is not recorded, as in CANN). -1 on failure.
 #[no_mangle]
-pub extern "C" fn aclprofSetStampPayload(stamp: *mut c_void, payloadType: i32, value: *mut c_void) -> c_int {
+pub extern "C" fn aclprofSetStampPayload(
+    stamp: *mut c_void,
+    payloadType: i32,
+    value: *mut c_void,
+) -> c_int {
     tx("aclprofSetStampPayload", || {
         if value.is_null() {
             return Err(Error::new(MSPROFTX_FAILED, "value is NULL"));
