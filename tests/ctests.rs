@@ -9,10 +9,30 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// target/<profile>/, where cargo put libaclprof.so (and build.rs the libmsprofiler.so link).
+/// target/<profile>/, where cargo puts libaclprof.so (and build.rs the libmsprofiler.so link).
+/// `cargo test` builds the library only as an rlib, so the first test to need the shared
+/// library builds it (same profile, same target directory).
 fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().parent().unwrap().to_path_buf()
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let mut c = Command::new(cargo);
+            c.args(["build", "--lib", "--quiet"]).current_dir(root());
+            if dir.file_name().is_some_and(|n| n == "release") {
+                c.arg("--release");
+            }
+            run(&mut c);
+            assert!(
+                dir.join("libaclprof.so").exists(),
+                "no libaclprof.so in {}",
+                dir.display()
+            );
+            dir
+        })
+        .clone()
 }
 
 fn out_dir() -> PathBuf {
