@@ -84,18 +84,15 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     startNs: u64,
     endNs: u64,
 ) -> aclError {
+    // The idle path: argument checks and one atomic load, no strlen. Nothing here can
+    // panic, so it runs before the panic guard (whose catch_unwind costs a call).
+    if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active() {
+        return 0;
+    }
     guard(
         "aclprofExtReportOp",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            // The idle path: argument checks and one atomic load, no strlen.
-            if !opName.is_null()
-                && !opType.is_null()
-                && startNs <= endNs
-                && !crate::report::active()
-            {
-                return 0;
-            }
             let r = (|| {
                 let name = cstr(opName, "opName")?;
                 let ty = cstr(opType, "opType")?;
