@@ -67,7 +67,8 @@
     X(aclError, aclprofExtFlush, ())                                                                        \
     X(aclError, aclprofExtGetStats, (aclprofExtStats * stats))                                              \
     X(aclError, aclprofExtSimModelLoad, (const char *path, uint32_t *modelId))                              \
-    X(aclError, aclprofExtSimModelExecute, (uint32_t modelId))
+    X(aclError, aclprofExtSimModelExecute, (uint32_t modelId))                                             \
+    X(aclError, aclprofExtExport, (const char *profDir))
 
 #define DECLARE(ret, name, args) static ret(*const p_##name) args = name;
 CANN_FUNCTIONS(DECLARE)
@@ -133,7 +134,7 @@ static void test_every_function_is_exported(void) {
     CHECK(p_##name != NULL);   \
     n++;
     CANN_FUNCTIONS(TOUCH)
-    CHECK_EQ(n, 51);
+    CHECK_EQ(n, 52);
     size_t size = 0;
     CHECK_EQ(p_aclprofGetOpDescSize(&size), ACL_SUCCESS);
     CHECK_EQ(size, 512);

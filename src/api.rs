@@ -64,10 +64,21 @@ pub fn init(path: &Path) -> Result<()> {
     with_core(|c| c.init(path)).map(|_| ())
 }
 
+/// The running file-mode session, if any.
+static SESSION: Mutex<Option<crate::filemode::Session>> = Mutex::new(None);
+
+fn end_session() -> Result<()> {
+    let s = SESSION.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match s {
+        Some(s) => crate::filemode::end(s).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
 pub fn finalize() -> Result<()> {
     with_core(|c| c.finalize())?;
     crate::tx::set_enabled(false);
-    Ok(())
+    end_session()
 }
 
 pub fn create_config(
@@ -101,7 +112,24 @@ pub fn destroy_config(handle: usize) -> Result<()> {
 
 pub fn start(handle: usize) -> Result<()> {
     let c = config(handle, "aclprofStart")?;
-    with_core(|core| core.start(&c))?;
+    let mut g = core();
+    let core = g.get_or_insert_with(Core::default);
+    if !core.start(&c)? {
+        return Ok(()); // already running with this config
+    }
+    let (Some(root), Some(run)) = (core.result_path.clone(), core.running.clone()) else {
+        return err(
+            ACL_ERROR_PROFILING_FAILURE,
+            "internal: started without a result path",
+        );
+    };
+    match crate::filemode::begin(&root, run.dir_index - 1, &c, &core.config_values()) {
+        Ok(s) => *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+        Err(e) => {
+            core.abort_start();
+            return Err(e);
+        }
+    }
     if c.data_type & state::ACL_PROF_MSPROFTX != 0 {
         crate::tx::set_enabled(true);
     }
@@ -110,7 +138,8 @@ pub fn start(handle: usize) -> Result<()> {
 
 pub fn stop(handle: usize) -> Result<()> {
     let c = config(handle, "aclprofStop")?;
-    with_core(|core| core.stop(&c)).map(|_| ())
+    with_core(|core| core.stop(&c))?;
+    end_session()
 }
 
 pub fn set_config(ty: i32, value: String) -> Result<()> {

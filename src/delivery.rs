@@ -24,7 +24,11 @@ use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM, ACL_ERROR_PROFILING_FAI
 use crate::record::{self, OpFields, RECORD_SIZE};
 use crate::settings::OnFull;
 use crossbeam_utils::CachePadded;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::os::raw::c_int;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::{JoinHandle, Thread};
@@ -105,12 +109,75 @@ impl std::ops::AddAssign for Counts {
     }
 }
 
-/// One model's pipe subscription.
+/// File mode's destination: one raw file of records per stream, so the export can merge
+/// streams in time order with memory independent of the number of ops.
+pub struct StreamFiles {
+    dir: PathBuf,
+    open: HashMap<u32, BufWriter<File>>,
+    /// `ACL_PROF_STORAGE_LIMIT` in bytes; records beyond it are not written (and counted).
+    limit: Option<u64>,
+    written: u64,
+    pub over_limit: bool,
+}
+
+impl StreamFiles {
+    pub fn new(dir: PathBuf, limit: Option<u64>) -> Self {
+        StreamFiles {
+            dir,
+            open: HashMap::new(),
+            limit,
+            written: 0,
+            over_limit: false,
+        }
+    }
+
+    /// The raw file of stream `s` in `dir`.
+    pub fn path(dir: &std::path::Path, s: u32) -> PathBuf {
+        dir.join(format!("aclprof_ops.stream_{s}.bin"))
+    }
+
+    /// Writes whole records; returns how many were written (the rest is over the limit),
+    /// or an I/O error.
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<u64> {
+        let mut n = 0;
+        for rec in buf.chunks_exact(RECORD_SIZE) {
+            if self
+                .limit
+                .is_some_and(|l| self.written + RECORD_SIZE as u64 > l)
+            {
+                self.over_limit = true;
+                continue;
+            }
+            let s = record::get_u32(rec, record::OFF_STREAM_ID);
+            let f = match self.open.entry(s) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(Self::path(&self.dir, s))?;
+                    v.insert(BufWriter::with_capacity(64 * 1024, file))
+                }
+            };
+            f.write_all(rec)?;
+            self.written += RECORD_SIZE as u64;
+            n += 1;
+        }
+        for f in self.open.values_mut() {
+            f.flush()?;
+        }
+        Ok(n)
+    }
+}
+
+/// One model's pipe subscription, or one device's file-mode recording.
 pub struct Sub {
     pub model_id: u32,
     pub device: u32,
+    /// The pipe (or other fd) of a subscription; -1 for file mode.
     pub fd: c_int,
     pub user_fd: UserFd,
+    files: Option<Mutex<StreamFiles>>,
     shards: Box<[CachePadded<Shard>]>,
     shard_bytes: usize,
     policy: OnFull,
@@ -196,12 +263,45 @@ impl Sub {
         capacity: usize,
         policy: OnFull,
     ) -> Result<std::sync::Arc<Sub>> {
+        Self::spawn(model_id, device, fd, user_fd, None, capacity, policy)
+    }
+
+    /// File mode: records ops of `device` into per-stream files under `files`' directory.
+    pub fn start_files(
+        device: u32,
+        files: StreamFiles,
+        capacity: usize,
+        policy: OnFull,
+    ) -> Result<std::sync::Arc<Sub>> {
+        // SAFETY: a null UserFd is never dereferenced: file-mode sinks have no user fd.
+        let none = unsafe { UserFd::new(std::ptr::null_mut()) };
+        Self::spawn(
+            u32::MAX,
+            device,
+            -1,
+            none,
+            Some(Mutex::new(files)),
+            capacity,
+            policy,
+        )
+    }
+
+    fn spawn(
+        model_id: u32,
+        device: u32,
+        fd: c_int,
+        user_fd: UserFd,
+        files: Option<Mutex<StreamFiles>>,
+        capacity: usize,
+        policy: OnFull,
+    ) -> Result<std::sync::Arc<Sub>> {
         let per_shard = capacity.div_ceil(SHARDS).max(WRITE_CHUNK / RECORD_SIZE);
         let sub = std::sync::Arc::new(Sub {
             model_id,
             device,
             fd,
             user_fd,
+            files,
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Shard::default()))
                 .collect(),
@@ -217,8 +317,13 @@ impl Sub {
             writer_thread: OnceLock::new(),
         });
         let s2 = sub.clone();
+        let name = if sub.files.is_some() {
+            format!("aclprof-file-{device}")
+        } else {
+            format!("aclprof-pipe-{model_id}")
+        };
         let h = std::thread::Builder::new()
-            .name(format!("aclprof-pipe-{model_id}"))
+            .name(name)
             .spawn(move || s2.writer_main())
             .or_else(|e| {
                 err(
@@ -326,6 +431,27 @@ impl Sub {
         for rec in buf.chunks_exact_mut(RECORD_SIZE) {
             record::sign(rec);
         }
+        if let Some(files) = &self.files {
+            let total = (buf.len() / RECORD_SIZE) as u64;
+            if self.is_broken() {
+                self.writer_dropped.fetch_add(total, Ordering::Relaxed);
+                return;
+            }
+            let r = files.lock().unwrap_or_else(|p| p.into_inner()).write(buf);
+            match r {
+                Ok(n) => {
+                    self.delivered.fetch_add(n, Ordering::Relaxed);
+                    self.bytes
+                        .fetch_add(n * RECORD_SIZE as u64, Ordering::Relaxed);
+                    self.writer_dropped.fetch_add(total - n, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    self.set_broken(&format!("cannot write the profiling data: {e}"));
+                    self.writer_dropped.fetch_add(total, Ordering::Relaxed);
+                }
+            }
+            return;
+        }
         let mut done = 0;
         for chunk in buf.chunks(WRITE_CHUNK) {
             if self.is_broken() {
@@ -349,14 +475,28 @@ impl Sub {
         }
     }
 
+    /// True if file mode hit ACL_PROF_STORAGE_LIMIT.
+    pub fn over_storage_limit(&self) -> bool {
+        self.files
+            .as_ref()
+            .is_some_and(|f| f.lock().unwrap_or_else(|p| p.into_inner()).over_limit)
+    }
+
     fn set_broken(&self, why: &str) {
         let prev = self.state.swap(BROKEN, Ordering::AcqRel);
         if prev != BROKEN {
-            log::error!(
-                "aclprof: subscription of model {} to fd {} is broken: {why}; its records are counted as dropped",
-                self.model_id,
-                self.fd
-            );
+            if self.files.is_some() {
+                log::error!(
+                    "aclprof: recording device {}'s ops failed: {why}; further ops are counted as dropped",
+                    self.device
+                );
+            } else {
+                log::error!(
+                    "aclprof: subscription of model {} to fd {} is broken: {why}; its records are counted as dropped",
+                    self.model_id,
+                    self.fd
+                );
+            }
             for s in self.shards.iter() {
                 let _g = s.lock();
                 s.cv.notify_all();

@@ -21,6 +21,7 @@ pub mod clock;
 pub mod delivery;
 pub mod error;
 pub mod ffi;
+pub mod filemode;
 pub mod handles;
 pub mod logging;
 pub mod names;

@@ -19,6 +19,8 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Bumped whenever routes change (subscribe, unsubscribe, model load/unload).
 static GEN: AtomicU64 = AtomicU64::new(1);
 static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
+/// File mode: device -> the sink recording that device's ops.
+static FILE_SINKS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
 static NEXT_OP_INDEX: AtomicU64 = AtomicU64::new(1);
 static NEXT_STREAM: AtomicU32 = AtomicU32::new(1);
 const OP_INDEX_BLOCK: u64 = 4096;
@@ -96,18 +98,53 @@ pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
         Some(s) => m.insert(model, s),
         None => m.remove(&model),
     };
-    watch_forks();
-    ACTIVE.store(!m.is_empty(), Ordering::Release);
-    routes_changed();
+    let any = !m.is_empty();
+    drop(g);
+    publish(any);
     old
 }
 
+/// File mode: records ops of models on these devices into these sinks (empty: stop).
+pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
+    let subs = SUBS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|m| !m.is_empty());
+    let any = !sinks.is_empty();
+    *FILE_SINKS.write().unwrap_or_else(|p| p.into_inner()) = Some(sinks);
+    publish(any || subs);
+}
+
+fn publish(active: bool) {
+    watch_forks();
+    let files = FILE_SINKS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|m| !m.is_empty());
+    ACTIVE.store(active || files, Ordering::Release);
+    routes_changed();
+}
+
+/// Where `model`'s ops go: its subscription, else its device's file-mode sink.
 fn lookup(model: u32) -> Option<Route> {
     let m = crate::registry::get(model)?;
-    let g = SUBS.read().unwrap_or_else(|p| p.into_inner());
+    let sub = SUBS
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .and_then(|s| s.get(&model).cloned());
+    let sub = sub.or_else(|| {
+        FILE_SINKS
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(|s| s.get(&m.device).cloned())
+    });
     Some(Route {
         device: m.device,
-        sub: g.as_ref().and_then(|s| s.get(&model).cloned()),
+        sub,
     })
 }
 

@@ -233,7 +233,8 @@ pub fn execute(id: u32) -> Result<()> {
             format!("model {id} was unloaded"),
         );
     }
-    let mut t = crate::clock::now_ns();
+    let call_start = crate::clock::now_ns();
+    let mut t = call_start;
     for op in &m.ops {
         let start = t + op.wait_ns;
         let end = start + op.duration_ns;
@@ -247,6 +248,12 @@ pub fn execute(id: u32) -> Result<()> {
         t = end;
     }
     crate::clock::sleep_until(t);
+    // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
+    crate::filemode::host_event(
+        0x1,
+        serde_json::json!({"kind": "api", "name": "aclmdlExecute", "item": m.name,
+                           "tid": unsafe { libc::gettid() }, "start": call_start, "end": crate::clock::now_ns()}),
+    );
     Ok(())
 }
 

@@ -314,6 +314,16 @@ impl Core {
         Ok(self.running.take())
     }
 
+    /// The `aclprofSetConfig` values in force.
+    pub fn config_values(&self) -> HashMap<i32, String> {
+        self.set_config.clone()
+    }
+
+    /// Undoes a start whose result directory could not be created.
+    pub fn abort_start(&mut self) {
+        self.running = None;
+    }
+
     pub fn set_config(&mut self, ty: i32, value: String) {
         if value.is_empty() {
             self.set_config.remove(&ty);

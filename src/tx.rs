@@ -91,8 +91,32 @@ fn tid() -> u32 {
     unsafe { libc::gettid() as u32 }
 }
 
+/// Records a finished event in the running file-mode session (ACL_PROF_MSPROFTX).
 fn emit(e: Event) {
     log::trace!("aclprof msproftx event {e:?}");
+    let (kind, message, start, end, tid) = match &e {
+        Event::Mark { message, ns, tid } => ("mark", message, *ns, *ns, *tid),
+        Event::MarkEx {
+            message, ns, tid, ..
+        } => ("mark_ex", message, *ns, *ns, *tid),
+        Event::PushPop {
+            message,
+            start_ns,
+            end_ns,
+            tid,
+        } => ("push_pop", message, *start_ns, *end_ns, *tid),
+        Event::Range {
+            message,
+            start_ns,
+            end_ns,
+            tid,
+            ..
+        } => ("range", message, *start_ns, *end_ns, *tid),
+    };
+    crate::filemode::host_event(
+        0x80,
+        serde_json::json!({"kind": "tx", "type": kind, "name": message, "tid": tid, "start": start, "end": end}),
+    );
 }
 
 fn stamp<R>(h: usize, f: impl FnOnce(&mut Stamp) -> R) -> Result<R> {
@@ -313,7 +337,12 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
         } else {
             s.ended = true;
         }
-        Ok((s.index, start, crate::clock::now_ns()))
+        let now = crate::clock::now_ns();
+        crate::filemode::host_event(
+            0x40,
+            serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": tid(), "start": now}),
+        );
+        Ok((s.index, start, now))
     });
     r.unwrap_or_else(|| {
         err(

@@ -104,6 +104,14 @@ MSVP_PROF_API aclError aclprofExtSimModelLoad(const char *path, uint32_t *modelI
  */
 MSVP_PROF_API aclError aclprofExtSimModelExecute(uint32_t modelId);
 
+/**
+ * Exports a file-mode result directory (`PROF_…`) again from its raw data: what
+ * aclprofStop does, for a directory left behind by a process that died before stopping.
+ * Rewrites its `mindstudio_profiler_output/`. Not a result directory ->
+ * ACL_ERROR_INVALID_FILE.
+ */
+MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

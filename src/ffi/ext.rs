@@ -183,3 +183,27 @@ pub extern "C" fn aclprofExtSimModelExecute(modelId: u32) -> aclError {
         || code("aclprofExtSimModelExecute", crate::sim::execute(modelId)),
     )
 }
+
+/// Exports a file-mode result directory (`PROF_…`) again from its raw data: what
+/// aclprofStop does, for a directory left behind by a process that died before stopping.
+/// Rewrites its `mindstudio_profiler_output/`. Not a result directory ->
+/// ACL_ERROR_INVALID_FILE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
+    guard(
+        "aclprofExtExport",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            let r = (|| {
+                let p = cstr(profDir, "profDir")?;
+                use std::os::unix::ffi::OsStrExt;
+                crate::filemode::export::export(std::path::Path::new(std::ffi::OsStr::from_bytes(
+                    p,
+                )))
+                .map(|_| ())
+            })();
+            code("aclprofExtExport", r)
+        },
+    )
+}

@@ -1,0 +1,673 @@
+//! Turns a result directory's raw data into `mindstudio_profiler_output/` (output_formats.md
+//! §2-§4): `op_summary`, `op_statistic`, `task_time`, `api_statistic` (ACL_PROF_ACL_API),
+//! `step_trace` (ACL_PROF_TRAINING_TRACE) and the `msprof` timeline, all sharing one
+//! 14-digit local-time stamp.
+//!
+//! One streaming pass: each device's per-stream raw files are merged in start-time order
+//! (memory: one record per stream), host events are read line by line, and every output is
+//! written as it goes. Aggregates are kept per op type / API name, never per op.
+
+use super::{local_stamp, HOST_LOG, SESSION_FILE};
+use crate::error::*;
+use crate::record::{self, View, RECORD_SIZE};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// What an export produced.
+#[derive(Debug, Default, Clone)]
+pub struct Summary {
+    pub stamp: String,
+    /// Ops exported, per device.
+    pub ops: BTreeMap<u32, u64>,
+    /// Raw records skipped because their signature did not match (a torn tail after a crash).
+    pub corrupt: u64,
+}
+
+fn io<T>(what: &str, p: &Path, r: std::io::Result<T>) -> Result<T> {
+    r.or_else(|e| {
+        err(
+            ACL_ERROR_INVALID_FILE,
+            format!("{what} {}: {e}", p.display()),
+        )
+    })
+}
+
+/// `ns` as microseconds with exactly 3 decimals.
+fn us3(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Microseconds with up to 3 decimals, trailing zeros removed (msprof's DoubleToStr).
+fn us_trim(ns: f64) -> String {
+    let s = format!("{:.3}", ns / 1000.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() || s == "-" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+fn jstr(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// The timeline writer: a bare JSON array of trace events.
+struct Timeline {
+    w: BufWriter<File>,
+    first: bool,
+    /// monotonic ns -> epoch ns
+    offset: i128,
+    pid: u64,
+}
+
+const HOST_DEV: u64 = 31;
+
+impl Timeline {
+    fn pid(&self, sort: u64, dev: u64) -> u64 {
+        (self.pid << 10) | (sort << 5) | dev
+    }
+    fn ts(&self, mono: u64) -> String {
+        us3((mono as i128 + self.offset).max(0) as u64)
+    }
+    fn event(&mut self, body: &str) -> std::io::Result<()> {
+        if !self.first {
+            self.w.write_all(b",\n")?;
+        }
+        self.first = false;
+        self.w.write_all(body.as_bytes())
+    }
+    fn process(&mut self, pid: u64, name: &str, label: &str, sort: u64) -> std::io::Result<()> {
+        self.event(&format!(
+            r#"{{"name":"process_name","pid":{pid},"tid":0,"ph":"M","args":{{"name":{}}}}}"#,
+            jstr(name)
+        ))?;
+        self.event(&format!(
+            r#"{{"name":"process_labels","pid":{pid},"tid":0,"ph":"M","args":{{"labels":{}}}}}"#,
+            jstr(label)
+        ))?;
+        self.event(&format!(r#"{{"name":"process_sort_index","pid":{pid},"tid":0,"ph":"M","args":{{"sort_index":{sort}}}}}"#))
+    }
+    fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
+        self.event(&format!(
+            r#"{{"name":"thread_name","pid":{pid},"tid":{tid},"ph":"M","args":{{"name":{}}}}}"#,
+            jstr(name)
+        ))?;
+        self.event(&format!(r#"{{"name":"thread_sort_index","pid":{pid},"tid":{tid},"ph":"M","args":{{"sort_index":{sort}}}}}"#))
+    }
+    fn slice(
+        &mut self,
+        name: &str,
+        pid: u64,
+        tid: u64,
+        start: u64,
+        dur_ns: u64,
+        args: &str,
+    ) -> std::io::Result<()> {
+        let ts = self.ts(start);
+        self.event(&format!(
+            r#"{{"name":{},"pid":{pid},"tid":{tid},"ts":"{ts}","dur":{},"ph":"X","args":{args}}}"#,
+            jstr(name),
+            us_trim(dur_ns as f64)
+        ))
+    }
+}
+
+/// One stream's raw file, read a record at a time.
+struct StreamReader {
+    r: BufReader<File>,
+    cur: Box<[u8; RECORD_SIZE]>,
+}
+
+impl StreamReader {
+    /// Next validly signed record; false at the end (a torn tail counts as corrupt).
+    fn advance(&mut self, corrupt: &mut u64) -> bool {
+        loop {
+            match self.r.read_exact(&mut self.cur[..]) {
+                Ok(()) => {
+                    if record::get_u32(&self.cur[..], 0) == record::signature_of(&self.cur[..]) {
+                        return true;
+                    }
+                    *corrupt += 1;
+                }
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = io("cannot list", dir, fs::read_dir(dir))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("aclprof_ops.stream_") && n.ends_with(".bin"))
+        })
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+#[derive(Default)]
+struct Agg {
+    count: u64,
+    total: f64,
+    min: u64,
+    max: u64,
+    sq: f64,
+}
+
+impl Agg {
+    fn add(&mut self, ns: u64) {
+        if self.count == 0 || ns < self.min {
+            self.min = ns;
+        }
+        self.max = self.max.max(ns);
+        self.count += 1;
+        self.total += ns as f64;
+        self.sq += (ns as f64 / 1000.0).powi(2);
+    }
+    fn avg(&self) -> f64 {
+        self.total / self.count.max(1) as f64
+    }
+}
+
+pub const OP_SUMMARY_HEADER: [&str; 21] = [
+    "Device_id",
+    "Model ID",
+    "Task ID",
+    "Stream ID",
+    "Op Name",
+    "OP Type",
+    "OP State",
+    "Task Type",
+    "Task Start Time(us)",
+    "Task Duration(us)",
+    "Task Wait Time(us)",
+    "Block Dim",
+    "Mix Block Dim",
+    "HF32 Eligible",
+    "Input Shapes",
+    "Input Data Types",
+    "Input Formats",
+    "Output Shapes",
+    "Output Data Types",
+    "Output Formats",
+    "Context ID",
+];
+
+fn csv_writer(p: &Path) -> Result<csv::Writer<File>> {
+    let f = io("cannot create", p, File::create(p))?;
+    Ok(csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(f))
+}
+
+fn csv_err(p: &Path, e: csv::Error) -> Error {
+    Error::new(
+        ACL_ERROR_INVALID_FILE,
+        format!("cannot write {}: {e}", p.display()),
+    )
+}
+
+/// Exports the result directory `dir` (a `PROF_…` directory). Safe to run again: it
+/// rewrites `mindstudio_profiler_output/`.
+pub fn export(dir: &Path) -> Result<Summary> {
+    let session: serde_json::Value = {
+        let p = dir.join(SESSION_FILE);
+        let text = io("cannot read", &p, fs::read_to_string(&p))?;
+        serde_json::from_str(&text)
+            .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?
+    };
+    let devices: Vec<u32> = session["devices"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|d| d.as_u64().map(|d| d as u32))
+                .collect()
+        })
+        .unwrap_or_default();
+    let data_type = session["dataTypeConfig"].as_u64().unwrap_or(0);
+    let mono0 = session["clockMonotonicRaw"].as_u64().unwrap_or(0);
+    let wall0 = session["wallClockNs"].as_u64().unwrap_or(0);
+    let pid = session["pid"].as_u64().unwrap_or(0);
+    let out = dir.join("mindstudio_profiler_output");
+    io("cannot create", &out, fs::create_dir_all(&out))?;
+    for e in fs::read_dir(&out).into_iter().flatten().flatten() {
+        let _ = fs::remove_file(e.path()); // a re-export replaces the previous one
+    }
+    let stamp = local_stamp(false);
+    let mut summary = Summary {
+        stamp: stamp.clone(),
+        ..Default::default()
+    };
+
+    let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let mut tl = Timeline {
+        w: BufWriter::with_capacity(
+            1 << 20,
+            io("cannot create", &tl_path, File::create(&tl_path))?,
+        ),
+        first: true,
+        offset: wall0 as i128 - mono0 as i128,
+        pid,
+    };
+    let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
+    tlw(tl.w.write_all(b"["))?;
+
+    let ops_path = out.join(format!("op_summary_{stamp}.csv"));
+    let mut ops_csv = csv_writer(&ops_path)?;
+    ops_csv
+        .write_record(OP_SUMMARY_HEADER)
+        .map_err(|e| csv_err(&ops_path, e))?;
+    let tt_path = out.join(format!("task_time_{stamp}.csv"));
+    let mut tt_csv = csv_writer(&tt_path)?;
+    tt_csv
+        .write_record([
+            "Device_id",
+            "kernel_name",
+            "kernel_type",
+            "stream_id",
+            "task_id",
+            "task_time(us)",
+            "task_start(us)",
+            "task_stop(us)",
+        ])
+        .map_err(|e| csv_err(&tt_path, e))?;
+    let mut stats: Vec<(u32, String, Agg)> = Vec::new();
+
+    for &dev in &devices {
+        let hw = tl.pid(14, dev as u64);
+        let ov = tl.pid(31, dev as u64);
+        tlw(tl.process(hw, "Ascend Hardware", &format!("NPU {dev}"), 14))?;
+        tlw(tl.process(ov, "Overlap Analysis", &format!("NPU {dev}"), 31))?;
+        for (tid, name) in [
+            (0, "Computing"),
+            (1, "Communication"),
+            (2, "Communication(Not Overlapped)"),
+            (3, "Free"),
+        ] {
+            tlw(tl.thread(ov, tid, name, tid))?;
+        }
+        let mut readers: Vec<StreamReader> = Vec::new();
+        for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
+            let f = io("cannot open", &p, File::open(&p))?;
+            let mut r = StreamReader {
+                r: BufReader::with_capacity(256 * 1024, f),
+                cur: Box::new([0; RECORD_SIZE]),
+            };
+            if r.advance(&mut summary.corrupt) {
+                readers.push(r);
+            }
+        }
+        let mut heap: BinaryHeap<Reverse<(u64, u64, usize)>> = readers
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let v = View(&r.cur[..]);
+                Reverse((v.start(), v.end(), i))
+            })
+            .collect();
+        let mut task_ids: HashMap<u32, u64> = HashMap::new();
+        let mut by_type: HashMap<String, Agg> = HashMap::new();
+        let mut prev_end: Option<u64> = None;
+        let mut busy: Option<(u64, u64)> = None;
+        let mut n = 0u64;
+        while let Some(Reverse((start, end, i))) = heap.pop() {
+            {
+                let v = View(&readers[i].cur[..]);
+                let name = String::from_utf8_lossy(v.name().unwrap_or_default()).into_owned();
+                let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default()).into_owned();
+                let stream = v.stream_id();
+                let task = task_ids.entry(stream).or_insert(0);
+                *task += 1;
+                let task = *task;
+                if task == 1 {
+                    tlw(tl.thread(
+                        hw,
+                        stream as u64,
+                        &format!("Stream {stream}"),
+                        stream as u64,
+                    ))?;
+                }
+                let dur = end - start;
+                let wait = match prev_end {
+                    None => "0".to_string(),
+                    Some(p) => format!("{:.6}", start.saturating_sub(p) as f64 / 1000.0),
+                };
+                prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
+                let ts_us = tl.ts(start);
+                ops_csv
+                    .write_record([
+                        dev.to_string().as_str(),
+                        &v.model_id().to_string(),
+                        &task.to_string(),
+                        &stream.to_string(),
+                        &name,
+                        &ty,
+                        "static",
+                        "AI_CORE",
+                        &format!("{ts_us}\t"),
+                        &us3(dur),
+                        &wait,
+                        "0",
+                        "0",
+                        "N/A",
+                        "N/A",
+                        "N/A",
+                        "N/A",
+                        "N/A",
+                        "N/A",
+                        "N/A",
+                        "N/A",
+                    ])
+                    .map_err(|e| csv_err(&ops_path, e))?;
+                tt_csv
+                    .write_record([
+                        dev.to_string().as_str(),
+                        &name,
+                        "AI_CORE",
+                        &stream.to_string(),
+                        &task.to_string(),
+                        &us3(dur),
+                        &ts_us,
+                        &tl.ts(end),
+                    ])
+                    .map_err(|e| csv_err(&tt_path, e))?;
+                let args = format!(
+                    r#"{{"Model Id":{},"Task Type":"AI_CORE","Physic Stream Id":{stream},"Task Id":{task},"Batch Id":0,"Subtask Id":4294967295}}"#,
+                    v.model_id()
+                );
+                tlw(tl.slice(&name, hw, stream as u64, start, dur, &args))?;
+                by_type.entry(ty).or_default().add(dur);
+                // Overlap Analysis: merge busy intervals (input is in start order).
+                busy = match busy {
+                    Some((s, e)) if start <= e => Some((s, e.max(end))),
+                    Some((s, e)) => {
+                        tlw(tl.slice("Computing", ov, 0, s, e - s, "{}"))?;
+                        tlw(tl.slice("Free", ov, 3, e, start - e, "{}"))?;
+                        Some((start, end))
+                    }
+                    None => Some((start, end)),
+                };
+                n += 1;
+            }
+            if readers[i].advance(&mut summary.corrupt) {
+                let v = View(&readers[i].cur[..]);
+                heap.push(Reverse((v.start(), v.end(), i)));
+            }
+        }
+        if let Some((s, e)) = busy {
+            tlw(tl.slice("Computing", ov, 0, s, e - s, "{}"))?;
+        }
+        summary.ops.insert(dev, n);
+        for (ty, a) in by_type {
+            stats.push((dev, ty, a));
+        }
+    }
+    ops_csv.flush().map_err(|e| csv_err(&ops_path, e.into()))?;
+    tt_csv.flush().map_err(|e| csv_err(&tt_path, e.into()))?;
+
+    // op_statistic: by device, then total time descending.
+    let st_path = out.join(format!("op_statistic_{stamp}.csv"));
+    let mut st_csv = csv_writer(&st_path)?;
+    st_csv
+        .write_record([
+            "Device_id",
+            "OP Type",
+            "Core Type",
+            "Count",
+            "Total Time(us)",
+            "Min Time(us)",
+            "Avg Time(us)",
+            "Max Time(us)",
+            "Ratio(%)",
+        ])
+        .map_err(|e| csv_err(&st_path, e))?;
+    let mut dev_total: HashMap<u32, f64> = HashMap::new();
+    for (d, _, a) in &stats {
+        *dev_total.entry(*d).or_default() += a.total;
+    }
+    stats.sort_by(|a, b| {
+        a.0.cmp(&b.0).then(
+            b.2.total
+                .partial_cmp(&a.2.total)
+                .unwrap_or(std::cmp::Ordering::Equal),
+        )
+    });
+    for (d, ty, a) in &stats {
+        let ratio = 100.0 * a.total / dev_total[d].max(1.0);
+        st_csv
+            .write_record([
+                d.to_string().as_str(),
+                ty,
+                "AI_CORE",
+                &a.count.to_string(),
+                &us_trim(a.total),
+                &us_trim(a.min as f64),
+                &us_trim(a.avg()),
+                &us_trim(a.max as f64),
+                &format!("{}", (ratio * 1000.0).round() / 1000.0),
+            ])
+            .map_err(|e| csv_err(&st_path, e))?;
+    }
+    st_csv.flush().map_err(|e| csv_err(&st_path, e.into()))?;
+
+    host_events(
+        dir,
+        &out,
+        &stamp,
+        data_type,
+        devices.first().copied().unwrap_or(0),
+        &mut tl,
+    )?;
+    tlw(tl.w.write_all(b"]\n"))?;
+    tlw(tl.w.flush())?;
+    write_readme(dir, &out, &stamp, data_type)?;
+    Ok(summary)
+}
+
+/// The host side: API calls (CANN process, api_statistic), msproftx and steps.
+fn host_events(
+    dir: &Path,
+    out: &Path,
+    stamp: &str,
+    data_type: u64,
+    step_dev: u32,
+    tl: &mut Timeline,
+) -> Result<()> {
+    let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
+    let cann = tl.pid(7, HOST_DEV);
+    let txp = tl.pid(6, HOST_DEV);
+    let stepp = tl.pid(8, HOST_DEV);
+    let mut apis: BTreeMap<(String, String), Agg> = BTreeMap::new();
+    let mut threads: HashMap<(u64, u64), ()> = HashMap::new();
+    let mut open_steps: HashMap<u64, u64> = HashMap::new();
+    let mut steps: Vec<(u64, u64, u64)> = Vec::new();
+    let (mut cann_named, mut tx_named, mut step_named) = (false, false, false);
+    let host = dir.join(HOST_LOG);
+    let lines = match File::open(&host) {
+        Ok(f) => BufReader::new(f).lines(),
+        Err(_) => return Ok(()),
+    };
+    for line in lines.map_while(std::result::Result::ok) {
+        let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let tid = ev["tid"].as_u64().unwrap_or(0);
+        let start = ev["start"].as_u64().unwrap_or(0);
+        let end = ev["end"].as_u64().unwrap_or(start).max(start);
+        let name = ev["name"].as_str().unwrap_or("").to_string();
+        match ev["kind"].as_str() {
+            Some("api") => {
+                if !cann_named {
+                    tlw(tl.process(cann, "CANN", "CPU", 7))?;
+                    cann_named = true;
+                }
+                if threads.insert((cann, tid), ()).is_none() {
+                    tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
+                }
+                let args = format!(
+                    r#"{{"Thread Id":{tid},"Mode":"ACL_MODEL","level":"acl","item_id":{}}}"#,
+                    jstr(ev["item"].as_str().unwrap_or(""))
+                );
+                tlw(tl.slice(
+                    &format!("AscendCL@{name}"),
+                    cann,
+                    tid,
+                    start,
+                    end - start,
+                    &args,
+                ))?;
+                apis.entry(("acl".into(), name))
+                    .or_default()
+                    .add(end - start);
+            }
+            Some("tx") => {
+                if !tx_named {
+                    tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
+                    tx_named = true;
+                }
+                if threads.insert((txp, tid), ()).is_none() {
+                    tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
+                }
+                let args = format!(
+                    r#"{{"Event Type":{}}}"#,
+                    jstr(ev["type"].as_str().unwrap_or(""))
+                );
+                tlw(tl.slice(&name, txp, tid, start, end - start, &args))?;
+            }
+            Some("step") => {
+                let idx = ev["index"].as_u64().unwrap_or(0);
+                if ev["tag"].as_str() == Some("start") {
+                    open_steps.insert(idx, start);
+                } else if let Some(s) = open_steps.remove(&idx) {
+                    if !step_named {
+                        tlw(tl.process(stepp, "Step Trace", "CPU", 8))?;
+                        tlw(tl.thread(stepp, 0, "Steps", 0))?;
+                        step_named = true;
+                    }
+                    tlw(tl.slice(
+                        &format!("Iteration {idx}"),
+                        stepp,
+                        0,
+                        s,
+                        start.saturating_sub(s),
+                        "{}",
+                    ))?;
+                    steps.push((idx, s, start));
+                }
+            }
+            _ => {}
+        }
+    }
+    if data_type & 0x1 != 0 {
+        let p = out.join(format!("api_statistic_{stamp}.csv"));
+        let mut w = csv_writer(&p)?;
+        w.write_record([
+            "Device_id",
+            "Level",
+            "API Name",
+            "Time(us)",
+            "Count",
+            "Avg(us)",
+            "Min(us)",
+            "Max(us)",
+            "Variance",
+        ])
+        .map_err(|e| csv_err(&p, e))?;
+        for ((level, name), a) in &apis {
+            let avg_us = a.avg() / 1000.0;
+            let var = (a.sq / a.count.max(1) as f64 - avg_us * avg_us).max(0.0);
+            w.write_record([
+                "host",
+                level.as_str(),
+                name.as_str(),
+                &us_trim(a.total),
+                &a.count.to_string(),
+                &us_trim(a.avg()),
+                &us_trim(a.min as f64),
+                &us_trim(a.max as f64),
+                &format!("{}", (var * 1000.0).round() / 1000.0),
+            ])
+            .map_err(|e| csv_err(&p, e))?;
+        }
+        w.flush().map_err(|e| csv_err(&p, e.into()))?;
+    }
+    if data_type & 0x40 != 0 {
+        let p = out.join(format!("step_trace_{stamp}.csv"));
+        let mut w = csv_writer(&p)?;
+        w.write_record([
+            "Device_id",
+            "Iteration ID",
+            "FP Start(us)",
+            "BP End(us)",
+            "Iteration End(us)",
+            "Iteration Time(us)",
+            "FP to BP Time(us)",
+            "Iteration Refresh(us)",
+            "Data Aug Bound(us)",
+            "Model ID",
+        ])
+        .map_err(|e| csv_err(&p, e))?;
+        steps.sort();
+        for (idx, s, e) in steps {
+            w.write_record([
+                step_dev.to_string().as_str(),
+                &idx.to_string(),
+                "N/A",
+                "N/A",
+                &tl.ts(e),
+                &us3(e - s),
+                "N/A",
+                "N/A",
+                "N/A",
+                "4294967295",
+            ])
+            .map_err(|e| csv_err(&p, e))?;
+        }
+        w.flush().map_err(|e| csv_err(&p, e.into()))?;
+    }
+    Ok(())
+}
+
+fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<()> {
+    let mut text = format!(
+        "Exported by aclprof (emulated Ascend device) at {stamp}.\n\
+         msprof_{stamp}.json       timeline (Chrome trace array: Perfetto, chrome://tracing, MindStudio Insight)\n\
+         op_summary_{stamp}.csv    one row per op\n\
+         op_statistic_{stamp}.csv  per op type\n\
+         task_time_{stamp}.csv     one row per task\n"
+    );
+    if data_type & 0x1 != 0 {
+        text += &format!("api_statistic_{stamp}.csv per AscendCL API\n");
+    }
+    if data_type & 0x40 != 0 {
+        text += &format!("step_trace_{stamp}.csv    per step\n");
+    }
+    if dir.join("host/data/aclprof_storage_limit_reached").exists() {
+        text += "\nNOTE: ACL_PROF_STORAGE_LIMIT was reached; ops after it were not recorded.\n";
+    }
+    let p = out.join("README.txt");
+    io("cannot write", &p, fs::write(&p, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(us3(1_234_567), "1234.567");
+        assert_eq!(us3(5), "0.005");
+        assert_eq!(us_trim(1500.0), "1.5");
+        assert_eq!(us_trim(2000.0), "2");
+        assert_eq!(us_trim(0.0), "0");
+        assert_eq!(us_trim(1234.0), "1.234");
+    }
+}

@@ -1,0 +1,279 @@
+//! File mode (`aclprofInit/Start/Stop/Finalize`): one `PROF_…` result directory per start.
+//!
+//! While a session runs, each profiled device's ops stream to disk through a file sink (the
+//! same staging and writer thread as a pipe subscription, writing one raw file of 512-byte
+//! records per stream under `device_<id>/data/`), and host-side events (API calls, msproftx,
+//! steps) are appended as JSON lines to `host/data/aclprof_host.jsonl`. Memory does not
+//! grow with the run. At stop, [`export`] turns the raw data into the files Ascend's tools
+//! read (`mindstudio_profiler_output/`) in one streaming pass; the same function exports a
+//! directory left behind by a process that died (`aclprofExtExport`).
+
+pub mod export;
+
+use crate::delivery::{StreamFiles, Sub};
+use crate::error::*;
+use crate::settings;
+use crate::state::ProfConfig;
+use serde_json::json;
+use std::collections::HashMap;
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub const HOST_LOG: &str = "host/data/aclprof_host.jsonl";
+pub const SESSION_FILE: &str = "host/data/aclprof_session.json";
+
+/// One running `aclprofStart`.
+pub struct Session {
+    pub dir: PathBuf,
+    pub config: ProfConfig,
+    sinks: Vec<Arc<Sub>>,
+}
+
+static HOST: Mutex<Option<BufWriter<fs::File>>> = Mutex::new(None);
+static DATA_TYPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Local time as `YYYYMMDDhhmmss` plus `mmm` milliseconds when `millis`.
+pub fn local_stamp(millis: bool) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let secs = now.as_secs() as libc::time_t;
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers; localtime_r is thread-safe.
+    unsafe { libc::localtime_r(&secs, &mut tm) };
+    let base = format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    );
+    if millis {
+        format!("{base}{:03}", now.subsec_millis())
+    } else {
+        base
+    }
+}
+
+pub fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>` (output_formats.md §1.1).
+pub fn dir_name(index: u64) -> String {
+    use std::hash::{BuildHasher, RandomState};
+    let mut h = RandomState::new().hash_one((index, wall_ns()));
+    let letters: String = (0..8)
+        .map(|_| {
+            let c = (b'A' + (h % 18) as u8) as char;
+            h /= 18;
+            c
+        })
+        .collect();
+    format!(
+        "PROF_{:06}_{}_{:08}{letters}",
+        (index % 999_999) + 1,
+        local_stamp(true),
+        std::process::id()
+    )
+}
+
+fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
+    let text = serde_json::to_string_pretty(v).unwrap_or_default();
+    fs::write(path, text + "\n").or_else(|e| {
+        err(
+            ACL_ERROR_INVALID_FILE,
+            format!("cannot write {}: {e}", path.display()),
+        )
+    })
+}
+
+fn mkdir(path: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(path)
+        .or_else(|e| {
+            err(
+                ACL_ERROR_INVALID_FILE,
+                format!("cannot create {}: {e}", path.display()),
+            )
+        })
+}
+
+fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// `DeviceInfo` of an emulated device: an Ascend 310P-class NPU.
+fn device_info(id: u32) -> serde_json::Value {
+    json!({"id": id, "ai_core_num": 8, "aiv_num": 0, "aic_frequency": "1080", "hwts_frequency": "100",
+           "aiv_frequency": "1080", "env_type": 3, "ctrl_cpu_id": "ARMv8_Cortex_A55", "ctrl_cpu_core_num": 8})
+}
+
+fn time_info(begin: bool, wall: u64, mono: u64) -> serde_json::Value {
+    let (d, t) = if begin {
+        ("collectionDateBegin", "collectionTimeBegin")
+    } else {
+        ("collectionDateEnd", "collectionTimeEnd")
+    };
+    json!({ d: local_stamp(true), t: (wall / 1000).to_string(), "clockMonotonicRaw": mono.to_string() })
+}
+
+/// Creates the result directory and its metadata, and starts recording.
+pub fn begin(
+    root: &Path,
+    index: u64,
+    config: &ProfConfig,
+    settings_kv: &HashMap<i32, String>,
+) -> Result<Session> {
+    let dir = root.join(dir_name(index));
+    let mono = crate::clock::now_ns();
+    let wall = wall_ns();
+    let pid = std::process::id();
+    let host_uid = format!("{:016x}", {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h =
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .build_hasher();
+        h.write(hostname().as_bytes());
+        h.finish()
+    });
+    mkdir(&dir.join("host/data"))?;
+    mkdir(&dir.join("mindstudio_profiler_output"))?;
+    mkdir(&dir.join("analyze"))?;
+    let limit = settings_kv
+        .get(&1)
+        .and_then(|v| v.strip_suffix("MB"))
+        .and_then(|v| v.parse::<u64>().ok())
+        .map(|mb| mb << 20);
+    let sample = json!({
+        "devices": config.devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","),
+        "dataTypeConfig": format!("{:#x}", config.data_type),
+        "ai_core_metrics": config.aicore_metrics,
+        "acl": if config.data_type & 0x1 != 0 { "on" } else { "off" },
+        "task_time": if config.data_type & (0x2 | 0x800) != 0 { "on" } else { "off" },
+        "training_trace": if config.data_type & 0x40 != 0 { "on" } else { "off" },
+        "msproftx": if config.data_type & 0x80 != 0 { "on" } else { "off" },
+        "storage_limit": settings_kv.get(&1).cloned().unwrap_or_default(),
+    });
+    write_json(
+        &dir.join("host/info.json"),
+        &json!({"pid": pid.to_string(), "hostname": hostname(), "hostUid": host_uid, "DeviceInfo": []}),
+    )?;
+    write_json(&dir.join("host/sample.json"), &sample)?;
+    write_json(&dir.join("host/start_info"), &time_info(true, wall, mono))?;
+    // The session file lets `export` rebuild everything from disk, even after a crash.
+    write_json(
+        &dir.join(SESSION_FILE),
+        &json!({"pid": pid, "devices": config.devices, "dataTypeConfig": config.data_type,
+                "clockMonotonicRaw": mono, "wallClockNs": wall, "storageLimitBytes": limit}),
+    )?;
+    let s = settings::get();
+    let mut sinks = Vec::new();
+    let mut routes = HashMap::new();
+    for &d in &config.devices {
+        let dd = dir.join(format!("device_{d}"));
+        mkdir(&dd.join("data"))?;
+        let mut info = json!({"pid": pid.to_string(), "rank_id": d, "hostUid": host_uid, "hostname": hostname(),
+                              "platform_version": "aclprof-emulated", "DeviceInfo": [device_info(d)]});
+        info["devices"] = json!(d.to_string());
+        write_json(&dd.join(format!("info.json.{d}")), &info)?;
+        write_json(&dd.join("sample.json"), &sample)?;
+        write_json(
+            &dd.join(format!("start_info.{d}")),
+            &time_info(true, wall, mono),
+        )?;
+        let files = StreamFiles::new(
+            dd.join("data"),
+            limit.map(|l| l / config.devices.len().max(1) as u64),
+        );
+        let sink = Sub::start_files(d, files, s.buffer_records, s.on_full)?;
+        routes.insert(d, sink.clone());
+        sinks.push(sink);
+    }
+    let host = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(HOST_LOG))
+        .or_else(|e| {
+            err(
+                ACL_ERROR_INVALID_FILE,
+                format!("cannot create the host event log: {e}"),
+            )
+        })?;
+    *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(BufWriter::new(host));
+    DATA_TYPE.store(config.data_type, std::sync::atomic::Ordering::Release);
+    crate::report::set_file_sinks(routes);
+    log::info!(
+        "aclprof: profiling devices {:?} into {}",
+        config.devices,
+        dir.display()
+    );
+    Ok(Session {
+        dir,
+        config: config.clone(),
+        sinks,
+    })
+}
+
+/// Appends one host event if its switch is on (`bit` of dataTypeConfig).
+pub fn host_event(bit: u64, ev: serde_json::Value) {
+    if DATA_TYPE.load(std::sync::atomic::Ordering::Acquire) & bit == 0 {
+        return;
+    }
+    let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(w) = g.as_mut() {
+        let mut line = ev.to_string();
+        line.push('\n');
+        if let Err(e) = w.write_all(line.as_bytes()) {
+            log::error!("aclprof: cannot record a host event: {e}");
+        }
+    }
+}
+
+/// Stops recording and exports the session. Returns the result directory.
+pub fn end(session: Session) -> Result<PathBuf> {
+    DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
+    crate::report::set_file_sinks(HashMap::new());
+    let timeout = settings::get()
+        .unsubscribe_timeout
+        .max(Duration::from_secs(1));
+    let mut over_limit = false;
+    for sink in &session.sinks {
+        sink.close(timeout);
+        over_limit |= sink.over_storage_limit();
+    }
+    if let Some(mut w) = HOST.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        let _ = w.flush();
+    }
+    let mono = crate::clock::now_ns();
+    let wall = wall_ns();
+    write_json(
+        &session.dir.join("host/end_info"),
+        &time_info(false, wall, mono),
+    )?;
+    for d in &session.config.devices {
+        write_json(
+            &session.dir.join(format!("device_{d}/end_info.{d}")),
+            &time_info(false, wall, mono),
+        )?;
+    }
+    if over_limit {
+        log::warn!("aclprof: ACL_PROF_STORAGE_LIMIT reached: ops beyond it were not recorded");
+        let marker = session.dir.join("host/data/aclprof_storage_limit_reached");
+        let _ = fs::write(marker, "ops after the storage limit were not recorded\n");
+    }
+    export::export(&session.dir)?;
+    Ok(session.dir)
+}

@@ -1,0 +1,436 @@
+//! File mode end to end through the C entry points: a multi-threaded, two-device run whose
+//! op counts and durations in op_summary, op_statistic and the timeline agree exactly with
+//! what was reported; strict parses of every file; start/stop/start/stop giving two
+//! directories; re-export from raw data. One test function: the profiler is process-wide.
+
+use aclprof::ffi::ext::*;
+use aclprof::ffi::prof::*;
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
+const THREADS_PER_DEVICE: u64 = 2;
+const OPS_PER_THREAD: u64 = 500;
+const TYPES: [&str; 3] = ["Conv2D", "Relu", "MatMulV2"];
+
+fn dur_of(i: u64) -> u64 {
+    1_000 + (i % 7) * 250
+}
+
+fn prof_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("PROF_")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn output(dir: &Path, prefix: &str) -> PathBuf {
+    let out = dir.join("mindstudio_profiler_output");
+    let found: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_str().unwrap();
+            let rest = n.strip_prefix(prefix).unwrap_or("");
+            let ext = if prefix == "msprof_" { ".json" } else { ".csv" };
+            rest.len() == 14 + ext.len()
+                && rest.ends_with(ext)
+                && rest[..14].bytes().all(|b| b.is_ascii_digit())
+        })
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "exactly one {prefix}<ts14> in {}",
+        out.display()
+    );
+    found[0].clone()
+}
+
+fn read_csv(p: &Path) -> (Vec<String>, Vec<HashMap<String, String>>) {
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(false)
+        .from_path(p)
+        .unwrap();
+    let h: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    let rows = r
+        .records()
+        .map(|rec| {
+            let rec = rec.expect("well-formed CSV row");
+            h.iter()
+                .cloned()
+                .zip(rec.iter().map(str::to_string))
+                .collect()
+        })
+        .collect();
+    (h, rows)
+}
+
+fn us(s: &str) -> u64 {
+    let s = s.trim_end_matches('\t');
+    let (a, b) = s.split_once('.').unwrap_or((s, "0"));
+    let frac = format!("{b:0<3}");
+    a.parse::<u64>().unwrap() * 1000 + frac[..3].parse::<u64>().unwrap()
+}
+
+/// Reported per device: (type -> (count, total ns)).
+type Expect = BTreeMap<u32, BTreeMap<String, (u64, u64)>>;
+
+fn run_threads(models: &[(u32, u32)]) -> Expect {
+    let mut expect: Expect = BTreeMap::new();
+    let mut hs = Vec::new();
+    for &(model, dev) in models {
+        for t in 0..THREADS_PER_DEVICE {
+            hs.push(std::thread::spawn(move || {
+                let mut at = aclprofExtNowNs();
+                for i in 0..OPS_PER_THREAD {
+                    let name = CString::new(format!("dev{dev}/t{t}/op{i}")).unwrap();
+                    let ty = CString::new(TYPES[(i % 3) as usize]).unwrap();
+                    let start = at + 2_000;
+                    let end = start + dur_of(i);
+                    assert_eq!(
+                        unsafe {
+                            aclprofExtReportOp(model, name.as_ptr(), ty.as_ptr(), start, end)
+                        },
+                        0
+                    );
+                    at = end;
+                }
+            }));
+            for i in 0..OPS_PER_THREAD {
+                let e = expect
+                    .entry(dev)
+                    .or_default()
+                    .entry(TYPES[(i % 3) as usize].to_string())
+                    .or_default();
+                e.0 += 1;
+                e.1 += dur_of(i);
+            }
+        }
+    }
+    for h in hs {
+        h.join().unwrap();
+    }
+    expect
+}
+
+fn check_dir(dir: &Path, expect: &Expect) {
+    let name = dir.file_name().unwrap().to_str().unwrap();
+    // PROF_<6>_<17>_<pid 8><8 letters A-R>
+    let parts: Vec<&str> = name.split('_').collect();
+    assert_eq!(parts.len(), 4, "{name}");
+    assert!(
+        parts[1].len() == 6 && parts[1].bytes().all(|b| b.is_ascii_digit()),
+        "{name}"
+    );
+    assert!(
+        parts[2].len() == 17 && parts[2].bytes().all(|b| b.is_ascii_digit()),
+        "{name}"
+    );
+    assert_eq!(parts[3].len(), 16, "{name}");
+    assert_eq!(parts[3][..8].parse::<u32>().unwrap(), std::process::id());
+    assert!(
+        parts[3][8..].bytes().all(|b| (b'A'..=b'R').contains(&b)),
+        "{name}"
+    );
+
+    for &dev in expect.keys() {
+        let info: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("device_{dev}/info.json.{dev}"))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(info["pid"], std::process::id().to_string());
+        assert_eq!(info["rank_id"], dev);
+        assert!(info["DeviceInfo"][0]["ai_core_num"].as_u64().unwrap() > 0);
+        for f in [
+            format!("start_info.{dev}"),
+            format!("end_info.{dev}"),
+            "sample.json".into(),
+        ] {
+            let _: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(dir.join(format!("device_{dev}/{f}"))).unwrap(),
+            )
+            .unwrap();
+        }
+    }
+    let host: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("host/info.json")).unwrap())
+            .unwrap();
+    assert_eq!(host["pid"], std::process::id().to_string());
+    assert!(dir.join("analyze").is_dir());
+
+    // op_summary: the documented header; every reported op once, exact durations.
+    let (h, rows) = read_csv(&output(dir, "op_summary_"));
+    assert_eq!(h, aclprof::filemode::export::OP_SUMMARY_HEADER.to_vec());
+    let mut got: Expect = BTreeMap::new();
+    let mut last_start: HashMap<u32, u64> = HashMap::new();
+    let mut type_of: HashMap<String, String> = HashMap::new();
+    for r in &rows {
+        type_of.insert(r["Op Name"].clone(), r["OP Type"].clone());
+        let dev: u32 = r["Device_id"].parse().unwrap();
+        assert!(
+            r["Task Start Time(us)"].ends_with('\t'),
+            "start time ends with a TAB"
+        );
+        let start = us(&r["Task Start Time(us)"]);
+        assert!(
+            start >= *last_start.get(&dev).unwrap_or(&0),
+            "rows sorted by start within a device"
+        );
+        last_start.insert(dev, start);
+        let e = got
+            .entry(dev)
+            .or_default()
+            .entry(r["OP Type"].clone())
+            .or_default();
+        e.0 += 1;
+        e.1 += us(&r["Task Duration(us)"]);
+        for c in ["Model ID", "Task ID", "Stream ID", "Task Wait Time(us)"] {
+            assert!(
+                r[c].parse::<f64>().is_ok_and(|v| v >= 0.0),
+                "{c} = {:?}",
+                r[c]
+            );
+        }
+        assert_eq!(r["Input Shapes"], "N/A");
+    }
+    assert_eq!(&got, expect, "op_summary agrees with what was reported");
+
+    // op_statistic: counts and totals per type.
+    let (_, stat) = read_csv(&output(dir, "op_statistic_"));
+    let mut got: Expect = BTreeMap::new();
+    for r in &stat {
+        let dev: u32 = r["Device_id"].parse().unwrap();
+        got.entry(dev).or_default().insert(
+            r["OP Type"].clone(),
+            (r["Count"].parse().unwrap(), us(&r["Total Time(us)"])),
+        );
+    }
+    assert_eq!(&got, expect, "op_statistic agrees");
+    let ratio: f64 = stat
+        .iter()
+        .filter(|r| r["Device_id"] == "0")
+        .map(|r| r["Ratio(%)"].parse::<f64>().unwrap())
+        .sum();
+    assert!((ratio - 100.0).abs() < 0.01, "ratios add to 100: {ratio}");
+
+    // Timeline: strict JSON array; per device one slice per op on Ascend Hardware; named
+    // processes and streams; no overlapping slices on any thread.
+    let tl: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(output(dir, "msprof_")).unwrap()).unwrap();
+    let events = tl.as_array().expect("a bare JSON array");
+    let mut pnames: HashMap<u64, String> = HashMap::new();
+    let mut tnames: HashMap<(u64, u64), String> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "M") {
+        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        match e["name"].as_str().unwrap() {
+            "process_name" => {
+                pnames.insert(pid, e["args"]["name"].as_str().unwrap().to_string());
+            }
+            "thread_name" => {
+                tnames.insert((pid, tid), e["args"]["name"].as_str().unwrap().to_string());
+            }
+            _ => {}
+        }
+    }
+    let mut slices: HashMap<(u64, u64), Vec<(u64, u64)>> = HashMap::new();
+    let mut hw: Expect = BTreeMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        let (pid, tid) = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+        let ts = us(e["ts"].as_str().expect("ts is a string"));
+        let dur = (e["dur"].as_f64().unwrap() * 1000.0).round() as u64;
+        slices.entry((pid, tid)).or_default().push((ts, ts + dur));
+        if pnames.get(&pid).map(String::as_str) == Some("Ascend Hardware") {
+            assert!(
+                tnames[&(pid, tid)].starts_with("Stream "),
+                "stream threads are named"
+            );
+            let dev = (pid & 31) as u32;
+            let ty = &type_of[e["name"].as_str().unwrap()];
+            let x = hw.entry(dev).or_default().entry(ty.clone()).or_default();
+            x.0 += 1;
+            x.1 += dur;
+        }
+    }
+    assert_eq!(&hw, expect, "the timeline agrees");
+    for (k, mut v) in slices {
+        v.sort();
+        for w in v.windows(2) {
+            assert!(w[1].0 >= w[0].1, "overlapping slices on {k:?}: {w:?}");
+        }
+    }
+    let names: Vec<&str> = pnames.values().map(String::as_str).collect();
+    for p in [
+        "Ascend Hardware",
+        "Overlap Analysis",
+        "CANN",
+        "MsprofTx",
+        "Step Trace",
+    ] {
+        assert!(names.contains(&p), "process {p} in {names:?}");
+    }
+    // api_statistic (ACL_PROF_ACL_API): the simulated executions.
+    let (_, api) = read_csv(&output(dir, "api_statistic_"));
+    assert_eq!(api.len(), 1);
+    assert_eq!(api[0]["API Name"], "aclmdlExecute");
+    assert_eq!(api[0]["Count"], "2");
+    let (_, steps) = read_csv(&output(dir, "step_trace_"));
+    assert_eq!(steps.len(), 1);
+}
+
+#[test]
+fn file_mode_end_to_end() {
+    std::env::set_var("ACLPROF_DEVICE_COUNT", "2");
+    let root = std::env::temp_dir().join(format!("aclprof-filemode-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let rootc = CString::new(root.to_str().unwrap()).unwrap();
+    assert_eq!(
+        unsafe { aclprofInit(rootc.as_ptr(), root.to_str().unwrap().len()) },
+        0
+    );
+
+    let mut m0 = 0;
+    let mut m1 = 0;
+    unsafe {
+        assert_eq!(aclprofExtModelLoad(c"m0".as_ptr(), 0, &mut m0), 0);
+        assert_eq!(aclprofExtModelLoad(c"m1".as_ptr(), 1, &mut m1), 0);
+    }
+    let mut devs = [0u32, 1];
+    let bits = ACL_PROF_TASK_TIME | ACL_PROF_ACL_API | ACL_PROF_MSPROFTX | ACL_PROF_TRAINING_TRACE;
+    let cfg = unsafe {
+        aclprofCreateConfig(
+            devs.as_mut_ptr(),
+            2,
+            aclprofAicoreMetrics(0xFF),
+            std::ptr::null(),
+            bits,
+        )
+    };
+    assert!(!cfg.is_null());
+    assert_eq!(aclprofStart(cfg), 0);
+
+    let mut expect = run_threads(&[(m0, 0), (m1, 1)]);
+    // The simulator (device 0) and host-side events.
+    let tiny = CString::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/ctests/data/tiny.json"
+    ))
+    .unwrap();
+    let mut sim = 0;
+    assert_eq!(
+        unsafe { aclprofExtSimModelLoad(tiny.as_ptr(), &mut sim) },
+        0
+    );
+    let step = aclprofCreateStepInfo();
+    assert_eq!(
+        aclprofGetStepTimestamp(step, aclprofStepTag(0), std::ptr::null_mut()),
+        0
+    );
+    for _ in 0..2 {
+        assert_eq!(aclprofExtSimModelExecute(sim), 0);
+    }
+    assert_eq!(
+        aclprofGetStepTimestamp(step, aclprofStepTag(1), std::ptr::null_mut()),
+        0
+    );
+    aclprofDestroyStepInfo(step);
+    for (ty, n, total) in [
+        ("TransData", 2, 7000),
+        ("Conv2D", 2, 40000),
+        ("Relu", 2, 4500),
+        ("MaxPoolV3", 2, 8000),
+        ("MatMulV2", 2, 12000),
+    ] {
+        let e = expect
+            .get_mut(&0)
+            .unwrap()
+            .entry(ty.to_string())
+            .or_default();
+        e.0 += n;
+        e.1 += total;
+    }
+    let stamp = aclprofCreateStamp();
+    assert!(!stamp.is_null());
+    unsafe { assert_eq!(aclprofSetStampTraceMessage(stamp, c"warmup".as_ptr(), 6), 0) };
+    assert_eq!(aclprofMark(stamp), 0);
+    let mut range = 0;
+    unsafe { assert_eq!(aclprofRangeStart(stamp, &mut range), 0) };
+    assert_eq!(aclprofRangeStop(range), 0);
+    aclprofDestroyStamp(stamp);
+    assert_eq!(aclprofStop(cfg), 0);
+
+    let dirs = prof_dirs(&root);
+    assert_eq!(dirs.len(), 1);
+    check_dir(&dirs[0], &expect);
+
+    // Re-export from the raw data (what a crashed process leaves behind) gives the same.
+    let d = CString::new(dirs[0].to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { aclprofExtExport(d.as_ptr()) }, 0);
+    check_dir(&dirs[0], &expect);
+    assert_ne!(
+        unsafe { aclprofExtExport(rootc.as_ptr()) },
+        0,
+        "not a result directory"
+    );
+
+    // start/stop again: a second directory with only the new ops.
+    assert_eq!(aclprofStart(cfg), 0);
+    let mut expect2 = run_threads(&[(m0, 0), (m1, 1)]);
+    for _ in 0..2 {
+        assert_eq!(aclprofExtSimModelExecute(sim), 0);
+    }
+    let step = aclprofCreateStepInfo();
+    assert_eq!(
+        aclprofGetStepTimestamp(step, aclprofStepTag(0), std::ptr::null_mut()),
+        0
+    );
+    assert_eq!(
+        aclprofGetStepTimestamp(step, aclprofStepTag(1), std::ptr::null_mut()),
+        0
+    );
+    let stamp = aclprofCreateStamp();
+    assert_eq!(aclprofMark(stamp), 0);
+    aclprofDestroyStamp(stamp);
+    for (ty, n, total) in [
+        ("TransData", 2, 7000),
+        ("Conv2D", 2, 40000),
+        ("Relu", 2, 4500),
+        ("MaxPoolV3", 2, 8000),
+        ("MatMulV2", 2, 12000),
+    ] {
+        let e = expect2
+            .get_mut(&0)
+            .unwrap()
+            .entry(ty.to_string())
+            .or_default();
+        e.0 += n;
+        e.1 += total;
+    }
+    assert_eq!(aclprofStop(cfg), 0);
+    assert_eq!(aclprofFinalize(), 0);
+    let dirs = prof_dirs(&root);
+    assert_eq!(dirs.len(), 2, "one directory per start");
+    assert!(dirs[1]
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("PROF_000002_"));
+    check_dir(&dirs[1], &expect2);
+    // Outside a session, ops are not recorded anywhere.
+    assert_eq!(
+        unsafe { aclprofExtReportOp(m0, c"late".as_ptr(), c"Add".as_ptr(), 1, 2) },
+        0
+    );
+    aclprofDestroyConfig(cfg);
+    let _ = std::fs::remove_dir_all(&root);
+}
