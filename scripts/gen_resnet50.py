@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes models/resnet50.json: ResNet-50 v1.5 inference (batch 1) as the emulated device
-runs it -- the op sequence of an ATC-converted model with plausible per-op durations
+"""Writes models/resnet50.json (device 0) and models/resnet50_device1.json (the same model
+on device 1, for multi-device file-mode runs): ResNet-50 v1.5 inference (batch 1) as the
+emulated device runs it -- the op sequence of an ATC-converted model with plausible per-op durations
 (about 1.5 ms per image with the gaps between ops). Deterministic: re-running it gives
 the same file."""
 import json
@@ -38,22 +39,24 @@ for s, (blocks, r_us, c_us, e_us, relu_us, add_us) in enumerate(stages, start=2)
         if b == 1:
             op(f"{p}/downsample/Conv2D", "Conv2D", e_us * 1.3)
         op(f"{p}/conv1/Conv2D", "Conv2D", r_us)
-        op(f"{p}/conv1/Relu", "Relu", relu_us, wait=0)
+        op(f"{p}/conv1/Relu", "Relu", relu_us)
         op(f"{p}/conv2/Conv2D", "Conv2D", c_us)
-        op(f"{p}/conv2/Relu", "Relu", relu_us, wait=0)
+        op(f"{p}/conv2/Relu", "Relu", relu_us)
         op(f"{p}/conv3/Conv2D", "Conv2D", e_us)
         op(f"{p}/add/Add", "Add", add_us)
-        op(f"{p}/Relu", "Relu", relu_us, wait=0)
+        op(f"{p}/Relu", "Relu", relu_us)
 
 op("resnet50/avgpool/ReduceMean", "ReduceMeanD", 5.5)
 op("resnet50/fc/MatMul", "MatMulV2", 11.0)
-op("resnet50/fc/BiasAdd", "BiasAdd", 2.4, wait=0)
+op("resnet50/fc/BiasAdd", "BiasAdd", 2.4)
 op("resnet50/prob/Softmax", "SoftmaxV2", 4.2)
 op("trans_TransData_1", "TransData", 3.1)
 
-model = {"name": "resnet50", "device": 0, "wait_us": 1.5, "ops": ops}
-out = sys.argv[1] if len(sys.argv) > 1 else "models/resnet50.json"
-with open(out, "w") as f:
-    json.dump(model, f, indent=1)
-    f.write("\n")
-print(f"{out}: {len(ops)} ops, {sum(o['duration_us'] for o in ops):.1f} us of compute")
+outdir = sys.argv[1] if len(sys.argv) > 1 else "models"
+for device, name in [(0, "resnet50"), (1, "resnet50_device1")]:
+    model = {"name": name, "device": device, "wait_us": 1.5, "ops": ops}
+    out = f"{outdir}/{name}.json"
+    with open(out, "w") as f:
+        json.dump(model, f, indent=1)
+        f.write("\n")
+    print(f"{out}: {len(ops)} ops, {sum(o['duration_us'] for o in ops):.1f} us of compute")

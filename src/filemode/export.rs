@@ -152,6 +152,24 @@ fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
+/// The accelerator and block count an op is shown with. The emulated device does not
+/// schedule blocks, so these follow the op type: matrix ops run on every AI Core, the
+/// vector ops of a typical inference graph on half of them (documented in the README).
+pub fn task_type_and_block_dim(op_type: &str) -> (&'static str, u32) {
+    const CUBE: [&str; 8] =
+        ["Conv2D", "Conv2DBackpropInput", "Conv3D", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "FullyConnection"];
+    if CUBE.contains(&op_type) {
+        ("AI_CORE", AI_CORE_NUM)
+    } else {
+        ("AI_VECTOR_CORE", AI_CORE_NUM / 2)
+    }
+}
+
+/// AI Cores of the emulated device (its `info.json` `DeviceInfo`).
+pub const AI_CORE_NUM: u32 = 8;
+/// AI Vector cores of the emulated device.
+pub const AIV_NUM: u32 = 7;
+
 #[derive(Default)]
 struct Agg {
     count: u64,
@@ -335,6 +353,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
                     ))?;
                 }
                 let dur = end - start;
+                let (task_type, block_dim) = task_type_and_block_dim(&ty);
                 let wait = match prev_end {
                     None => "0".to_string(),
                     Some(p) => format!("{:.6}", start.saturating_sub(p) as f64 / 1000.0),
@@ -350,11 +369,11 @@ pub fn export(dir: &Path) -> Result<Summary> {
                         &name,
                         &ty,
                         "static",
-                        "AI_CORE",
+                        task_type,
                         &format!("{ts_us}\t"),
                         &us3(dur),
                         &wait,
-                        "0",
+                        &block_dim.to_string(),
                         "0",
                         "N/A",
                         "N/A",
@@ -370,7 +389,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
                     .write_record([
                         dev.to_string().as_str(),
                         &name,
-                        "AI_CORE",
+                        task_type,
                         &stream.to_string(),
                         &task.to_string(),
                         &us3(dur),
@@ -379,7 +398,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
                     ])
                     .map_err(|e| csv_err(&tt_path, e))?;
                 let args = format!(
-                    r#"{{"Model Id":{},"Task Type":"AI_CORE","Physic Stream Id":{stream},"Task Id":{task},"Batch Id":0,"Subtask Id":4294967295}}"#,
+                    r#"{{"Model Id":{},"Task Type":"{task_type}","Physic Stream Id":{stream},"Task Id":{task},"Batch Id":0,"Subtask Id":4294967295}}"#,
                     v.model_id()
                 );
                 tlw(tl.slice(&name, hw, stream as u64, start, dur, &args))?;
@@ -445,7 +464,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
             .write_record([
                 d.to_string().as_str(),
                 ty,
-                "AI_CORE",
+                task_type_and_block_dim(ty).0,
                 &a.count.to_string(),
                 &us_trim(a.total),
                 &us_trim(a.min as f64),

