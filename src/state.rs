@@ -31,6 +31,16 @@ pub enum Mode {
     Off,
     ApiCtrl,
     Subscribe,
+    /// Profiling driven from outside the API (`PROFILING_MODE=true`): every control call
+    /// answers ACL_ERROR_PROF_ALREADY_RUN, as in CANN's CMD mode.
+    Cmd,
+}
+
+fn cmd_mode<T>(what: &str) -> Result<T> {
+    err(
+        ACL_ERROR_PROF_ALREADY_RUN,
+        format!("{what}: profiling is driven by PROFILING_MODE/PROFILING_OPTIONS in this process"),
+    )
 }
 
 /// What `aclprofCreateConfig` built.
@@ -228,6 +238,7 @@ impl Core {
                 )
             }
             Mode::Subscribe => return conflict("aclprofInit"),
+            Mode::Cmd => return cmd_mode("aclprofInit"),
             Mode::Off => {}
         }
         let dir = prepare_result_dir(path)?;
@@ -240,6 +251,7 @@ impl Core {
         match self.mode {
             Mode::Off => not_inited(what),
             Mode::Subscribe => conflict(what),
+            Mode::Cmd => cmd_mode(what),
             Mode::ApiCtrl => Ok(()),
         }
     }
@@ -319,6 +331,27 @@ impl Core {
         self.set_config.clone()
     }
 
+    /// Enters CMD mode with a running session (environment-variable profiling).
+    pub fn start_cmd(&mut self, c: &ProfConfig, root: PathBuf) -> u64 {
+        self.mode = Mode::Cmd;
+        self.result_path = Some(root);
+        self.start_index += 1;
+        self.running = Some(Running {
+            config: c.clone(),
+            dir_index: self.start_index,
+        });
+        self.start_index
+    }
+
+    /// Leaves CMD mode (at process exit), returning the session that ran.
+    pub fn end_cmd(&mut self) -> Option<Running> {
+        if self.mode != Mode::Cmd {
+            return None;
+        }
+        self.mode = Mode::Off;
+        self.running.take()
+    }
+
     /// Undoes a start whose result directory could not be created.
     pub fn abort_start(&mut self) {
         self.running = None;
@@ -334,6 +367,9 @@ impl Core {
 
     /// `aclprofModelSubscribe`'s rules, given the model's device (None = not loaded).
     pub fn check_subscribe(&self, model: u32, device: Option<u32>, c: &SubConfig) -> Result<u32> {
+        if self.mode == Mode::Cmd {
+            return cmd_mode("aclprofModelSubscribe");
+        }
         if self.mode == Mode::ApiCtrl {
             return err(
                 ACL_ERROR_PROF_API_CONFLICT,
@@ -385,6 +421,9 @@ impl Core {
 
     /// `aclprofModelUnSubscribe`'s rules and bookkeeping; the caller then flushes and closes.
     pub fn remove_subscription(&mut self, model: u32) -> Result<()> {
+        if self.mode == Mode::Cmd {
+            return cmd_mode("aclprofModelUnSubscribe");
+        }
         if self.mode == Mode::ApiCtrl {
             return err(
                 ACL_ERROR_PROF_API_CONFLICT,
@@ -411,7 +450,7 @@ impl Core {
 }
 
 /// `mkdir -p` with mode 0750, then the checks CANN makes; every failure is 500005 (§3.1).
-fn prepare_result_dir(path: &Path) -> Result<PathBuf> {
+pub(crate) fn prepare_result_dir(path: &Path) -> Result<PathBuf> {
     let abs = if path.is_absolute() {
         path.to_path_buf()
     } else {
@@ -580,6 +619,16 @@ mod tests {
         assert_eq!(code(c.remove_subscription(1)), 0);
         assert_eq!(c.mode, Mode::Off);
         assert_eq!(code(c.remove_subscription(1)), 100011);
+        // CMD mode (PROFILING_MODE=true): every control call is 100042
+        c.start_cmd(&cfg(9), d.clone());
+        assert_eq!(code(c.init(&d)), 100042);
+        assert_eq!(code(c.start(&cfg(1))), 100042);
+        assert_eq!(code(c.stop(&cfg(1))), 100042);
+        assert_eq!(code(c.finalize()), 100042);
+        assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 100042);
+        assert_eq!(code(c.remove_subscription(1)), 100042);
+        assert!(c.end_cmd().is_some());
+        assert_eq!(c.mode, Mode::Off);
         let _ = std::fs::remove_dir_all(&d);
     }
 

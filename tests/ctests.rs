@@ -192,3 +192,100 @@ fn main_example_prints_the_op_table() {
         .expect("a total row");
     assert_eq!(total.split_whitespace().nth(1), Some("375"), "{total}");
 }
+
+/// PROFILING_MODE=true profiles an application that never calls the profiling API; the
+/// result directory is written at exit; the control calls answer 100042 meanwhile.
+#[test]
+fn environment_variable_mode() {
+    let exe = build("env_mode_app", "aclprof");
+    let out = out_dir().join("env-mode-results");
+    let _ = std::fs::remove_dir_all(&out);
+    let opts = format!(
+        r#"{{"output": "{}", "task_trace": "on", "training_trace": "on", "aic_metrics": "PipeUtilization"}}"#,
+        out.display()
+    );
+    let env = [
+        ("PROFILING_MODE", "true"),
+        ("PROFILING_OPTIONS", opts.as_str()),
+    ];
+    let stdout = exec(
+        &exe,
+        &[&data("tiny.json"), Path::new("3"), Path::new("probe")],
+        &env,
+    );
+    assert!(stdout.contains("PASSED"), "{stdout}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let summary = std::fs::read_dir(dirs[0].join("mindstudio_profiler_output"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("op_summary_")
+        })
+        .expect("an op_summary");
+    let rows = std::fs::read_to_string(summary).unwrap().lines().count() - 1;
+    assert_eq!(rows, 15, "3 executions x 5 ops");
+    // Without PROFILING_MODE nothing is written.
+    let _ = std::fs::remove_dir_all(&out);
+    exec(
+        &exe,
+        &[&data("tiny.json"), Path::new("1")],
+        &[("PROFILING_OPTIONS", opts.as_str())],
+    );
+    assert!(!out.exists());
+}
+
+/// A process killed before aclprofStop leaves its raw data; aclprofExtExport turns it into
+/// the usual result files.
+#[test]
+fn killed_process_is_exported_afterwards() {
+    let exe = build("killed_app", "aclprof");
+    let out = out_dir().join("killed-results");
+    let _ = std::fs::remove_dir_all(&out);
+    let status = Command::new(&exe)
+        .arg(&out)
+        .arg(data("tiny.json"))
+        .arg("4")
+        .env_remove("ACLPROF_LOG")
+        .status()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "the app died by SIGKILL ({status})"
+    );
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1);
+    let d = std::ffi::CString::new(dirs[0].to_str().unwrap()).unwrap();
+    assert_eq!(
+        unsafe { aclprof::ffi::ext::aclprofExtExport(d.as_ptr()) },
+        0
+    );
+    let summary = std::fs::read_dir(dirs[0].join("mindstudio_profiler_output"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("op_summary_")
+        })
+        .expect("an op_summary");
+    let rows = std::fs::read_to_string(summary).unwrap().lines().count() - 1;
+    assert_eq!(
+        rows, 20,
+        "4 executions x 5 ops reached disk before the kill"
+    );
+}

@@ -431,6 +431,22 @@ fn file_mode_end_to_end() {
         unsafe { aclprofExtReportOp(m0, c"late".as_ptr(), c"Add".as_ptr(), 1, 2) },
         0
     );
+
+    // A result path that stops being a directory after aclprofInit: start fails with
+    // CANN's error and a message; nothing crashes; finalize still works.
+    assert_eq!(
+        unsafe { aclprofInit(rootc.as_ptr(), root.to_str().unwrap().len()) },
+        0
+    );
+    std::fs::remove_dir_all(&root).unwrap();
+    std::fs::write(&root, b"not a directory").unwrap();
+    assert_eq!(aclprofStart(cfg), 100003);
+    let msg = unsafe { std::ffi::CStr::from_ptr(aclprof::ffi::base::aclGetRecentErrMsg()) }
+        .to_string_lossy()
+        .into_owned();
+    assert!(msg.contains("cannot create"), "{msg}");
+    assert_eq!(aclprofStop(cfg), 100043, "nothing is running");
+    assert_eq!(aclprofFinalize(), 0);
     aclprofDestroyConfig(cfg);
-    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_file(&root);
 }

@@ -36,6 +36,11 @@ pub(crate) fn guard<R>(func: &str, fallback: R, f: impl FnOnce() -> R) -> R {
     }
 }
 
+/// [`guard`] for code that returns nothing (exit handlers).
+pub(crate) fn guard_void(func: &str, f: impl FnOnce()) {
+    guard(func, (), f)
+}
+
 /// `Ok` -> 0; `Err` -> its code, logged and stored as this thread's recent error.
 #[inline]
 pub(crate) fn code(func: &str, r: Result<()>) -> i32 {

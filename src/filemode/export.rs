@@ -156,8 +156,16 @@ fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
 /// schedule blocks, so these follow the op type: matrix ops run on every AI Core, the
 /// vector ops of a typical inference graph on half of them (documented in the README).
 pub fn task_type_and_block_dim(op_type: &str) -> (&'static str, u32) {
-    const CUBE: [&str; 8] =
-        ["Conv2D", "Conv2DBackpropInput", "Conv3D", "MatMul", "MatMulV2", "BatchMatMul", "BatchMatMulV2", "FullyConnection"];
+    const CUBE: [&str; 8] = [
+        "Conv2D",
+        "Conv2DBackpropInput",
+        "Conv3D",
+        "MatMul",
+        "MatMulV2",
+        "BatchMatMul",
+        "BatchMatMulV2",
+        "FullyConnection",
+    ];
     if CUBE.contains(&op_type) {
         ("AI_CORE", AI_CORE_NUM)
     } else {

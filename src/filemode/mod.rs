@@ -227,6 +227,20 @@ pub fn begin(
     })
 }
 
+impl Session {
+    /// The file sinks recording this session's devices.
+    pub fn sinks(&self) -> &[Arc<Sub>] {
+        &self.sinks
+    }
+}
+
+/// Writes buffered host events to disk.
+pub fn flush_host_events() {
+    if let Some(w) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        let _ = w.flush();
+    }
+}
+
 /// Appends one host event if its switch is on (`bit` of dataTypeConfig).
 pub fn host_event(bit: u64, ev: serde_json::Value) {
     if DATA_TYPE.load(std::sync::atomic::Ordering::Acquire) & bit == 0 {

@@ -1,0 +1,44 @@
+/* An application that never calls the aclprof profiling API: it only runs a model on the
+ * emulated runtime. Run with PROFILING_MODE=true and PROFILING_OPTIONS='{"output": ...}',
+ * the library profiles it and writes the result directory at exit.
+ * With the argument "probe" it also checks that the control calls answer
+ * ACL_ERROR_PROF_ALREADY_RUN, as CANN's do in that mode.
+ *   usage: env_mode_app MODEL.json EXECUTIONS [probe]                              */
+#include <stdlib.h>
+#include <string.h>
+
+#include "acl/acl_prof.h"
+#include "acl/acl_prof_ext.h"
+#include "harness.h"
+
+static const char *g_model;
+static int g_executions;
+static int g_probe;
+
+static void test_runs_a_model(void) {
+    uint32_t m = 0;
+    CHECK_EQ(aclprofExtSimModelLoad(g_model, &m), ACL_SUCCESS);
+    for (int i = 0; i < g_executions; i++) CHECK_EQ(aclprofExtSimModelExecute(m), ACL_SUCCESS);
+    if (g_probe) {
+        uint32_t dev[] = {0};
+        aclprofConfig *c = aclprofCreateConfig(dev, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+        CHECK_EQ(aclprofInit("/tmp", 4), ACL_ERROR_PROF_ALREADY_RUN);
+        CHECK_EQ(aclprofStart(c), ACL_ERROR_PROF_ALREADY_RUN);
+        CHECK_EQ(aclprofStop(c), ACL_ERROR_PROF_ALREADY_RUN);
+        CHECK_EQ(aclprofFinalize(), ACL_ERROR_PROF_ALREADY_RUN);
+        int fd = 1;
+        aclprofSubscribeConfig *s = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &fd);
+        CHECK_EQ(aclprofModelSubscribe(m, s), ACL_ERROR_PROF_ALREADY_RUN);
+        aclprofDestroySubscribeConfig(s);
+        aclprofDestroyConfig(c);
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) return 2;
+    g_model = argv[1];
+    g_executions = atoi(argv[2]);
+    g_probe = argc > 3 && strcmp(argv[3], "probe") == 0;
+    RUN(test_runs_a_model);
+    DONE(); /* returning from main runs the library's exit handler: the export */
+}
