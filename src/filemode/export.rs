@@ -12,6 +12,7 @@ use crate::error::*;
 use crate::record::{self, View, RECORD_SIZE};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -40,24 +41,93 @@ fn us3(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
-/// Microseconds with up to 3 decimals, trailing zeros removed (msprof's DoubleToStr).
-fn us_trim(ns: f64) -> String {
-    let s = format!("{:.3}", ns / 1000.0);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() || s == "-" {
-        "0".into()
-    } else {
-        s.to_string()
+/// Appends `ns` as microseconds with up to 3 decimals, trailing zeros removed.
+fn push_us_trim(o: &mut String, ns: u64) {
+    push_u64(o, ns / 1000, 1);
+    let frac = ns % 1000;
+    if frac != 0 {
+        let (digits, width) = match (frac % 100, frac % 10) {
+            (0, _) => (frac / 100, 1),
+            (_, 0) => (frac / 10, 2),
+            _ => (frac, 3),
+        };
+        o.push('.');
+        push_u64(o, digits, width);
     }
 }
 
+/// Microseconds with up to 3 decimals, trailing zeros removed (msprof's DoubleToStr).
+fn us_trim(ns: f64) -> String {
+    let ns = ns.max(0.0).round() as u64;
+    let (int, frac) = (ns / 1000, ns % 1000);
+    if frac == 0 {
+        return int.to_string();
+    }
+    let f = format!("{frac:03}");
+    format!("{int}.{}", f.trim_end_matches('0'))
+}
+
 fn jstr(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
+    let mut o = String::with_capacity(s.len() + 2);
+    push_json_str(&mut o, s);
+    o
+}
+
+/// Appends `s` as a JSON string literal.
+fn push_json_str(o: &mut String, s: &str) {
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+}
+
+/// Appends `s` as a CSV field (quoted only when it must be).
+fn push_csv_field(o: &mut String, s: &str) {
+    if s.contains([',', '"', '\n', '\r']) {
+        o.push('"');
+        o.push_str(&s.replace('"', "\"\""));
+        o.push('"');
+    } else {
+        o.push_str(s);
+    }
+}
+
+/// Appends `v` in decimal, zero-padded to `width` digits (core::fmt is several times slower
+/// in the export's hot loop).
+fn push_u64(o: &mut String, mut v: u64, width: usize) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    while v > 0 || buf.len() - i < width.max(1) {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+    }
+    o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+}
+
+/// Appends `ns` as microseconds with `decimals` (3 or 6) decimals.
+fn push_us(o: &mut String, ns: u64, decimals: u32) {
+    push_u64(o, ns / 1000, 1);
+    o.push('.');
+    if decimals == 6 {
+        push_u64(o, (ns % 1000) * 1000, 6);
+    } else {
+        push_u64(o, ns % 1000, 3);
+    }
 }
 
 /// The timeline writer: a bare JSON array of trace events.
 struct Timeline {
     w: BufWriter<File>,
+    buf: String,
     first: bool,
     /// monotonic ns -> epoch ns
     offset: i128,
@@ -107,12 +177,28 @@ impl Timeline {
         dur_ns: u64,
         args: &str,
     ) -> std::io::Result<()> {
-        let ts = self.ts(start);
-        self.event(&format!(
-            r#"{{"name":{},"pid":{pid},"tid":{tid},"ts":"{ts}","dur":{},"ph":"X","args":{args}}}"#,
-            jstr(name),
-            us_trim(dur_ns as f64)
-        ))
+        let mut b = std::mem::take(&mut self.buf);
+        b.clear();
+        if !self.first {
+            b.push_str(",\n");
+        }
+        self.first = false;
+        b.push_str("{\"name\":");
+        push_json_str(&mut b, name);
+        b.push_str(",\"pid\":");
+        push_u64(&mut b, pid, 1);
+        b.push_str(",\"tid\":");
+        push_u64(&mut b, tid, 1);
+        b.push_str(",\"ts\":\"");
+        push_us(&mut b, (start as i128 + self.offset).max(0) as u64, 3);
+        b.push_str("\",\"dur\":");
+        push_us_trim(&mut b, dur_ns);
+        b.push_str(",\"ph\":\"X\",\"args\":");
+        b.push_str(args);
+        b.push('}');
+        let r = self.w.write_all(b.as_bytes());
+        self.buf = b;
+        r
     }
 }
 
@@ -278,6 +364,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
             1 << 20,
             io("cannot create", &tl_path, File::create(&tl_path))?,
         ),
+        buf: String::with_capacity(1024),
         first: true,
         offset: wall0 as i128 - mono0 as i128,
         pid,
@@ -285,25 +372,30 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     tlw(tl.w.write_all(b"["))?;
 
+    // The per-op files are formatted by hand into one reused line buffer: the export runs
+    // at millions of rows, and per-field allocation dominated its cost.
     let ops_path = out.join(format!("op_summary_{stamp}.csv"));
-    let mut ops_csv = csv_writer(&ops_path)?;
-    ops_csv
-        .write_record(OP_SUMMARY_HEADER)
-        .map_err(|e| csv_err(&ops_path, e))?;
+    let mut ops_w = BufWriter::with_capacity(
+        1 << 20,
+        io("cannot create", &ops_path, File::create(&ops_path))?,
+    );
+    io(
+        "cannot write",
+        &ops_path,
+        writeln!(ops_w, "{}", OP_SUMMARY_HEADER.join(",")),
+    )?;
     let tt_path = out.join(format!("task_time_{stamp}.csv"));
-    let mut tt_csv = csv_writer(&tt_path)?;
-    tt_csv
-        .write_record([
-            "Device_id",
-            "kernel_name",
-            "kernel_type",
-            "stream_id",
-            "task_id",
-            "task_time(us)",
-            "task_start(us)",
-            "task_stop(us)",
-        ])
-        .map_err(|e| csv_err(&tt_path, e))?;
+    let mut tt_w = BufWriter::with_capacity(
+        1 << 20,
+        io("cannot create", &tt_path, File::create(&tt_path))?,
+    );
+    io(
+        "cannot write",
+        &tt_path,
+        writeln!(tt_w, "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)"),
+    )?;
+    let mut line = String::with_capacity(1024);
+    let mut args = String::with_capacity(256);
     let mut stats: Vec<(u32, String, Agg)> = Vec::new();
 
     for &dev in &devices {
@@ -346,8 +438,8 @@ pub fn export(dir: &Path) -> Result<Summary> {
         while let Some(Reverse((start, end, i))) = heap.pop() {
             {
                 let v = View(&readers[i].cur[..]);
-                let name = String::from_utf8_lossy(v.name().unwrap_or_default()).into_owned();
-                let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default()).into_owned();
+                let name = String::from_utf8_lossy(v.name().unwrap_or_default());
+                let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default());
                 let stream = v.stream_id();
                 let task = task_ids.entry(stream).or_insert(0);
                 *task += 1;
@@ -362,55 +454,64 @@ pub fn export(dir: &Path) -> Result<Summary> {
                 }
                 let dur = end - start;
                 let (task_type, block_dim) = task_type_and_block_dim(&ty);
-                let wait = match prev_end {
-                    None => "0".to_string(),
-                    Some(p) => format!("{:.6}", start.saturating_sub(p) as f64 / 1000.0),
-                };
+                let epoch_start = (start as i128 + tl.offset).max(0) as u64;
+                // op_summary row
+                line.clear();
+                for x in [dev as u64, v.model_id() as u64, task, stream as u64] {
+                    push_u64(&mut line, x, 1);
+                    line.push(',');
+                }
+                push_csv_field(&mut line, &name);
+                line.push(',');
+                push_csv_field(&mut line, &ty);
+                let _ = write!(line, ",static,{task_type},");
+                push_us(&mut line, epoch_start, 3);
+                line.push_str("\t,");
+                push_us(&mut line, dur, 3);
+                line.push(',');
+                match prev_end {
+                    None => line.push('0'),
+                    Some(p) => push_us(&mut line, start.saturating_sub(p), 6),
+                }
+                line.push(',');
+                push_u64(&mut line, block_dim as u64, 1);
+                line.push_str(",0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n");
+                io("cannot write", &ops_path, ops_w.write_all(line.as_bytes()))?;
                 prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
-                let ts_us = tl.ts(start);
-                ops_csv
-                    .write_record([
-                        dev.to_string().as_str(),
-                        &v.model_id().to_string(),
-                        &task.to_string(),
-                        &stream.to_string(),
-                        &name,
-                        &ty,
-                        "static",
-                        task_type,
-                        &format!("{ts_us}\t"),
-                        &us3(dur),
-                        &wait,
-                        &block_dim.to_string(),
-                        "0",
-                        "N/A",
-                        "N/A",
-                        "N/A",
-                        "N/A",
-                        "N/A",
-                        "N/A",
-                        "N/A",
-                        "N/A",
-                    ])
-                    .map_err(|e| csv_err(&ops_path, e))?;
-                tt_csv
-                    .write_record([
-                        dev.to_string().as_str(),
-                        &name,
-                        task_type,
-                        &stream.to_string(),
-                        &task.to_string(),
-                        &us3(dur),
-                        &ts_us,
-                        &tl.ts(end),
-                    ])
-                    .map_err(|e| csv_err(&tt_path, e))?;
-                let args = format!(
-                    r#"{{"Model Id":{},"Task Type":"{task_type}","Physic Stream Id":{stream},"Task Id":{task},"Batch Id":0,"Subtask Id":4294967295}}"#,
-                    v.model_id()
-                );
+                // task_time row
+                line.clear();
+                push_u64(&mut line, dev as u64, 1);
+                line.push(',');
+                push_csv_field(&mut line, &name);
+                line.push(',');
+                line.push_str(task_type);
+                for x in [stream as u64, task] {
+                    line.push(',');
+                    push_u64(&mut line, x, 1);
+                }
+                line.push(',');
+                push_us(&mut line, dur, 3);
+                line.push(',');
+                push_us(&mut line, epoch_start, 3);
+                line.push(',');
+                push_us(&mut line, epoch_start + dur, 3);
+                line.push('\n');
+                io("cannot write", &tt_path, tt_w.write_all(line.as_bytes()))?;
+                args.clear();
+                args.push_str("{\"Model Id\":");
+                push_u64(&mut args, v.model_id() as u64, 1);
+                args.push_str(",\"Task Type\":\"");
+                args.push_str(task_type);
+                args.push_str("\",\"Physic Stream Id\":");
+                push_u64(&mut args, stream as u64, 1);
+                args.push_str(",\"Task Id\":");
+                push_u64(&mut args, task, 1);
+                args.push_str(",\"Batch Id\":0,\"Subtask Id\":4294967295}");
                 tlw(tl.slice(&name, hw, stream as u64, start, dur, &args))?;
-                by_type.entry(ty).or_default().add(dur);
+                match by_type.get_mut(ty.as_ref()) {
+                    Some(a) => a.add(dur),
+                    None => by_type.entry(ty.into_owned()).or_default().add(dur),
+                }
                 // Overlap Analysis: merge busy intervals (input is in start order).
                 busy = match busy {
                     Some((s, e)) if start <= e => Some((s, e.max(end))),
@@ -436,8 +537,8 @@ pub fn export(dir: &Path) -> Result<Summary> {
             stats.push((dev, ty, a));
         }
     }
-    ops_csv.flush().map_err(|e| csv_err(&ops_path, e.into()))?;
-    tt_csv.flush().map_err(|e| csv_err(&tt_path, e.into()))?;
+    io("cannot write", &ops_path, ops_w.flush())?;
+    io("cannot write", &tt_path, tt_w.flush())?;
 
     // op_statistic: by device, then total time descending.
     let st_path = out.join(format!("op_statistic_{stamp}.csv"));
@@ -690,6 +791,28 @@ mod tests {
 
     #[test]
     fn number_formats() {
+        for (ns, want) in [
+            (0u64, "0"),
+            (1500, "1.5"),
+            (2000, "2"),
+            (1234, "1.234"),
+            (10, "0.01"),
+            (1_000_001, "1000.001"),
+        ] {
+            let mut s = String::new();
+            push_us_trim(&mut s, ns);
+            assert_eq!(s, want);
+            assert_eq!(us_trim(ns as f64), want);
+        }
+        let mut s = String::new();
+        push_us(&mut s, 1_234_567, 6);
+        assert_eq!(s, "1234.567000");
+        s.clear();
+        push_u64(&mut s, 7, 3);
+        assert_eq!(s, "007");
+        s.clear();
+        push_csv_field(&mut s, "a,\"b\"");
+        assert_eq!(s, "\"a,\"\"b\"\"\"");
         assert_eq!(us3(1_234_567), "1234.567");
         assert_eq!(us3(5), "0.005");
         assert_eq!(us_trim(1500.0), "1.5");
