@@ -68,7 +68,13 @@
     X(aclError, aclprofExtGetStats, (aclprofExtStats * stats))                                              \
     X(aclError, aclprofExtSimModelLoad, (const char *path, uint32_t *modelId))                              \
     X(aclError, aclprofExtSimModelExecute, (uint32_t modelId))                                             \
-    X(aclError, aclprofExtExport, (const char *profDir))
+    X(aclError, aclprofExtExport, (const char *profDir))                                                    \
+    X(aclError, aclprofExtRingSubscribe, (uint32_t modelId, const char *path, uint32_t capacityRecords, int *ringFd)) \
+    X(aclError, aclprofExtRingAttach, (const char *path, int fd, aclprofExtRing **ring))                  \
+    X(aclError, aclprofExtRingAcquire,                                                                      \
+      (aclprofExtRing * ring, uint32_t maxRecords, int32_t timeoutMs, const void **records, size_t *length)) \
+    X(aclError, aclprofExtRingRelease, (aclprofExtRing * ring, size_t length))                             \
+    X(aclError, aclprofExtRingDetach, (aclprofExtRing * ring))
 
 #define DECLARE(ret, name, args) static ret(*const p_##name) args = name;
 CANN_FUNCTIONS(DECLARE)
@@ -134,7 +140,7 @@ static void test_every_function_is_exported(void) {
     CHECK(p_##name != NULL);   \
     n++;
     CANN_FUNCTIONS(TOUCH)
-    CHECK_EQ(n, 52);
+    CHECK_EQ(n, 57);
     size_t size = 0;
     CHECK_EQ(p_aclprofGetOpDescSize(&size), ACL_SUCCESS);
     CHECK_EQ(size, 512);

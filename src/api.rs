@@ -194,6 +194,30 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
     Ok(())
 }
 
+/// Subscribes `model` to a new shared-memory ring of `capacity` records (a memfd, or a new
+/// file at `path`). Returns the ring's fd (valid until the model is unsubscribed).
+pub fn ring_subscribe(model: u32, path: Option<&std::path::Path>, capacity: u64) -> Result<i32> {
+    let s = settings::get();
+    let mut g = core();
+    let core = g.get_or_insert_with(Core::default);
+    let device = crate::registry::get(model).map(|m| m.device);
+    // SAFETY: a null UserFd is never dereferenced (ring subscriptions have no user fd).
+    let sc = SubConfig {
+        time_info: true,
+        aicore_metrics: state::ACL_AICORE_NONE,
+        fd: unsafe { UserFd::new(std::ptr::null_mut()) },
+    };
+    let device = core.check_subscribe(model, device, &sc)?;
+    let ring = Arc::new(crate::ring::Ring::create(path, capacity)?);
+    let fd = ring.fd();
+    let sub = Sub::start_ring(model, device, ring, s.buffer_records, s.on_full)?;
+    core.add_subscription(model, device, &sc);
+    live().push(sub.clone());
+    report::set_route(model, Some(sub));
+    log::info!("aclprof: model {model} (device {device}) subscribed to a ring of {capacity} records (fd {fd})");
+    Ok(fd)
+}
+
 pub fn unsubscribe(model: u32) -> Result<()> {
     let timeout = settings::get().unsubscribe_timeout;
     let sub = {
@@ -207,10 +231,10 @@ pub fn unsubscribe(model: u32) -> Result<()> {
     let shared = {
         let mut l = live();
         l.retain(|s| !Arc::ptr_eq(s, &sub));
-        l.iter().any(|s| s.fd == sub.fd)
+        sub.fd >= 0 && l.iter().any(|s| s.fd == sub.fd)
     };
     *RETIRED.lock().unwrap_or_else(|p| p.into_inner()) += c;
-    if !shared {
+    if sub.fd >= 0 && !shared {
         // SAFETY: closing the fd the application handed over to us, as CANN does.
         unsafe { libc::close(sub.fd) };
         sub.user_fd.set_closed();

@@ -170,6 +170,16 @@ impl StreamFiles {
     }
 }
 
+/// Where a subscription's writer thread puts records.
+pub enum Dest {
+    /// `fd` (a pipe, FIFO, socket or file).
+    Fd,
+    /// File mode: per-stream raw files.
+    Files(Mutex<StreamFiles>),
+    /// A shared-memory ring.
+    Ring(std::sync::Arc<crate::ring::Ring>),
+}
+
 /// One model's pipe subscription, or one device's file-mode recording.
 pub struct Sub {
     pub model_id: u32,
@@ -177,7 +187,7 @@ pub struct Sub {
     /// The pipe (or other fd) of a subscription; -1 for file mode.
     pub fd: c_int,
     pub user_fd: UserFd,
-    files: Option<Mutex<StreamFiles>>,
+    dest: Dest,
     shards: Box<[CachePadded<Shard>]>,
     shard_bytes: usize,
     policy: OnFull,
@@ -263,7 +273,28 @@ impl Sub {
         capacity: usize,
         policy: OnFull,
     ) -> Result<std::sync::Arc<Sub>> {
-        Self::spawn(model_id, device, fd, user_fd, None, capacity, policy)
+        Self::spawn(model_id, device, fd, user_fd, Dest::Fd, capacity, policy)
+    }
+
+    /// A ring subscription: records of `model_id` go into the shared-memory `ring`.
+    pub fn start_ring(
+        model_id: u32,
+        device: u32,
+        ring: std::sync::Arc<crate::ring::Ring>,
+        capacity: usize,
+        policy: OnFull,
+    ) -> Result<std::sync::Arc<Sub>> {
+        // SAFETY: a null UserFd is never dereferenced: ring subscriptions have no user fd.
+        let none = unsafe { UserFd::new(std::ptr::null_mut()) };
+        Self::spawn(
+            model_id,
+            device,
+            -1,
+            none,
+            Dest::Ring(ring),
+            capacity,
+            policy,
+        )
     }
 
     /// File mode: records ops of `device` into per-stream files under `files`' directory.
@@ -280,7 +311,7 @@ impl Sub {
             device,
             -1,
             none,
-            Some(Mutex::new(files)),
+            Dest::Files(Mutex::new(files)),
             capacity,
             policy,
         )
@@ -291,7 +322,7 @@ impl Sub {
         device: u32,
         fd: c_int,
         user_fd: UserFd,
-        files: Option<Mutex<StreamFiles>>,
+        dest: Dest,
         capacity: usize,
         policy: OnFull,
     ) -> Result<std::sync::Arc<Sub>> {
@@ -301,7 +332,7 @@ impl Sub {
             device,
             fd,
             user_fd,
-            files,
+            dest,
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Shard::default()))
                 .collect(),
@@ -317,7 +348,7 @@ impl Sub {
             writer_thread: OnceLock::new(),
         });
         let s2 = sub.clone();
-        let name = if sub.files.is_some() {
+        let name = if matches!(sub.dest, Dest::Files(_)) {
             format!("aclprof-file-{device}")
         } else {
             format!("aclprof-pipe-{model_id}")
@@ -431,7 +462,19 @@ impl Sub {
         for rec in buf.chunks_exact_mut(RECORD_SIZE) {
             record::sign(rec);
         }
-        if let Some(files) = &self.files {
+        if let Dest::Ring(ring) = &self.dest {
+            let total = (buf.len() / RECORD_SIZE) as u64;
+            let deadline = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+            let block = self.policy == OnFull::Block && !self.is_broken();
+            let (n, lost) = ring.produce(buf, block, deadline);
+            self.delivered.fetch_add(n, Ordering::Relaxed);
+            self.bytes
+                .fetch_add(n * RECORD_SIZE as u64, Ordering::Relaxed);
+            self.writer_dropped
+                .fetch_add(lost.min(total), Ordering::Relaxed);
+            return;
+        }
+        if let Dest::Files(files) = &self.dest {
             let total = (buf.len() / RECORD_SIZE) as u64;
             if self.is_broken() {
                 self.writer_dropped.fetch_add(total, Ordering::Relaxed);
@@ -477,15 +520,16 @@ impl Sub {
 
     /// True if file mode hit ACL_PROF_STORAGE_LIMIT.
     pub fn over_storage_limit(&self) -> bool {
-        self.files
-            .as_ref()
-            .is_some_and(|f| f.lock().unwrap_or_else(|p| p.into_inner()).over_limit)
+        match &self.dest {
+            Dest::Files(f) => f.lock().unwrap_or_else(|p| p.into_inner()).over_limit,
+            _ => false,
+        }
     }
 
     fn set_broken(&self, why: &str) {
         let prev = self.state.swap(BROKEN, Ordering::AcqRel);
         if prev != BROKEN {
-            if self.files.is_some() {
+            if matches!(self.dest, Dest::Files(_)) {
                 log::error!(
                     "aclprof: recording device {}'s ops failed: {why}; further ops are counted as dropped",
                     self.device
@@ -618,6 +662,9 @@ impl Sub {
             g.buf = Vec::new();
             drop(g);
             self.writer_dropped.fetch_add(left, Ordering::Relaxed);
+        }
+        if let Dest::Ring(r) = &self.dest {
+            r.close_producer();
         }
         let c = self.counts();
         self.state.store(CLOSED, Ordering::Release);

@@ -28,6 +28,7 @@ pub mod names;
 pub mod record;
 pub mod registry;
 pub mod report;
+pub mod ring;
 pub mod settings;
 pub mod sim;
 pub mod state;

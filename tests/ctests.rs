@@ -289,3 +289,22 @@ fn killed_process_is_exported_afterwards() {
         "4 executions x 5 ops reached disk before the kill"
     );
 }
+
+#[test]
+fn shared_memory_ring() {
+    let exe = build("ring", "aclprof");
+    let out = exec(&exe, &[&data("tiny.json")], &[]);
+    assert!(
+        out.contains("PASSED test_second_process_reads_every_op") && !out.contains("FAILED"),
+        "{out}"
+    );
+    let out = exec(
+        &exe,
+        &[&data("tiny.json"), Path::new("drop")],
+        &[
+            ("ACLPROF_ON_FULL", "drop"),
+            ("ACLPROF_BUFFER_RECORDS", "256"),
+        ],
+    );
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+}

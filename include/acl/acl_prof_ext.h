@@ -10,6 +10,11 @@
 #include "acl_prof.h"
 
 /**
+ * A reader's handle on a shared-memory ring (aclprofExtRingAttach).
+ */
+typedef struct aclprofExtRing aclprofExtRing;
+
+/**
  * Delivery statistics since the process started (all subscriptions together).
  * When nothing is in flight (after aclprofExtFlush, or once every model is unsubscribed),
  * recordsReported == recordsDelivered + recordsDropped.
@@ -111,6 +116,56 @@ MSVP_PROF_API aclError aclprofExtSimModelExecute(uint32_t modelId);
  * ACL_ERROR_INVALID_FILE.
  */
 MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
+
+/**
+ * Subscribes a loaded model to a new shared-memory ring of `capacityRecords` 512-byte
+ * records (8 .. 4194304): in a memfd when `path` is NULL, else in a new file at `path`
+ * (e.g. under /dev/shm; the caller removes it). `*ringFd` gets the ring's fd, for a reader
+ * in this process or one it passes the fd to; it stays open until the model is
+ * unsubscribed. End the subscription with aclprofModelUnSubscribe: everything reported
+ * before is in the ring, then readers see the end of the stream. Same rules as
+ * aclprofModelSubscribe (not loaded -> ACL_ERROR_INVALID_MODEL_ID, repeated ->
+ * ACL_ERROR_PROF_REPEAT_SUBSCRIBE, in file mode -> ACL_ERROR_PROF_API_CONFLICT).
+ */
+MSVP_PROF_API
+aclError aclprofExtRingSubscribe(uint32_t modelId,
+                                 const char *path,
+                                 uint32_t capacityRecords,
+                                 int32_t *ringFd);
+
+/**
+ * Attaches a reader to a ring, by `fd` (>= 0; duplicated, so the caller may close its own)
+ * or else by `path`. `*ring` gets the handle; free it with aclprofExtRingDetach.
+ */
+MSVP_PROF_API
+aclError aclprofExtRingAttach(const char *path,
+                              int32_t fd,
+                              struct aclprofExtRing **ring);
+
+/**
+ * Waits up to `timeoutMs` for records and gives the reader a contiguous batch of at most
+ * `maxRecords` records: `*records` points into the ring (decode it in place with the
+ * aclprofGetOp* accessors, `*length` bytes) until aclprofExtRingRelease. No records within
+ * the timeout: ACL_SUCCESS with `*length` 0. The subscription ended (or its process died)
+ * and everything was read: ACL_ERROR_PROF_NOT_RUN.
+ */
+MSVP_PROF_API
+aclError aclprofExtRingAcquire(struct aclprofExtRing *ring,
+                               uint32_t maxRecords,
+                               int32_t timeoutMs,
+                               const void **records,
+                               size_t *length);
+
+/**
+ * Gives `length` bytes (whole records of the last acquired batch) back to the producer.
+ */
+MSVP_PROF_API aclError aclprofExtRingRelease(struct aclprofExtRing *ring, size_t length);
+
+/**
+ * Detaches a reader: the producer no longer waits for it (its records are then dropped
+ * and counted). Frees the handle.
+ */
+MSVP_PROF_API aclError aclprofExtRingDetach(struct aclprofExtRing *ring);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -4,7 +4,7 @@
 
 use super::base::aclError;
 use super::{code, cstr, guard, invalid};
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 
 /// Delivery statistics since the process started (all subscriptions together).
 /// When nothing is in flight (after aclprofExtFlush, or once every model is unsubscribed),
@@ -204,6 +204,167 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
                 .map(|_| ())
             })();
             code("aclprofExtExport", r)
+        },
+    )
+}
+
+/// A reader's handle on a shared-memory ring (aclprofExtRingAttach).
+pub struct aclprofExtRing {
+    _opaque: [u8; 0],
+}
+
+static RINGS: crate::handles::Table<std::sync::Arc<crate::ring::Ring>> =
+    crate::handles::Table::new();
+
+/// Subscribes a loaded model to a new shared-memory ring of `capacityRecords` 512-byte
+/// records (8 .. 4194304): in a memfd when `path` is NULL, else in a new file at `path`
+/// (e.g. under /dev/shm; the caller removes it). `*ringFd` gets the ring's fd, for a reader
+/// in this process or one it passes the fd to; it stays open until the model is
+/// unsubscribed. End the subscription with aclprofModelUnSubscribe: everything reported
+/// before is in the ring, then readers see the end of the stream. Same rules as
+/// aclprofModelSubscribe (not loaded -> ACL_ERROR_INVALID_MODEL_ID, repeated ->
+/// ACL_ERROR_PROF_REPEAT_SUBSCRIBE, in file mode -> ACL_ERROR_PROF_API_CONFLICT).
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtRingSubscribe(
+    modelId: u32,
+    path: *const c_char,
+    capacityRecords: u32,
+    ringFd: *mut i32,
+) -> aclError {
+    guard(
+        "aclprofExtRingSubscribe",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::settings::get();
+            let r = (|| {
+                if ringFd.is_null() {
+                    return Err(invalid("ringFd is NULL"));
+                }
+                use std::os::unix::ffi::OsStrExt;
+                let p = if path.is_null() {
+                    None
+                } else {
+                    Some(std::path::Path::new(std::ffi::OsStr::from_bytes(cstr(
+                        path, "path",
+                    )?)))
+                };
+                let fd = crate::api::ring_subscribe(modelId, p, capacityRecords as u64)?;
+                *ringFd = fd;
+                Ok(())
+            })();
+            code("aclprofExtRingSubscribe", r)
+        },
+    )
+}
+
+/// Attaches a reader to a ring, by `fd` (>= 0; duplicated, so the caller may close its own)
+/// or else by `path`. `*ring` gets the handle; free it with aclprofExtRingDetach.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtRingAttach(
+    path: *const c_char,
+    fd: i32,
+    ring: *mut *mut aclprofExtRing,
+) -> aclError {
+    guard(
+        "aclprofExtRingAttach",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let r = (|| {
+                if ring.is_null() {
+                    return Err(invalid("ring is NULL"));
+                }
+                use std::os::unix::ffi::OsStrExt;
+                let p = if path.is_null() {
+                    None
+                } else {
+                    Some(std::path::Path::new(std::ffi::OsStr::from_bytes(cstr(
+                        path, "path",
+                    )?)))
+                };
+                let rg = crate::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
+                rg.attach_reader();
+                *ring = RINGS.insert(std::sync::Arc::new(rg)) as *mut aclprofExtRing;
+                Ok(())
+            })();
+            code("aclprofExtRingAttach", r)
+        },
+    )
+}
+
+fn ring_of(ring: *mut aclprofExtRing) -> crate::error::Result<std::sync::Arc<crate::ring::Ring>> {
+    RINGS
+        .with(ring as usize, |r| r.clone())
+        .ok_or_else(|| invalid("not an attached ring (NULL, detached, or never attached)"))
+}
+
+/// Waits up to `timeoutMs` for records and gives the reader a contiguous batch of at most
+/// `maxRecords` records: `*records` points into the ring (decode it in place with the
+/// aclprofGetOp* accessors, `*length` bytes) until aclprofExtRingRelease. No records within
+/// the timeout: ACL_SUCCESS with `*length` 0. The subscription ended (or its process died)
+/// and everything was read: ACL_ERROR_PROF_NOT_RUN.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtRingAcquire(
+    ring: *mut aclprofExtRing,
+    maxRecords: u32,
+    timeoutMs: i32,
+    records: *mut *const c_void,
+    length: *mut usize,
+) -> aclError {
+    guard(
+        "aclprofExtRingAcquire",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let r = (|| {
+                if records.is_null() || length.is_null() {
+                    return Err(invalid("records or length is NULL"));
+                }
+                let rg = ring_of(ring)?;
+                let wait = std::time::Duration::from_millis(timeoutMs.max(0) as u64);
+                match rg.acquire(maxRecords as u64, wait)? {
+                    Some((p, n)) => {
+                        *records = p.cast();
+                        *length = n;
+                    }
+                    None => {
+                        *records = std::ptr::null();
+                        *length = 0;
+                    }
+                }
+                Ok(())
+            })();
+            code("aclprofExtRingAcquire", r)
+        },
+    )
+}
+
+/// Gives `length` bytes (whole records of the last acquired batch) back to the producer.
+#[no_mangle]
+pub extern "C" fn aclprofExtRingRelease(ring: *mut aclprofExtRing, length: usize) -> aclError {
+    guard(
+        "aclprofExtRingRelease",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            code(
+                "aclprofExtRingRelease",
+                ring_of(ring).and_then(|r| r.release(length)),
+            )
+        },
+    )
+}
+
+/// Detaches a reader: the producer no longer waits for it (its records are then dropped
+/// and counted). Frees the handle.
+#[no_mangle]
+pub extern "C" fn aclprofExtRingDetach(ring: *mut aclprofExtRing) -> aclError {
+    guard(
+        "aclprofExtRingDetach",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let r = ring_of(ring).map(|rg| {
+                rg.detach_reader();
+                RINGS.remove(ring as usize);
+            });
+            code("aclprofExtRingDetach", r)
         },
     )
 }

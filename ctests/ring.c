@@ -1,0 +1,167 @@
+/* Shared-memory ring subscriptions: a reader in a second process decodes every op of a
+ * simulated model run through the ring, in place, with the standard accessors; the drop
+ * policy counts exactly; a detached reader never blocks the producer.
+ *   ring MODEL.json               the tests (default policy)
+ *   ring MODEL.json drop          ACLPROF_ON_FULL=drop: exact drop counts
+ *   ring reader PATH N            (internal) the second-process reader                */
+#define _POSIX_C_SOURCE 200809L
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "acl/acl_prof.h"
+#include "acl/acl_prof_ext.h"
+#include "harness.h"
+
+extern char **environ;
+static const char *g_model_path;
+static const char *g_self;
+
+/* Reads the ring to its end; checks every record; returns how many it read. */
+static long read_all(aclprofExtRing *ring, uint64_t *sum_duration) {
+    long n = 0;
+    for (;;) {
+        const void *recs = NULL;
+        size_t len = 0;
+        aclError e = aclprofExtRingAcquire(ring, 64, 200, &recs, &len);
+        if (e == ACL_ERROR_PROF_NOT_RUN) break; /* end of stream */
+        CHECK_EQ(e, ACL_SUCCESS);
+        if (e != ACL_SUCCESS) break;
+        uint32_t num = 0;
+        if (len == 0) continue;
+        CHECK_EQ(aclprofGetOpNum(recs, len, &num), ACL_SUCCESS);
+        for (uint32_t i = 0; i < num; i++) {
+            size_t nl = 0;
+            CHECK_EQ(aclprofGetOpNameLen(recs, len, i, &nl), ACL_SUCCESS);
+            char name[300];
+            CHECK_EQ(aclprofGetOpName(recs, len, i, name, sizeof name), ACL_SUCCESS);
+            *sum_duration += aclprofGetOpDuration(recs, len, i);
+        }
+        n += num;
+        CHECK_EQ(aclprofExtRingRelease(ring, len), ACL_SUCCESS);
+    }
+    return n;
+}
+
+static int reader_main(const char *path, long expect) {
+    aclprofExtRing *ring = NULL;
+    if (aclprofExtRingAttach(path, -1, &ring) != ACL_SUCCESS) return 10;
+    uint64_t sum = 0;
+    long n = read_all(ring, &sum);
+    aclprofExtRingDetach(ring);
+    printf("reader: %ld records, %llu ns\n", n, (unsigned long long)sum);
+    return n == expect && g_failures == 0 ? 0 : 11;
+}
+
+static void test_second_process_reads_every_op(void) {
+    uint32_t m = 0;
+    CHECK_EQ(aclprofExtSimModelLoad(g_model_path, &m), ACL_SUCCESS);
+    int fd = -1;
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 64, &fd), ACL_SUCCESS); /* 64 slots: wraps often */
+    CHECK(fd >= 0);
+    char path[64], count[32];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
+    const int executions = 40;
+    snprintf(count, sizeof count, "%d", executions * 5);
+    char *args[] = {(char *)g_self, "reader", path, count, NULL};
+    pid_t child;
+    CHECK_EQ(posix_spawn(&child, g_self, NULL, NULL, args, environ), 0);
+    for (int i = 0; i < executions; i++) CHECK_EQ(aclprofExtSimModelExecute(m), ACL_SUCCESS);
+    CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS); /* flushes into the ring, then closes */
+    int status = 0;
+    waitpid(child, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    aclprofExtStats st;
+    CHECK_EQ(aclprofExtGetStats(&st), ACL_SUCCESS);
+    CHECK_EQ(st.recordsDropped, 0);
+    CHECK_EQ(aclprofExtModelUnload(m), ACL_SUCCESS);
+}
+
+static void test_detached_reader_does_not_block(void) {
+    uint32_t m = 0;
+    CHECK_EQ(aclprofExtModelLoad("detached", 0, &m), ACL_SUCCESS);
+    int fd = -1;
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 8, &fd), ACL_SUCCESS);
+    aclprofExtRing *ring = NULL;
+    CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingDetach(ring), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingDetach(ring), ACL_ERROR_INVALID_PARAM); /* handle gone */
+    aclprofExtStats before, after;
+    aclprofExtGetStats(&before);
+    for (int i = 0; i < 500; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS); /* returns: nobody to wait for */
+    aclprofExtGetStats(&after);
+    CHECK_EQ(after.recordsReported - before.recordsReported, 500);
+    CHECK_EQ((after.recordsDelivered - before.recordsDelivered) + (after.recordsDropped - before.recordsDropped), 500);
+    CHECK(after.recordsDropped - before.recordsDropped >= 500 - 8);
+}
+
+static void test_bad_arguments(void) {
+    int fd = -1;
+    aclprofExtRing *ring = NULL;
+    const void *recs;
+    size_t len;
+    CHECK_EQ(aclprofExtRingSubscribe(999999, NULL, 64, &fd), ACL_ERROR_INVALID_MODEL_ID);
+    uint32_t m = 0;
+    CHECK_EQ(aclprofExtModelLoad("bad", 0, &m), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 4, &fd), ACL_ERROR_INVALID_PARAM); /* too small */
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 64, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtRingAttach("/proc/self/status", -1, &ring), ACL_ERROR_INVALID_FILE);
+    CHECK_EQ(aclprofExtRingAttach(NULL, 12345, &ring), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtRingAcquire(NULL, 1, 0, &recs, &len), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 64, &fd), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 64, &fd), ACL_ERROR_PROF_REPEAT_SUBSCRIBE);
+    CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingRelease(ring, 512), ACL_ERROR_INVALID_PARAM); /* nothing acquired */
+    CHECK_EQ(aclprofExtRingAcquire(ring, 8, 0, &recs, &len), ACL_SUCCESS);
+    CHECK_EQ(len, 0);
+    CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingAcquire(ring, 8, 0, &recs, &len), ACL_ERROR_PROF_NOT_RUN);
+    CHECK_EQ(aclprofExtRingDetach(ring), ACL_SUCCESS);
+}
+
+/* ACLPROF_ON_FULL=drop, a reader that waits before reading: reported = delivered +
+ * dropped exactly, and the reader gets exactly the delivered records. */
+static void test_drop_policy_counts_exactly(void) {
+    uint32_t m = 0;
+    CHECK_EQ(aclprofExtModelLoad("dropper", 0, &m), ACL_SUCCESS);
+    int fd = -1;
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 256, &fd), ACL_SUCCESS);
+    aclprofExtRing *ring = NULL;
+    CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    aclprofExtStats before, after;
+    aclprofExtGetStats(&before);
+    for (int i = 0; i < 20000; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
+    aclprofExtGetStats(&after);
+    uint64_t sum = 0;
+    long got = read_all(ring, &sum);
+    aclprofExtRingDetach(ring);
+    long reported = (long)(after.recordsReported - before.recordsReported);
+    long delivered = (long)(after.recordsDelivered - before.recordsDelivered);
+    long dropped = (long)(after.recordsDropped - before.recordsDropped);
+    CHECK_EQ(reported, 20000);
+    CHECK_EQ(delivered + dropped, reported);
+    CHECK_EQ(got, delivered);
+    CHECK(dropped > 0);
+    CHECK_EQ(sum, 5 * (uint64_t)got);
+}
+
+int main(int argc, char **argv) {
+    g_self = argv[0];
+    if (argc == 4 && strcmp(argv[1], "reader") == 0) return reader_main(argv[2], atol(argv[3]));
+    if (argc < 2) return 2;
+    g_model_path = argv[1];
+    if (argc > 2 && strcmp(argv[2], "drop") == 0) {
+        RUN(test_drop_policy_counts_exactly);
+    } else {
+        RUN(test_second_process_reads_every_op);
+        RUN(test_detached_reader_does_not_block);
+        RUN(test_bad_arguments);
+    }
+    DONE();
+}
