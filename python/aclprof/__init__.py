@@ -1,0 +1,49 @@
+"""aclprof for Python: CANN's AscendCL profiling API on any Linux machine.
+
+Two layers over the aclprof shared library:
+
+* the pyACL-compatible module :mod:`acl` (``acl.prof``, ``acl.util``, ``acl.rt``, ``acl.mdl``),
+  for scripts written for an NPU;
+* this package's Pythonic layer: :class:`Profiler` (file mode), :class:`Subscription` and
+  :class:`OpReader` (subscription mode, decoding whole reads at once with :func:`decode`),
+  :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
+  :func:`stats`).
+
+Every macro and enum value of the C headers is available here too (``aclprof.ACL_PROF_ACL_API``).
+"""
+
+from . import _bindings
+from ._bindings import *  # noqa: F401,F403  (the headers' constants and aclprofExtStats)
+from ._lib import LibraryNotFound, find_library, load, recent_error
+from .errors import AclError, check
+from .profiler import Analysis, Profiler
+from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, RecordError, decode
+from .runtime import Model, Stats, flush, now_ns, report_op, stats
+from .subscription import Subscription
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AclError",
+    "Analysis",
+    "LibraryNotFound",
+    "Model",
+    "OpBatch",
+    "OpReader",
+    "OpRecord",
+    "Profiler",
+    "RECORD_DTYPE",
+    "RECORD_SIZE",
+    "RecordError",
+    "Stats",
+    "Subscription",
+    "check",
+    "decode",
+    "find_library",
+    "flush",
+    "load",
+    "now_ns",
+    "recent_error",
+    "report_op",
+    "stats",
+] + _bindings.__all__

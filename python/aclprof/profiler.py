@@ -1,0 +1,163 @@
+"""File mode, the Pythonic way: ``Profiler`` drives aclprofInit/CreateConfig/Start and
+Stop/DestroyConfig/Finalize, as a context manager, a decorator or with start()/stop()."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import ctypes
+import os
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set
+
+from . import _bindings
+from ._lib import load, recent_error
+from .errors import AclError, check
+from .runtime import PathLike
+
+RESULT_SUBDIR = "mindstudio_profiler_output"
+
+
+class Analysis:
+    """The result directories (``PROF_*``) a Profiler produced and the tables exported in them
+    (``<dir>/mindstudio_profiler_output/<table>_<timestamp>.csv``)."""
+
+    def __init__(self, result_dirs: Iterable[Path]):
+        self.result_dirs: List[Path] = sorted(result_dirs)
+
+    def files(self, table: str) -> List[Path]:
+        """The exported CSV files of ``table`` (e.g. ``"op_summary"``), oldest directory first."""
+        return [
+            f
+            for d in self.result_dirs
+            for f in sorted((d / RESULT_SUBDIR).glob(f"{table}_*.csv"))
+            if f.name[len(table) + 1 : -4].isdigit()
+        ]
+
+    def table(self, table: str) -> List[Dict[str, str]]:
+        """Every row of every exported ``table`` CSV, as dicts keyed by column name."""
+        rows: List[Dict[str, str]] = []
+        for path in self.files(table):
+            with open(path, newline="", encoding="utf-8") as f:
+                rows.extend(csv.DictReader(f))
+        return rows
+
+    @property
+    def op_summary(self) -> List[Dict[str, str]]:
+        """One row per executed op."""
+        return self.table("op_summary")
+
+    @property
+    def op_statistic(self) -> List[Dict[str, str]]:
+        """One row per op type."""
+        return self.table("op_statistic")
+
+    def __repr__(self) -> str:
+        return f"<Analysis of {len(self.result_dirs)} result directories>"
+
+
+class Profiler(contextlib.ContextDecorator):
+    """File-mode profiling into ``output_dir``::
+
+        with Profiler("./prof"):             # or @Profiler("./prof") on a function,
+            model.execute()                  # or p.start() ... p.stop()
+        Profiler("./prof").analyse()
+
+    ``devices`` are the device ids to profile, ``data_types`` an OR of ``ACL_PROF_*`` bits,
+    ``aicore_metrics`` an ``ACL_AICORE_*`` value and ``options`` ``{ACL_PROF_* config type:
+    value}`` for aclprofSetConfig. Each start() is one aclprofInit..aclprofFinalize session;
+    file mode is process-wide, so only one Profiler runs at a time. Failures raise AclError.
+    """
+
+    def __init__(
+        self,
+        output_dir: PathLike,
+        *,
+        devices: Iterable[int] = (0,),
+        data_types: int = _bindings.ACL_PROF_ACL_API | _bindings.ACL_PROF_TASK_TIME,
+        aicore_metrics: int = _bindings.ACL_AICORE_NONE,
+        options: Optional[Mapping[int, str]] = None,
+    ):
+        self.output_dir = Path(output_dir).resolve()
+        self.devices = list(devices)
+        self.data_types = data_types
+        self.aicore_metrics = aicore_metrics
+        self.options = dict(options or {})
+        self._config: Optional[int] = None
+        self._before: Optional[Set[Path]] = None
+
+    @property
+    def running(self) -> bool:
+        return self._config is not None
+
+    def start(self) -> None:
+        if self.running:
+            raise RuntimeError("the profiler is already running")
+        lib = load()
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        if self._before is None:
+            self._before = set(self._result_dirs())
+        path = os.fsencode(self.output_dir)
+        check("aclprofInit", lib.aclprofInit(path, len(path)))
+        with _finalize_on_error(lib):
+            ids = (ctypes.c_uint32 * len(self.devices))(*self.devices)
+            config = lib.aclprofCreateConfig(
+                ids, len(self.devices), self.aicore_metrics, None, self.data_types
+            )
+            if not config:
+                raise AclError("aclprofCreateConfig", _bindings.ACL_ERROR_INVALID_PARAM,
+                               recent_error())
+            try:
+                for config_type, value in self.options.items():
+                    raw = value.encode()
+                    check("aclprofSetConfig", lib.aclprofSetConfig(config_type, raw, len(raw)))
+                check("aclprofStart", lib.aclprofStart(config))
+            except BaseException:
+                lib.aclprofDestroyConfig(config)
+                raise
+        self._config = config
+
+    def stop(self) -> None:
+        if not self.running:
+            raise RuntimeError("the profiler is not running")
+        lib = load()
+        config, self._config = self._config, None
+        errors = [
+            (name, ret, recent_error() if ret else "")
+            for name, ret in (
+                ("aclprofStop", lib.aclprofStop(config)),
+                ("aclprofDestroyConfig", lib.aclprofDestroyConfig(config)),
+                ("aclprofFinalize", lib.aclprofFinalize()),
+            )
+            if ret
+        ]
+        if errors:
+            raise AclError(*errors[0])
+
+    def analyse(self) -> Analysis:
+        """The result directories this profiler's sessions created and their exported tables."""
+        before = self._before or set()
+        return Analysis(d for d in self._result_dirs() if d not in before)
+
+    def _result_dirs(self) -> List[Path]:
+        return [d for d in self.output_dir.glob("PROF_*") if d.is_dir()]
+
+    def __enter__(self) -> "Profiler":
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.stop()
+        else:
+            with contextlib.suppress(Exception):  # do not mask the original error
+                self.stop()
+
+
+@contextlib.contextmanager
+def _finalize_on_error(lib) -> Iterator[None]:
+    try:
+        yield
+    except BaseException:
+        lib.aclprofFinalize()
+        raise

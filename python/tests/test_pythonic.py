@@ -1,0 +1,194 @@
+"""The Pythonic layer end to end: Model, Subscription, Profiler, Analysis, the extension API."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import acl
+import aclprof
+from aclprof import AclError, Analysis, Model, OpBatch, Profiler, Subscription
+from conftest import RESNET50, TINY, model_ops, open_fds
+
+
+def file_mode_running(tmp_path) -> bool:
+    """Whether file mode is initialised, told by aclprofInit's repeated-init error."""
+    ret = acl.prof.init(str(tmp_path / "probe"))
+    if ret == 0:
+        assert acl.prof.finalize() == 0
+        return False
+    assert ret == aclprof.ACL_ERROR_REPEAT_INITIALIZE
+    return True
+
+
+def test_ops_in_two_lines():
+    with Model.simulate(RESNET50) as model:
+        with Subscription(model.id) as sub:
+            model.execute(times=3)
+    ops = model_ops(RESNET50)
+    assert len(sub.records) == 3 * len(ops)
+    assert [(op.name, op.type) for op in sub.records] == [(o["name"], o["type"]) for o in ops] * 3
+    assert all(op.model_id == model.id for op in sub.records)
+    assert all(op.duration == op.end - op.start > 0 for op in sub.records)
+    assert not model.loaded
+
+
+def test_subscription_streams_batches_to_a_callback():
+    seen = []
+    with Model.simulate(TINY) as model:
+        sub = Subscription(model.id, on_batch=lambda b: seen.append((threading.current_thread(), b)))
+        sub.start()
+        model.execute(times=4)
+        records = sub.stop()
+    assert sum(len(b) for _, b in seen) == len(records) == 4 * len(model_ops(TINY))
+    assert all(isinstance(b, OpBatch) for _, b in seen)
+    assert all(t is not threading.main_thread() for t, _ in seen)
+    assert [b for _, b in seen] == sub.batches
+
+
+def test_subscription_releases_everything():
+    before = open_fds()
+    with Model.simulate(TINY) as model:
+        for _ in range(3):
+            with Subscription(model.id):
+                model.execute()
+    assert open_fds() == before
+
+
+def test_subscription_errors_leave_nothing_open():
+    before = open_fds()
+    with pytest.raises(AclError) as err:
+        Subscription(999_999).start()
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_MODEL_ID
+    assert err.value.message and "ACL_ERROR_INVALID_MODEL_ID" in str(err.value)
+    assert open_fds() == before
+    with Model.simulate(TINY) as model, Subscription(model.id) as sub:
+        with pytest.raises(RuntimeError):
+            sub.start()
+
+
+def test_callback_errors_are_raised_by_stop_and_the_pipe_is_drained():
+    def fail(batch):
+        raise ValueError("callback failed")
+
+    with Model.simulate(RESNET50) as model:
+        sub = Subscription(model.id, on_batch=fail, records_per_read=1)
+        sub.start()
+        model.execute(times=4)  # 500 records: more than the pipe holds, so they must be drained
+        with pytest.raises(ValueError, match="callback failed"):
+            sub.stop()
+        assert not sub.active
+        assert aclprof.stats().dropped == 0
+
+
+def test_reported_ops_from_threads():
+    with Model.register("my-runtime") as model, Subscription(model.id) as sub:
+        def work(k):
+            for i in range(50):
+                t0 = aclprof.now_ns()
+                model.report_op(f"t{k}/op{i}", "MatMul", t0, t0 + 100)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        aclprof.flush()
+    assert len(sub.records) == 150
+    streams = {}
+    for op in sub.records:
+        streams.setdefault(op.name.split("/")[0], set()).add(op.stream_id)
+    assert len(streams) == 3 and all(len(s) == 1 for s in streams.values())
+    assert len(set.union(*streams.values())) == 3  # one stream per reporting thread
+    with pytest.raises(TypeError):
+        model.execute()
+    stats = aclprof.stats()
+    assert stats.reported == stats.delivered + stats.dropped
+
+
+def test_report_op_errors():
+    with Model.register("m") as model:
+        with pytest.raises(AclError) as err:
+            model.report_op("op", "T", 200, 100)  # ends before it starts
+        assert err.value.code == aclprof.ACL_ERROR_INVALID_PARAM
+    with pytest.raises(AclError):
+        Model.register("m", device=99)
+    with pytest.raises(AclError) as err:
+        Model.simulate("/nonexistent.json")
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_FILE
+
+
+def test_profiler_as_context_manager(tmp_path):
+    out = tmp_path / "prof"
+    with Model.simulate(TINY) as model:
+        with Profiler(out) as profiler:
+            assert profiler.running
+            assert file_mode_running(tmp_path)
+            model.execute()
+    assert not profiler.running
+    assert not file_mode_running(tmp_path)
+    assert out.is_dir()
+
+
+def test_profiler_as_decorator_runs_each_call_in_a_session(tmp_path):
+    states = []
+
+    @Profiler(tmp_path / "prof", data_types=aclprof.ACL_PROF_ACL_API | aclprof.ACL_PROF_TASK_TIME)
+    def step():
+        states.append(file_mode_running(tmp_path))
+        return "result"
+
+    assert step() == "result"
+    assert step() == "result"
+    assert states == [True, True]
+    assert not file_mode_running(tmp_path)
+
+
+def test_profiler_start_stop_analyse(tmp_path):
+    out = tmp_path / "prof"
+    (out / "PROF_000001_20200101000000000_00000001ABCDEFGH").mkdir(parents=True)  # an old run
+    profiler = Profiler(out, options={aclprof.ACL_PROF_SYS_HARDWARE_MEM_FREQ: "15"})
+    with Model.simulate(TINY) as model:
+        for _ in range(2):
+            profiler.start()
+            model.execute()
+            profiler.stop()
+    analysis = profiler.analyse()
+    new = sorted(d for d in out.glob("PROF_*") if "20200101" not in d.name)
+    assert analysis.result_dirs == new  # only this profiler's sessions
+    with pytest.raises(RuntimeError):
+        profiler.stop()
+
+
+def test_profiler_errors_leave_file_mode_clean(tmp_path):
+    with pytest.raises(AclError) as err:
+        Profiler(tmp_path, devices=[99]).start()
+    assert err.value.func == "aclprofCreateConfig"
+    with pytest.raises(AclError) as err:
+        Profiler(tmp_path, options={aclprof.ACL_PROF_ARGS_MAX: "1"}).start()
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_PARAM
+    with Model.simulate(TINY) as model, Subscription(model.id):
+        with pytest.raises(AclError) as err:
+            Profiler(tmp_path).start()
+        assert err.value.code == aclprof.ACL_ERROR_PROF_API_CONFLICT
+    profiler = Profiler(tmp_path)
+    profiler.start()
+    with pytest.raises(RuntimeError):
+        profiler.start()
+    profiler.stop()
+
+
+def test_analysis_reads_exported_tables(tmp_path):
+    out = tmp_path / "PROF_000001_20260101000000000_00000001ABCDEFGH" / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    (out / "op_summary_20260101000000.csv").write_text(
+        "Device_id,Op Name,OP Type,Task Duration(us)\n0,conv,Conv2D,12.5\n0,relu,Relu,1.0\n"
+    )
+    (out / "op_summary_notes.csv").write_text("not,a,table\n")  # not <table>_<timestamp>.csv
+    (out / "op_statistic_20260101000000.csv").write_text("OP Type,Count\nConv2D,1\nRelu,1\n")
+    analysis = Analysis([out.parent])
+    assert [r["Op Name"] for r in analysis.op_summary] == ["conv", "relu"]
+    assert analysis.op_summary[0]["Task Duration(us)"] == "12.5"
+    assert [r["OP Type"] for r in analysis.op_statistic] == ["Conv2D", "Relu"]
+    assert analysis.table("task_time") == []

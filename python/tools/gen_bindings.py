@@ -1,0 +1,288 @@
+#!/usr/bin/env python3
+"""Generates python/aclprof/_bindings.py from the committed C headers in include/acl/.
+
+The generated module holds, for every function the headers declare, its ctypes ``restype``
+and ``argtypes``; every integer macro and enum value; and the one public struct. The C
+headers are themselves generated from the Rust sources (and checked for drift there), so
+the chain Rust -> header -> Python has no hand-written step that could disagree.
+
+Usage:
+    python3 python/tools/gen_bindings.py           # rewrite python/aclprof/_bindings.py
+    python3 python/tools/gen_bindings.py --check   # exit 1 if the committed file differs
+
+The parser understands the subset of C that cbindgen writes (one declaration per
+statement, ``typedef enum {...} Name;``, ``typedef struct Name {...} Name;``, integer
+``#define``s). Anything else it meets is an error, never silently skipped: a header change
+that needs a new type mapping fails here first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+HEADERS = ("acl_base.h", "acl_prof.h", "acl_prof_ext.h")
+INCLUDE_DIR = REPO / "include" / "acl"
+OUTPUT = REPO / "python" / "aclprof" / "_bindings.py"
+
+# C scalar types -> ctypes names.
+SCALARS = {
+    "void": "None",
+    "char": "c_char",
+    "int": "c_int",
+    "int8_t": "c_int8",
+    "int16_t": "c_int16",
+    "int32_t": "c_int32",
+    "int64_t": "c_int64",
+    "uint8_t": "c_uint8",
+    "uint16_t": "c_uint16",
+    "uint32_t": "c_uint32",
+    "uint64_t": "c_uint64",
+    "size_t": "c_size_t",
+}
+
+VISIBILITY = r"(?:MSVP_PROF_API|ACL_FUNC_VISIBILITY)"
+
+
+class HeaderError(Exception):
+    pass
+
+
+class Header:
+    """What one header declares, in declaration order."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.constants: list[tuple[str, int]] = []
+        self.enums: list[str] = []
+        self.opaque: list[str] = []
+        self.aliases: dict[str, str] = {}  # typedef name -> ctypes expression
+        self.structs: list[tuple[str, list[tuple[str, str]]]] = []
+        self.functions: list[tuple[str, str, list[str]]] = []  # name, restype, argtypes
+
+
+def strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def parse_int(token: str) -> int:
+    m = re.fullmatch(r"(-?)(0x[0-9a-fA-F]+|\d+)(?:u|ull|ll|ul|l)?", token, flags=re.I)
+    if not m:
+        raise HeaderError(f"not an integer constant: {token!r}")
+    value = int(m.group(2), 0)
+    return -value if m.group(1) else value
+
+
+class Parser:
+    def __init__(self) -> None:
+        self.types: dict[str, str] = dict(SCALARS)  # known non-pointer types -> ctypes
+        self.opaque: set[str] = set()
+        self.structs: set[str] = set()
+
+    def ctype(self, decl: str, what: str) -> str:
+        """The ctypes expression for a C type such as ``const uint32_t *``."""
+        stars = decl.count("*")
+        base = " ".join(w for w in decl.replace("*", " ").split() if w not in ("const", "struct"))
+        const = "const" in decl.split()
+        if stars == 0:
+            if base in self.types:
+                return self.types[base]
+            raise HeaderError(f"{what}: unknown type {decl!r}")
+        if stars == 2 and (base == "void" or base in self.opaque):
+            return "POINTER(c_void_p)"  # an out-parameter receiving a handle or an address
+        if stars > 1:
+            raise HeaderError(f"{what}: pointer to pointer {decl!r} is not mapped")
+        if base == "char":
+            # An input string converts from bytes; an output buffer is a mutable char array.
+            return "c_char_p" if const else "POINTER(c_char)"
+        if base == "void" or base in self.opaque:
+            return "c_void_p"
+        if base in self.structs:
+            return f"POINTER({base})"
+        if base in self.types and self.types[base] not in ("None", "c_void_p"):
+            return f"POINTER({self.types[base]})"
+        raise HeaderError(f"{what}: unknown pointer type {decl!r}")
+
+    def parse(self, name: str, text: str) -> Header:
+        h = Header(name)
+        body = strip_comments(text)
+        # Integer macros; everything else the preprocessor sees is structure, not API.
+        for line in body.splitlines():
+            line = line.strip()
+            if not line.startswith("#"):
+                continue
+            m = re.fullmatch(r"#\s*define\s+(\w+)\s+(\S+)", line)
+            if m and re.fullmatch(r"-?(0x[0-9a-fA-F]+|\d+)\w*", m.group(2)):
+                h.constants.append((m.group(1), parse_int(m.group(2))))
+        code = "\n".join(
+            line for line in body.splitlines() if not line.lstrip().startswith("#")
+        )
+        code = re.sub(r'extern\s+"C"\s*\{', " ", code)
+        statements = self._statements(code)
+        for stmt in statements:
+            self._statement(h, stmt)
+        return h
+
+    @staticmethod
+    def _statements(code: str) -> list[str]:
+        """Top-level statements ending in ';' (braces kept inside their statement)."""
+        out, depth, cur = [], 0, []
+        for ch in code:
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth < 0:  # the closing brace of extern "C"
+                    depth = 0
+                    continue
+            cur.append(ch)
+            if ch == ";" and depth == 0:
+                out.append(" ".join("".join(cur).split()))
+                cur = []
+        rest = "".join(cur).strip()
+        if rest:
+            raise HeaderError(f"trailing text without ';': {rest[:80]!r}")
+        return out
+
+    def _statement(self, h: Header, stmt: str) -> None:
+        m = re.fullmatch(r"typedef enum \{(.*)\} (\w+);", stmt)
+        if m:
+            value = -1
+            for item in filter(None, (i.strip() for i in m.group(1).split(","))):
+                em = re.fullmatch(r"(\w+)(?: = (\S+))?", item)
+                if not em:
+                    raise HeaderError(f"enum {m.group(2)}: cannot read {item!r}")
+                value = parse_int(em.group(2)) if em.group(2) else value + 1
+                h.constants.append((em.group(1), value))
+            h.enums.append(m.group(2))
+            self.types[m.group(2)] = "c_int"  # a C enum is passed as an int
+            return
+        m = re.fullmatch(r"typedef struct (\w+) \{(.*)\} (\w+);", stmt)
+        if m:
+            if m.group(1) != m.group(3):
+                raise HeaderError(f"struct tag {m.group(1)} differs from typedef {m.group(3)}")
+            fields = []
+            for f in filter(None, (x.strip() for x in m.group(2).split(";"))):
+                fm = re.fullmatch(r"(.+?)\s*(\w+)", f)
+                if not fm:
+                    raise HeaderError(f"struct {m.group(1)}: cannot read field {f!r}")
+                fields.append((fm.group(2), self.ctype(fm.group(1), f"{m.group(1)}.{fm.group(2)}")))
+            h.structs.append((m.group(1), fields))
+            self.structs.add(m.group(1))
+            return
+        m = re.fullmatch(r"typedef struct (\w+) (\w+);", stmt)
+        if m:
+            h.opaque.append(m.group(2))
+            self.opaque.add(m.group(2))
+            return
+        m = re.fullmatch(r"typedef (.+?)\s*(\w+);", stmt)
+        if m:
+            ct = self.ctype(m.group(1), m.group(2))
+            h.aliases[m.group(2)] = ct
+            self.types[m.group(2)] = ct
+            return
+        m = re.fullmatch(VISIBILITY + r" (.+?)\s*(\w+)\s*\((.*)\);", stmt)
+        if m:
+            fname = m.group(2)
+            restype = self.ctype(m.group(1), f"{fname} return")
+            params = [p.strip() for p in m.group(3).split(",")]
+            argtypes = []
+            if params != ["void"]:
+                for p in params:
+                    pm = re.fullmatch(r"(.+?)\s*(\w+)", p)
+                    if not pm:
+                        raise HeaderError(f"{fname}: cannot read parameter {p!r}")
+                    argtypes.append(self.ctype(pm.group(1), f"{fname}({pm.group(2)})"))
+            h.functions.append((fname, restype, argtypes))
+            return
+        raise HeaderError(f"unrecognised declaration: {stmt[:100]!r}")
+
+
+def _used_ctypes(headers: list[Header]) -> list[str]:
+    """The ctypes names the generated module refers to, sorted as isort would."""
+    types = [t for h in headers for _, r, args in h.functions for t in (r, *args)]
+    types += [t for h in headers for _, fields in h.structs for _, t in fields]
+    names = set(re.findall(r"\b(?:POINTER|c_\w+)\b", " ".join(types)))
+    if any(h.structs for h in headers):
+        names.add("Structure")
+    return sorted(names, key=lambda n: (not n[0].isupper(), n))
+
+
+def render(include_dir: Path = INCLUDE_DIR) -> str:
+    """The text of _bindings.py for the headers in ``include_dir``."""
+    parser = Parser()
+    headers = [parser.parse(n, (include_dir / n).read_text()) for n in HEADERS]
+    out = [
+        '"""ctypes declarations for every function, macro and enum value in include/acl/*.h.',
+        "",
+        "Generated by python/tools/gen_bindings.py from the committed headers -- do not edit.",
+        "Regenerate with: python3 python/tools/gen_bindings.py",
+        '"""',
+        "",
+        "from ctypes import (",
+        *[f"    {name}," for name in _used_ctypes(headers)],
+        ")",
+        "",
+        "# fmt: off",
+    ]
+    for h in headers:
+        out += ["", f"# ---- {h.name} " + "-" * (80 - 8 - len(h.name)), ""]
+        for name, value in h.constants:
+            out.append(f"{name} = {value}")
+        for name, fields in h.structs:
+            out += ["", "", f"class {name}(Structure):", "    _fields_ = ["]
+            out += [f'        ("{f}", {t}),' for f, t in fields]
+            out += ["    ]", ""]
+    exported = [n for h in headers for n, _ in h.constants] + [n for h in headers for n, _ in h.structs]
+    out += ["", "", "# The constants and structs (``from aclprof._bindings import *``).", "__all__ = ["]
+    out += [f'    "{n}",' for n in exported]
+    out += [
+        "]",
+        "",
+        "# name -> (restype, argtypes), in header order.",
+        "FUNCTIONS = {",
+    ]
+    for h in headers:
+        out.append(f"    # {h.name}")
+        for fname, restype, argtypes in h.functions:
+            out.append(f'    "{fname}": ({restype}, [{", ".join(argtypes)}]),')
+    out += [
+        "}",
+        "# fmt: on",
+        "",
+        "",
+        "def bind(lib):",
+        '    """Sets restype and argtypes of every function on the loaded library ``lib``."""',
+        "    for name, (restype, argtypes) in FUNCTIONS.items():",
+        "        fn = getattr(lib, name)",
+        "        fn.restype = restype",
+        "        fn.argtypes = argtypes",
+        "    return lib",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="fail if the committed file differs")
+    args = ap.parse_args(argv)
+    text = render()
+    if args.check:
+        if not OUTPUT.exists() or OUTPUT.read_text() != text:
+            print(f"{OUTPUT} is out of date: run python3 {Path(__file__).relative_to(REPO)}",
+                  file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.write_text(text)
+    print(f"wrote {OUTPUT.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
