@@ -91,7 +91,11 @@ fn raw_ring(records: u64, ring_bytes: usize) -> f64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     let cap = (ring_bytes / 512) as u64;
-    let buf: Arc<Vec<std::cell::UnsafeCell<[u8; 512]>>> = Arc::new((0..cap).map(|_| std::cell::UnsafeCell::new([0; 512])).collect());
+    let buf: Arc<Vec<std::cell::UnsafeCell<[u8; 512]>>> = Arc::new(
+        (0..cap)
+            .map(|_| std::cell::UnsafeCell::new([0; 512]))
+            .collect(),
+    );
     struct Share(Arc<Vec<std::cell::UnsafeCell<[u8; 512]>>>);
     unsafe impl Send for Share {}
     let head = Arc::new(AtomicU64::new(0));
@@ -136,7 +140,10 @@ fn raw_ring(records: u64, ring_bytes: usize) -> f64 {
 /// A reader thread that drains a ring subscription through the C reader API.
 fn ring_reader(fd: c_int) -> std::thread::JoinHandle<u64> {
     let mut ring: *mut aclprofExtRing = std::ptr::null_mut();
-    assert_eq!(unsafe { aclprofExtRingAttach(std::ptr::null(), fd, &mut ring) }, 0);
+    assert_eq!(
+        unsafe { aclprofExtRingAttach(std::ptr::null(), fd, &mut ring) },
+        0
+    );
     let ring = ring as usize;
     std::thread::spawn(move || {
         let ring = ring as *mut aclprofExtRing;
@@ -288,7 +295,10 @@ fn main() {
 
     // P2: a ring subscriber whose reader keeps up.
     let mut fd: c_int = -1;
-    assert_eq!(unsafe { aclprofExtRingSubscribe(model, std::ptr::null(), 2048, &mut fd) }, 0);
+    assert_eq!(
+        unsafe { aclprofExtRingSubscribe(model, std::ptr::null(), 2048, &mut fd) },
+        0
+    );
     let reader = ring_reader(fd);
     report_bursts(model, 50, 1024);
     let (ramort, r50, r99) = report_bursts(model, 1000, 1024);
@@ -309,7 +319,10 @@ fn main() {
     for _ in 0..5 {
         raw_r.push(raw_ring(NR, 1 << 20));
         let mut fd: c_int = -1;
-        assert_eq!(unsafe { aclprofExtRingSubscribe(model, std::ptr::null(), 2048, &mut fd) }, 0);
+        assert_eq!(
+            unsafe { aclprofExtRingSubscribe(model, std::ptr::null(), 2048, &mut fd) },
+            0
+        );
         let reader = ring_reader(fd);
         let t = Instant::now();
         report_loop(model, NR);
@@ -348,7 +361,10 @@ fn main() {
         raw / 1e6,
         lib / raw
     );
-    println!("R2 records per read() of the pipe reader (64 KiB reads): {:.1}   (goal >= 64)", median(reads));
+    println!(
+        "R2 records per read() of the pipe reader (64 KiB reads): {:.1}   (goal >= 64)",
+        median(reads)
+    );
 
     // Scaling: 1, 2, 4 reporting threads into one subscription.
     for threads in [1u64, 2, 4] {
@@ -368,6 +384,48 @@ fn main() {
             got as f64 / t.elapsed().as_secs_f64() / 1e6
         );
     }
+
+    // P6: the main example's model (ResNet-50, ~85 k ops/s of simulated device time) run
+    // with and without a pipe subscriber: the executing thread's CPU time per execution,
+    // as a share of the execution's wall time.
+    let path = std::ffi::CString::new(concat!(env!("CARGO_MANIFEST_DIR"), "/models/resnet50.json"))
+        .unwrap();
+    let mut sim = 0u32;
+    assert_eq!(
+        unsafe { aclprofExtSimModelLoad(path.as_ptr(), &mut sim) },
+        0
+    );
+    let thread_cpu = || {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as f64 * 1e9 + ts.tv_nsec as f64
+    };
+    let run = |n: u32| {
+        let (c0, t0) = (thread_cpu(), Instant::now());
+        for _ in 0..n {
+            assert_eq!(aclprofExtSimModelExecute(sim), 0);
+        }
+        (
+            (thread_cpu() - c0) / n as f64,
+            t0.elapsed().as_nanos() as f64 / n as f64,
+        )
+    };
+    run(20);
+    let (cpu_off, wall) = run(200);
+    let s = subscribe(sim);
+    let (cpu_on, _) = run(200);
+    s.finish();
+    println!(
+        "P6 ResNet-50 execution ({:.2} ms, 125 ops): executing thread CPU {:.1} us without a subscriber, {:.1} us with \
+         a pipe subscriber: +{:.2} % of the execution   (goal <= 1 % at 100 k ops/s)",
+        wall / 1e6,
+        cpu_off / 1e3,
+        cpu_on / 1e3,
+        100.0 * (cpu_on - cpu_off) / wall
+    );
 
     // R1: decode every field of one record through the accessors.
     let buf = {

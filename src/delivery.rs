@@ -771,6 +771,24 @@ mod tests {
     }
 
     #[test]
+    fn storage_limit_stops_writing_and_says_so() {
+        let dir = std::env::temp_dir().join(format!("aclprof-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut f = StreamFiles::new(dir.clone(), Some(3 * RECORD_SIZE as u64));
+        let mut buf = Vec::new();
+        for i in 1..=5 {
+            let mut r = [0u8; RECORD_SIZE];
+            record::encode(&mut r, &op(i), b"n", b"t");
+            buf.extend_from_slice(&r);
+        }
+        assert_eq!(f.write(&buf).unwrap(), 3);
+        assert!(f.over_limit);
+        let bytes = std::fs::metadata(StreamFiles::path(&dir, 0)).unwrap().len();
+        assert_eq!(bytes, 3 * RECORD_SIZE as u64);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn bad_fds_are_explained() {
         assert_eq!(prepare_fd(-1).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
         assert!(prepare_fd(987_654)

@@ -285,6 +285,14 @@ fn check_dir(dir: &Path, expect: &Expect) {
     assert_eq!(api[0]["Count"], "2");
     let (_, steps) = read_csv(&output(dir, "step_trace_"));
     assert_eq!(steps.len(), 1);
+    let (h, tx) = read_csv(&output(dir, "msprof_tx_"));
+    assert_eq!(h[0], "pid");
+    assert!(
+        !tx.is_empty()
+            && tx
+                .iter()
+                .all(|r| r["Start_time(us)"].parse::<f64>().is_ok())
+    );
 }
 
 #[test]

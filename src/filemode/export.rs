@@ -610,6 +610,27 @@ fn host_events(
 ) -> Result<()> {
     let tl_path = out.join(format!("msprof_{stamp}.json"));
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
+    // msproftx events also go to msprof_tx_<ts14>.csv (ACL_PROF_MSPROFTX), streamed.
+    let tx_path = out.join(format!("msprof_tx_{stamp}.csv"));
+    let mut tx_csv = if data_type & 0x80 != 0 {
+        let mut w = csv_writer(&tx_path)?;
+        w.write_record([
+            "pid",
+            "tid",
+            "category",
+            "event_type",
+            "payload_type",
+            "payload_value",
+            "Start_time(us)",
+            "End_time(us)",
+            "message_type",
+            "message",
+        ])
+        .map_err(|e| csv_err(&tx_path, e))?;
+        Some(w)
+    } else {
+        None
+    };
     let cann = tl.pid(7, HOST_DEV);
     let txp = tl.pid(6, HOST_DEV);
     let stepp = tl.pid(8, HOST_DEV);
@@ -669,6 +690,21 @@ fn host_events(
                     jstr(ev["type"].as_str().unwrap_or(""))
                 );
                 tlw(tl.slice(&name, txp, tid, start, end - start, &args))?;
+                if let Some(w) = tx_csv.as_mut() {
+                    w.write_record([
+                        tl.pid.to_string().as_str(),
+                        &tid.to_string(),
+                        "0",
+                        ev["type"].as_str().unwrap_or(""),
+                        "0",
+                        "0",
+                        &tl.ts(start),
+                        &tl.ts(end),
+                        "0",
+                        &name,
+                    ])
+                    .map_err(|e| csv_err(&tx_path, e))?;
+                }
             }
             Some("step") => {
                 let idx = ev["index"].as_u64().unwrap_or(0);
@@ -693,6 +729,9 @@ fn host_events(
             }
             _ => {}
         }
+    }
+    if let Some(mut w) = tx_csv {
+        w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;
     }
     if data_type & 0x1 != 0 {
         let p = out.join(format!("api_statistic_{stamp}.csv"));
@@ -777,6 +816,9 @@ fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<(
     }
     if data_type & 0x40 != 0 {
         text += &format!("step_trace_{stamp}.csv    per step\n");
+    }
+    if data_type & 0x80 != 0 {
+        text += &format!("msprof_tx_{stamp}.csv     msproftx marks and ranges\n");
     }
     if dir.join("host/data/aclprof_storage_limit_reached").exists() {
         text += "\nNOTE: ACL_PROF_STORAGE_LIMIT was reached; ops after it were not recorded.\n";
