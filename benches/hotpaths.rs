@@ -91,28 +91,21 @@ fn raw_ring(records: u64, ring_bytes: usize) -> f64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     let cap = (ring_bytes / 512) as u64;
-    let buf: Arc<Vec<std::cell::UnsafeCell<[u8; 512]>>> = Arc::new(
-        (0..cap)
-            .map(|_| std::cell::UnsafeCell::new([0; 512]))
-            .collect(),
-    );
-    struct Share(Arc<Vec<std::cell::UnsafeCell<[u8; 512]>>>);
-    unsafe impl Send for Share {}
+    let mut mem = vec![0u8; ring_bytes];
+    // Shared between the two threads by address; `mem` outlives both (joined below).
+    let base = mem.as_mut_ptr() as usize;
     let head = Arc::new(AtomicU64::new(0));
     let tail = Arc::new(AtomicU64::new(0));
     let t = Instant::now();
-    let (h2, t2, b2) = (head.clone(), tail.clone(), Share(buf.clone()));
+    let (h2, t2) = (head.clone(), tail.clone());
     let consumer = std::thread::spawn(move || {
-        let b = b2;
-        let mut t = 0u64;
-        let mut sum = 0u64;
-        let mut h = 0;
+        let (mut t, mut h, mut sum) = (0u64, 0u64, 0u64);
         while t < records {
             while t == h {
                 h = h2.load(Ordering::Acquire);
             }
-            let rec = unsafe { &*b.0[(t % cap) as usize].get() };
-            sum += rec[0] as u64 + rec[64] as u64;
+            let rec = (base + (t % cap) as usize * 512) as *const u8;
+            sum += unsafe { *rec as u64 + *rec.add(64) as u64 };
             t += 1;
             if t % 16 == 0 || t == h {
                 t2.store(t, Ordering::Release);
@@ -121,19 +114,25 @@ fn raw_ring(records: u64, ring_bytes: usize) -> f64 {
         sum
     });
     let rec = [7u8; 512];
-    let mut h = 0u64;
-    let mut cached_tail = 0u64;
+    let (mut h, mut cached_tail) = (0u64, 0u64);
     while h < records {
         while h - cached_tail >= cap {
             cached_tail = tail.load(Ordering::Acquire);
         }
-        unsafe { (*buf[(h % cap) as usize].get()).copy_from_slice(&rec) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                rec.as_ptr(),
+                (base + (h % cap) as usize * 512) as *mut u8,
+                512,
+            )
+        };
         h += 1;
         if h % 16 == 0 || h == records {
             head.store(h, Ordering::Release);
         }
     }
     black_box(consumer.join().unwrap());
+    black_box(&mut mem);
     records as f64 / t.elapsed().as_secs_f64()
 }
 
@@ -199,16 +198,21 @@ struct Subscribed {
     reader: Option<std::thread::JoinHandle<u64>>,
 }
 
-fn subscribe(model: u32) -> Subscribed {
-    let (r, w) = pipe();
-    let mut fd = Box::new(w);
-    let cfg = unsafe {
+/// A subscribe config for the fd in `fd` (boxed: the library keeps its address).
+fn new_sub_config(fd: &mut Box<c_int>) -> *mut aclprofSubscribeConfig {
+    unsafe {
         aclprofCreateSubscribeConfig(
             1,
             aclprofAicoreMetrics(0xFF),
-            (&mut *fd as *mut c_int).cast(),
+            (&mut **fd as *mut c_int).cast(),
         )
-    };
+    }
+}
+
+fn subscribe(model: u32) -> Subscribed {
+    let (r, w) = pipe();
+    let mut fd = Box::new(w);
+    let cfg = new_sub_config(&mut fd);
     assert_eq!(aclprofModelSubscribe(model, cfg), 0);
     Subscribed {
         model,
@@ -431,16 +435,11 @@ fn main() {
     let buf = {
         let (r, w) = pipe();
         let mut fd = Box::new(w);
-        let cfg = unsafe {
-            aclprofCreateSubscribeConfig(
-                1,
-                aclprofAicoreMetrics(0xFF),
-                (&mut *fd as *mut c_int).cast(),
-            )
-        };
+        let cfg = new_sub_config(&mut fd);
         assert_eq!(aclprofModelSubscribe(model, cfg), 0);
         report_loop(model, 100);
         assert_eq!(aclprofModelUnSubscribe(model), 0);
+        aclprofDestroySubscribeConfig(cfg);
         let mut v = Vec::new();
         let mut r = r;
         r.read_to_end(&mut v).unwrap();

@@ -193,6 +193,22 @@ fn main_example_prints_the_op_table() {
     assert_eq!(total.split_whitespace().nth(1), Some("375"), "{total}");
 }
 
+/// Data rows in a result directory's op_summary.
+fn op_summary_rows(prof: &Path) -> usize {
+    let summary = std::fs::read_dir(prof.join("mindstudio_profiler_output"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("op_summary_")
+        })
+        .expect("an op_summary");
+    std::fs::read_to_string(summary).unwrap().lines().count() - 1
+}
+
 /// PROFILING_MODE=true profiles an application that never calls the profiling API; the
 /// result directory is written at exit; the control calls answer 100042 meanwhile.
 #[test]
@@ -219,18 +235,7 @@ fn environment_variable_mode() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(dirs.len(), 1, "{dirs:?}");
-    let summary = std::fs::read_dir(dirs[0].join("mindstudio_profiler_output"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("op_summary_")
-        })
-        .expect("an op_summary");
-    let rows = std::fs::read_to_string(summary).unwrap().lines().count() - 1;
+    let rows = op_summary_rows(&dirs[0]);
     assert_eq!(rows, 15, "3 executions x 5 ops");
     // Without PROFILING_MODE nothing is written.
     let _ = std::fs::remove_dir_all(&out);
@@ -272,18 +277,7 @@ fn killed_process_is_exported_afterwards() {
         unsafe { aclprof::ffi::ext::aclprofExtExport(d.as_ptr()) },
         0
     );
-    let summary = std::fs::read_dir(dirs[0].join("mindstudio_profiler_output"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("op_summary_")
-        })
-        .expect("an op_summary");
-    let rows = std::fs::read_to_string(summary).unwrap().lines().count() - 1;
+    let rows = op_summary_rows(&dirs[0]);
     assert_eq!(
         rows, 20,
         "4 executions x 5 ops reached disk before the kill"

@@ -123,6 +123,25 @@ fn run_threads(models: &[(u32, u32)]) -> Expect {
     expect
 }
 
+/// What two executions of ctests/data/tiny.json add on device 0.
+fn add_two_tiny_runs(expect: &mut Expect) {
+    for (ty, total) in [
+        ("TransData", 7000),
+        ("Conv2D", 40000),
+        ("Relu", 4500),
+        ("MaxPoolV3", 8000),
+        ("MatMulV2", 12000),
+    ] {
+        let e = expect
+            .entry(0)
+            .or_default()
+            .entry(ty.to_string())
+            .or_default();
+        e.0 += 2;
+        e.1 += total;
+    }
+}
+
 fn check_dir(dir: &Path, expect: &Expect) {
     let name = dir.file_name().unwrap().to_str().unwrap();
     // PROF_<6>_<17>_<pid 8><8 letters A-R>
@@ -351,21 +370,7 @@ fn file_mode_end_to_end() {
         0
     );
     aclprofDestroyStepInfo(step);
-    for (ty, n, total) in [
-        ("TransData", 2, 7000),
-        ("Conv2D", 2, 40000),
-        ("Relu", 2, 4500),
-        ("MaxPoolV3", 2, 8000),
-        ("MatMulV2", 2, 12000),
-    ] {
-        let e = expect
-            .get_mut(&0)
-            .unwrap()
-            .entry(ty.to_string())
-            .or_default();
-        e.0 += n;
-        e.1 += total;
-    }
+    add_two_tiny_runs(&mut expect);
     let stamp = aclprofCreateStamp();
     assert!(!stamp.is_null());
     unsafe { assert_eq!(aclprofSetStampTraceMessage(stamp, c"warmup".as_ptr(), 6), 0) };
@@ -408,21 +413,7 @@ fn file_mode_end_to_end() {
     let stamp = aclprofCreateStamp();
     assert_eq!(aclprofMark(stamp), 0);
     aclprofDestroyStamp(stamp);
-    for (ty, n, total) in [
-        ("TransData", 2, 7000),
-        ("Conv2D", 2, 40000),
-        ("Relu", 2, 4500),
-        ("MaxPoolV3", 2, 8000),
-        ("MatMulV2", 2, 12000),
-    ] {
-        let e = expect2
-            .get_mut(&0)
-            .unwrap()
-            .entry(ty.to_string())
-            .or_default();
-        e.0 += n;
-        e.1 += total;
-    }
+    add_two_tiny_runs(&mut expect2);
     assert_eq!(aclprofStop(cfg), 0);
     assert_eq!(aclprofFinalize(), 0);
     let dirs = prof_dirs(&root);

@@ -3,7 +3,7 @@
 //! run the model simulator.
 
 use super::base::aclError;
-use super::{code, cstr, guard, invalid};
+use super::{code, cstr, guard, invalid, opt_path_arg, path_arg};
 use std::ffi::{c_char, c_void};
 
 /// Delivery statistics since the process started (all subscriptions together).
@@ -158,12 +158,11 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(
         || {
             crate::settings::get();
             let r = (|| {
-                let p = cstr(path, "path")?;
+                let p = path_arg(path, "path")?;
                 if modelId.is_null() {
                     return Err(invalid("modelId is NULL"));
                 }
-                use std::os::unix::ffi::OsStrExt;
-                let id = crate::sim::load(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))?;
+                let id = crate::sim::load(p)?;
                 *modelId = id;
                 Ok(())
             })();
@@ -195,14 +194,8 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::settings::get();
-            let r = (|| {
-                let p = cstr(profDir, "profDir")?;
-                use std::os::unix::ffi::OsStrExt;
-                crate::filemode::export::export(std::path::Path::new(std::ffi::OsStr::from_bytes(
-                    p,
-                )))
-                .map(|_| ())
-            })();
+            let r =
+                (|| crate::filemode::export::export(path_arg(profDir, "profDir")?).map(|_| ()))();
             code("aclprofExtExport", r)
         },
     )
@@ -240,14 +233,7 @@ pub unsafe extern "C" fn aclprofExtRingSubscribe(
                 if ringFd.is_null() {
                     return Err(invalid("ringFd is NULL"));
                 }
-                use std::os::unix::ffi::OsStrExt;
-                let p = if path.is_null() {
-                    None
-                } else {
-                    Some(std::path::Path::new(std::ffi::OsStr::from_bytes(cstr(
-                        path, "path",
-                    )?)))
-                };
+                let p = opt_path_arg(path, "path")?;
                 let fd = crate::api::ring_subscribe(modelId, p, capacityRecords as u64)?;
                 *ringFd = fd;
                 Ok(())
@@ -273,14 +259,7 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
                 if ring.is_null() {
                     return Err(invalid("ring is NULL"));
                 }
-                use std::os::unix::ffi::OsStrExt;
-                let p = if path.is_null() {
-                    None
-                } else {
-                    Some(std::path::Path::new(std::ffi::OsStr::from_bytes(cstr(
-                        path, "path",
-                    )?)))
-                };
+                let p = opt_path_arg(path, "path")?;
                 let rg = crate::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
                 rg.attach_reader();
                 *ring = RINGS.insert(std::sync::Arc::new(rg)) as *mut aclprofExtRing;

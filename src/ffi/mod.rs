@@ -71,6 +71,32 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a [u8]> 
     Ok(std::ffi::CStr::from_ptr(p).to_bytes())
 }
 
+/// A C string argument as a path.
+///
+/// # Safety
+/// As [`cstr`].
+pub(crate) unsafe fn path_arg<'a>(p: *const c_char, what: &str) -> Result<&'a std::path::Path> {
+    use std::os::unix::ffi::OsStrExt;
+    Ok(std::path::Path::new(std::ffi::OsStr::from_bytes(cstr(
+        p, what,
+    )?)))
+}
+
+/// An optional path argument: NULL is `None`.
+///
+/// # Safety
+/// As [`cstr`].
+pub(crate) unsafe fn opt_path_arg<'a>(
+    p: *const c_char,
+    what: &str,
+) -> Result<Option<&'a std::path::Path>> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        path_arg(p, what).map(Some)
+    }
+}
+
 /// `len` bytes at `p` that must contain no NUL (CANN's `strnlen(p, len) == len` rule).
 ///
 /// # Safety
