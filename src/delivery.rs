@@ -717,6 +717,13 @@ mod tests {
         (unsafe { std::fs::File::from_raw_fd(fds[0]) }, fds[1])
     }
 
+    /// A subscription writing to `w` (its user fd slot lives for the whole test run).
+    fn started(w: c_int, capacity: usize, policy: OnFull) -> std::sync::Arc<Sub> {
+        prepare_fd(w).unwrap();
+        let slot: &'static mut c_int = Box::leak(Box::new(w));
+        Sub::start(9, 0, w, unsafe { UserFd::new(slot) }, capacity, policy).unwrap()
+    }
+
     fn op(i: u64) -> OpFields {
         OpFields {
             model_id: 9,
@@ -730,17 +737,7 @@ mod tests {
     #[test]
     fn delivers_whole_signed_records_in_order() {
         let (mut r, w) = pipe();
-        prepare_fd(w).unwrap();
-        let mut slot = w;
-        let sub = Sub::start(
-            9,
-            0,
-            w,
-            unsafe { UserFd::new(&mut slot) },
-            1024,
-            OnFull::Block,
-        )
-        .unwrap();
+        let sub = started(w, 1024, OnFull::Block);
         let reader = std::thread::spawn(move || {
             let mut all = Vec::new();
             r.read_to_end(&mut all).unwrap();
@@ -808,17 +805,7 @@ mod tests {
     fn closed_reader_breaks_the_subscription_without_sigpipe() {
         let (r, w) = pipe();
         drop(r);
-        prepare_fd(w).unwrap();
-        let mut slot = w;
-        let sub = Sub::start(
-            9,
-            0,
-            w,
-            unsafe { UserFd::new(&mut slot) },
-            1024,
-            OnFull::Block,
-        )
-        .unwrap();
+        let sub = started(w, 1024, OnFull::Block);
         for i in 1..=100 {
             sub.push(0, &op(i), b"n", b"t");
         }
@@ -834,17 +821,7 @@ mod tests {
     #[test]
     fn drop_policy_counts_exactly_and_timeout_bounds_close() {
         let (r, w) = pipe(); // nobody reads r
-        prepare_fd(w).unwrap();
-        let mut slot = w;
-        let sub = Sub::start(
-            9,
-            0,
-            w,
-            unsafe { UserFd::new(&mut slot) },
-            256,
-            OnFull::Drop,
-        )
-        .unwrap();
+        let sub = started(w, 256, OnFull::Drop);
         for i in 1..=5000 {
             sub.push(0, &op(i), b"n", b"t");
         }
