@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "acl/acl_prof.h"
@@ -100,6 +101,32 @@ static void test_detached_reader_does_not_block(void) {
     CHECK(after.recordsDropped - before.recordsDropped >= 500 - 8);
 }
 
+/* A reader that stays attached but stops releasing: unsubscribe still returns, after
+ * ACLPROF_UNSUBSCRIBE_TIMEOUT_MS (500 ms in this run), counting the rest as dropped. */
+static void test_stalled_reader_unsubscribe_is_bounded(void) {
+    uint32_t m = 0;
+    CHECK_EQ(aclprofExtModelLoad("stalled-ring", 0, &m), ACL_SUCCESS);
+    int fd = -1;
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 8, &fd), ACL_SUCCESS);
+    aclprofExtRing *ring = NULL;
+    CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    aclprofExtStats before, after;
+    aclprofExtGetStats(&before);
+    for (int i = 0; i < 100; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(took < 5.0);
+    aclprofExtGetStats(&after);
+    CHECK_EQ(after.recordsDelivered - before.recordsDelivered, 8);
+    CHECK_EQ(after.recordsDropped - before.recordsDropped, 92);
+    uint64_t sum = 0;
+    CHECK_EQ(read_all(ring, &sum), 8); /* what reached the ring, then the end */
+    aclprofExtRingDetach(ring);
+}
+
 static void test_bad_arguments(void) {
     int fd = -1;
     aclprofExtRing *ring = NULL;
@@ -161,6 +188,7 @@ int main(int argc, char **argv) {
     } else {
         RUN(test_second_process_reads_every_op);
         RUN(test_detached_reader_does_not_block);
+        RUN(test_stalled_reader_unsubscribe_is_bounded);
         RUN(test_bad_arguments);
     }
     DONE();

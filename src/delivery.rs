@@ -464,9 +464,8 @@ impl Sub {
         }
         if let Dest::Ring(ring) = &self.dest {
             let total = (buf.len() / RECORD_SIZE) as u64;
-            let deadline = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
             let block = self.policy == OnFull::Block && !self.is_broken();
-            let (n, lost) = ring.produce(buf, block, deadline);
+            let (n, lost) = ring.produce(buf, block, || self.deadline_passed());
             self.delivered.fetch_add(n, Ordering::Relaxed);
             self.bytes
                 .fetch_add(n * RECORD_SIZE as u64, Ordering::Relaxed);
@@ -518,6 +517,14 @@ impl Sub {
         }
     }
 
+    /// True once an unsubscribe's wait for the reader has run out.
+    fn deadline_passed(&self) -> bool {
+        self.deadline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|d| Instant::now() >= d)
+    }
+
     /// True if file mode hit ACL_PROF_STORAGE_LIMIT.
     pub fn over_storage_limit(&self) -> bool {
         match &self.dest {
@@ -563,8 +570,7 @@ impl Sub {
             match e.raw_os_error() {
                 Some(libc::EINTR) => continue,
                 Some(libc::EAGAIN) => {
-                    let deadline = *self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                    if self.deadline_passed() {
                         return Err(
                             "the reader did not drain the pipe before the unsubscribe timeout \
                                     (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)"

@@ -55,11 +55,27 @@ pub struct Ring {
 unsafe impl Send for Ring {}
 unsafe impl Sync for Ring {}
 
+/// True if process `pid` exists and is not a zombie (dead, not yet reaped).
 fn pid_alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence.
-    pid != 0
+    let exists = pid != 0
         && (unsafe { libc::kill(pid as i32, 0) } == 0
-            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM))
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM));
+    if !exists {
+        return false;
+    }
+    // /proc/<pid>/stat is "pid (comm) S ...": the state follows the last ')'.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .map(str::trim_start)
+                .and_then(|r| r.chars().next());
+            !matches!(state, Some('Z') | Some('X'))
+        }
+        Err(_) => true,
+    }
 }
 
 impl Ring {
@@ -224,8 +240,9 @@ impl Ring {
     }
 
     /// Copies whole signed records into the ring. When it is full: waits for the reader
-    /// (`block`, until `deadline`) or drops. Returns (written, dropped).
-    pub fn produce(&self, recs: &[u8], block: bool, deadline: Option<Instant>) -> (u64, u64) {
+    /// (`block`, until `give_up()` says so: it is asked again while waiting) or drops.
+    /// Returns (written, dropped).
+    pub fn produce(&self, recs: &[u8], block: bool, give_up: impl Fn() -> bool) -> (u64, u64) {
         let head = self.u64_at(OFF_HEAD);
         let tail = self.u64_at(OFF_TAIL);
         let mut h = head.load(Ordering::Relaxed);
@@ -238,8 +255,7 @@ impl Ring {
                 if h - cached_tail < self.capacity {
                     break;
                 }
-                let expired = deadline.is_some_and(|d| Instant::now() >= d);
-                if !block || self.reader_gone() || expired {
+                if !block || self.reader_gone() || give_up() {
                     break;
                 }
                 std::thread::sleep(Duration::from_micros(50));
@@ -372,7 +388,7 @@ mod tests {
         let mut next = 1u64;
         for round in 0..5 {
             let batch: Vec<u8> = (0..6).flat_map(|k| rec(round * 6 + k + 1)).collect();
-            assert_eq!(w.produce(&batch, false, None), (6, 0));
+            assert_eq!(w.produce(&batch, false, || false), (6, 0));
             let mut got = 0;
             while got < 6 {
                 let (p, len) = r.acquire(100, Duration::from_millis(10)).unwrap().unwrap();
@@ -398,17 +414,31 @@ mod tests {
     }
 
     #[test]
+    fn zombies_are_dead() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_millis(200)); // exited, not reaped: a zombie
+        assert!(
+            !pid_alive(pid),
+            "{:?}",
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        );
+        child.wait().unwrap();
+        assert!(pid_alive(std::process::id()));
+    }
+
+    #[test]
     fn full_ring_drops_or_gives_up_on_a_gone_reader() {
         let w = Ring::create(None, 8).unwrap();
         let batch: Vec<u8> = (0..12).flat_map(rec).collect();
-        assert_eq!(w.produce(&batch, false, None), (8, 4), "drop policy");
+        assert_eq!(w.produce(&batch, false, || false), (8, 4), "drop policy");
         assert_eq!(w.dropped(), 4);
         let r = Ring::open(None, Some(w.fd())).unwrap();
         r.attach_reader();
         r.detach_reader();
         let t = Instant::now();
         assert_eq!(
-            w.produce(&batch, true, None),
+            w.produce(&batch, true, || false),
             (0, 12),
             "a detached reader does not block"
         );

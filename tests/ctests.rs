@@ -287,7 +287,11 @@ fn killed_process_is_exported_afterwards() {
 #[test]
 fn shared_memory_ring() {
     let exe = build("ring", "aclprof");
-    let out = exec(&exe, &[&data("tiny.json")], &[]);
+    let out = exec(
+        &exe,
+        &[&data("tiny.json")],
+        &[("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "500")],
+    );
     assert!(
         out.contains("PASSED test_second_process_reads_every_op") && !out.contains("FAILED"),
         "{out}"

@@ -6,6 +6,8 @@ Two layers over the aclprof shared library:
   for scripts written for an NPU;
 * this package's Pythonic layer: :class:`Profiler` (file mode), :class:`Subscription` and
   :class:`OpReader` (subscription mode, decoding whole reads at once with :func:`decode`),
+  :class:`RingSubscription` and :class:`RingReader` (subscription through a shared-memory
+  ring, read zero-copy, in this process or another),
   :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
   :func:`stats`).
 
@@ -18,6 +20,7 @@ from ._lib import LibraryNotFound, find_library, load, recent_error
 from .errors import AclError, check
 from .profiler import Analysis, Profiler
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, RecordError, decode
+from .ring import RingBatch, RingReader, RingSubscription
 from .runtime import Model, Stats, flush, now_ns, report_op, stats
 from .subscription import Subscription
 
@@ -35,6 +38,9 @@ __all__ = [
     "RECORD_DTYPE",
     "RECORD_SIZE",
     "RecordError",
+    "RingBatch",
+    "RingReader",
+    "RingSubscription",
     "Stats",
     "Subscription",
     "check",
