@@ -1,7 +1,7 @@
 //! The safe implementation behind the C entry points: the global state, handle tables and
 //! subscriptions, glued together. `ffi/` only converts C arguments and calls in here.
 
-use crate::delivery::{self, Counts, Sub, UserFd};
+use crate::delivery::{self, Counts, Dest, Sub, UserFd};
 use crate::error::*;
 use crate::handles::Table;
 use crate::report;
@@ -179,43 +179,44 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
             "not a live aclprofSubscribeConfig (NULL, destroyed, or never created)",
         );
     };
-    let s = settings::get();
-    let mut g = core();
-    let core = g.get_or_insert_with(Core::default);
-    let device = crate::registry::get(model).map(|m| m.device);
-    let device = core.check_subscribe(model, device, &sc)?;
-    let fd = sc.fd.get();
-    delivery::prepare_fd(fd)?;
-    let sub = Sub::start(model, device, fd, sc.fd, s.buffer_records, s.on_full)?;
-    core.add_subscription(model, device, &sc);
-    live().push(sub.clone());
-    report::set_route(model, Some(sub));
-    log::info!("aclprof: model {model} (device {device}) subscribed, records go to fd {fd}");
-    Ok(())
+    subscribe_with(model, sc.time_info, sc.aicore_metrics, || {
+        let fd = sc.fd.get();
+        delivery::prepare_fd(fd)?;
+        Ok(Dest::Fd { fd, user: sc.fd })
+    })
+    .map(|_| ())
 }
 
 /// Subscribes `model` to a new shared-memory ring of `capacity` records (a memfd, or a new
 /// file at `path`). Returns the ring's fd (valid until the model is unsubscribed).
 pub fn ring_subscribe(model: u32, path: Option<&std::path::Path>, capacity: u64) -> Result<i32> {
+    let mut fd = -1;
+    subscribe_with(model, true, state::ACL_AICORE_NONE, || {
+        let ring = Arc::new(crate::ring::Ring::create(path, capacity)?);
+        fd = ring.fd();
+        Ok(Dest::Ring(ring))
+    })?;
+    Ok(fd)
+}
+
+/// The subscription rules, then `dest()`, then the subscription and its route.
+fn subscribe_with(
+    model: u32,
+    time_info: bool,
+    metrics: u32,
+    dest: impl FnOnce() -> Result<Dest>,
+) -> Result<Arc<Sub>> {
     let s = settings::get();
     let mut g = core();
     let core = g.get_or_insert_with(Core::default);
     let device = crate::registry::get(model).map(|m| m.device);
-    // SAFETY: a null UserFd is never dereferenced (ring subscriptions have no user fd).
-    let sc = SubConfig {
-        time_info: true,
-        aicore_metrics: state::ACL_AICORE_NONE,
-        fd: unsafe { UserFd::new(std::ptr::null_mut()) },
-    };
-    let device = core.check_subscribe(model, device, &sc)?;
-    let ring = Arc::new(crate::ring::Ring::create(path, capacity)?);
-    let fd = ring.fd();
-    let sub = Sub::start_ring(model, device, ring, s.buffer_records, s.on_full)?;
-    core.add_subscription(model, device, &sc);
+    let device = core.check_subscribe(model, device, time_info, metrics)?;
+    let sub = Sub::start(model, device, dest()?, s.buffer_records, s.on_full)?;
+    core.add_subscription(model, device, time_info, metrics);
     live().push(sub.clone());
-    report::set_route(model, Some(sub));
-    log::info!("aclprof: model {model} (device {device}) subscribed to a ring of {capacity} records (fd {fd})");
-    Ok(fd)
+    report::set_route(model, Some(sub.clone()));
+    log::info!("aclprof: {} subscribed (device {device})", sub.describe());
+    Ok(sub)
 }
 
 pub fn unsubscribe(model: u32) -> Result<()> {
@@ -231,13 +232,13 @@ pub fn unsubscribe(model: u32) -> Result<()> {
     let shared = {
         let mut l = live();
         l.retain(|s| !Arc::ptr_eq(s, &sub));
-        sub.fd >= 0 && l.iter().any(|s| s.fd == sub.fd)
+        sub.fd().is_some() && l.iter().any(|s| s.fd() == sub.fd())
     };
     *RETIRED.lock().unwrap_or_else(|p| p.into_inner()) += c;
-    if sub.fd >= 0 && !shared {
+    if let (Some(fd), Some(user), false) = (sub.fd(), sub.user_fd(), shared) {
         // SAFETY: closing the fd the application handed over to us, as CANN does.
-        unsafe { libc::close(sub.fd) };
-        sub.user_fd.set_closed();
+        unsafe { libc::close(fd) };
+        user.set_closed();
     }
     if c.dropped > 0 {
         log::warn!(
@@ -261,11 +262,10 @@ pub fn flush() -> Result<()> {
         if !s.flush(deadline) {
             return err(
                 ACL_ERROR_PROFILING_FAILURE,
-                if s.fd < 0 {
-                    format!("device {}'s profiling data did not reach disk within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", s.device)
-                } else {
-                    format!("the reader of model {}'s pipe did not drain it within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", s.model_id)
-                },
+                format!(
+                    "{} was not delivered within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS",
+                    s.describe()
+                ),
             );
         }
     }

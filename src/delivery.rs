@@ -172,8 +172,9 @@ impl StreamFiles {
 
 /// Where a subscription's writer thread puts records.
 pub enum Dest {
-    /// `fd` (a pipe, FIFO, socket or file).
-    Fd,
+    /// The application's fd (a pipe, FIFO, socket or file; it passed [`prepare_fd`]) and
+    /// the `int` it came from, which unsubscribe sets to -1.
+    Fd { fd: c_int, user: UserFd },
     /// File mode: per-stream raw files.
     Files(Mutex<StreamFiles>),
     /// A shared-memory ring.
@@ -184,9 +185,6 @@ pub enum Dest {
 pub struct Sub {
     pub model_id: u32,
     pub device: u32,
-    /// The pipe (or other fd) of a subscription; -1 for file mode.
-    pub fd: c_int,
-    pub user_fd: UserFd,
     dest: Dest,
     shards: Box<[CachePadded<Shard>]>,
     shard_bytes: usize,
@@ -263,65 +261,11 @@ pub fn next_shard() -> usize {
 }
 
 impl Sub {
-    /// Creates the subscription and starts its writer thread. `fd` must have passed
-    /// [`prepare_fd`].
+    /// Creates the subscription (or file-mode sink: `model_id` is then unused) and starts
+    /// its writer thread.
     pub fn start(
         model_id: u32,
         device: u32,
-        fd: c_int,
-        user_fd: UserFd,
-        capacity: usize,
-        policy: OnFull,
-    ) -> Result<std::sync::Arc<Sub>> {
-        Self::spawn(model_id, device, fd, user_fd, Dest::Fd, capacity, policy)
-    }
-
-    /// A ring subscription: records of `model_id` go into the shared-memory `ring`.
-    pub fn start_ring(
-        model_id: u32,
-        device: u32,
-        ring: std::sync::Arc<crate::ring::Ring>,
-        capacity: usize,
-        policy: OnFull,
-    ) -> Result<std::sync::Arc<Sub>> {
-        // SAFETY: a null UserFd is never dereferenced: ring subscriptions have no user fd.
-        let none = unsafe { UserFd::new(std::ptr::null_mut()) };
-        Self::spawn(
-            model_id,
-            device,
-            -1,
-            none,
-            Dest::Ring(ring),
-            capacity,
-            policy,
-        )
-    }
-
-    /// File mode: records ops of `device` into per-stream files under `files`' directory.
-    pub fn start_files(
-        device: u32,
-        files: StreamFiles,
-        capacity: usize,
-        policy: OnFull,
-    ) -> Result<std::sync::Arc<Sub>> {
-        // SAFETY: a null UserFd is never dereferenced: file-mode sinks have no user fd.
-        let none = unsafe { UserFd::new(std::ptr::null_mut()) };
-        Self::spawn(
-            u32::MAX,
-            device,
-            -1,
-            none,
-            Dest::Files(Mutex::new(files)),
-            capacity,
-            policy,
-        )
-    }
-
-    fn spawn(
-        model_id: u32,
-        device: u32,
-        fd: c_int,
-        user_fd: UserFd,
         dest: Dest,
         capacity: usize,
         policy: OnFull,
@@ -330,8 +274,6 @@ impl Sub {
         let sub = std::sync::Arc::new(Sub {
             model_id,
             device,
-            fd,
-            user_fd,
             dest,
             shards: (0..SHARDS)
                 .map(|_| CachePadded::new(Shard::default()))
@@ -365,6 +307,35 @@ impl Sub {
         let _ = sub.writer_thread.set(h.thread().clone());
         *sub.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(h);
         Ok(sub)
+    }
+
+    /// What this is, for messages.
+    pub fn describe(&self) -> String {
+        match &self.dest {
+            Dest::Fd { fd, .. } => format!("model {}'s subscription to fd {fd}", self.model_id),
+            Dest::Ring(r) => format!(
+                "model {}'s ring subscription (fd {})",
+                self.model_id,
+                r.fd()
+            ),
+            Dest::Files(_) => format!("the recording of device {}'s ops", self.device),
+        }
+    }
+
+    /// The application's fd, for subscriptions that write to one.
+    pub fn fd(&self) -> Option<c_int> {
+        match self.dest {
+            Dest::Fd { fd, .. } => Some(fd),
+            _ => None,
+        }
+    }
+
+    /// The application's `int` holding the fd, for subscriptions that write to one.
+    pub fn user_fd(&self) -> Option<UserFd> {
+        match self.dest {
+            Dest::Fd { user, .. } => Some(user),
+            _ => None,
+        }
     }
 
     pub fn is_broken(&self) -> bool {
@@ -458,63 +429,51 @@ impl Sub {
         }
     }
 
+    /// Signs and hands over a batch of staged records; what does not arrive is dropped.
     fn deliver(&self, buf: &mut [u8]) {
         for rec in buf.chunks_exact_mut(RECORD_SIZE) {
             record::sign(rec);
         }
-        if let Dest::Ring(ring) = &self.dest {
-            let total = (buf.len() / RECORD_SIZE) as u64;
-            let block = self.policy == OnFull::Block && !self.is_broken();
-            let (n, lost) = ring.produce(buf, block, || self.deadline_passed());
-            self.delivered.fetch_add(n, Ordering::Relaxed);
-            self.bytes
-                .fetch_add(n * RECORD_SIZE as u64, Ordering::Relaxed);
-            self.writer_dropped
-                .fetch_add(lost.min(total), Ordering::Relaxed);
-            return;
-        }
-        if let Dest::Files(files) = &self.dest {
-            let total = (buf.len() / RECORD_SIZE) as u64;
-            if self.is_broken() {
-                self.writer_dropped.fetch_add(total, Ordering::Relaxed);
-                return;
-            }
-            let r = files.lock().unwrap_or_else(|p| p.into_inner()).write(buf);
-            match r {
-                Ok(n) => {
-                    self.delivered.fetch_add(n, Ordering::Relaxed);
-                    self.bytes
-                        .fetch_add(n * RECORD_SIZE as u64, Ordering::Relaxed);
-                    self.writer_dropped.fetch_add(total - n, Ordering::Relaxed);
+        let total = (buf.len() / RECORD_SIZE) as u64;
+        let written = if self.is_broken() {
+            0
+        } else {
+            match &self.dest {
+                Dest::Fd { fd, .. } => self.write_fd(*fd, buf),
+                Dest::Files(files) => {
+                    match files.lock().unwrap_or_else(|p| p.into_inner()).write(buf) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            self.set_broken(&format!("cannot write the profiling data: {e}"));
+                            0
+                        }
+                    }
                 }
-                Err(e) => {
-                    self.set_broken(&format!("cannot write the profiling data: {e}"));
-                    self.writer_dropped.fetch_add(total, Ordering::Relaxed);
+                Dest::Ring(ring) => {
+                    let block = self.policy == OnFull::Block;
+                    ring.produce(buf, block, || self.deadline_passed()).0
                 }
             }
-            return;
-        }
+        };
+        self.delivered.fetch_add(written, Ordering::Relaxed);
+        self.bytes
+            .fetch_add(written * RECORD_SIZE as u64, Ordering::Relaxed);
+        self.writer_dropped
+            .fetch_add(total - written, Ordering::Relaxed);
+    }
+
+    /// Writes whole records to `fd` in chunks of at most [`WRITE_CHUNK`] bytes; returns how
+    /// many records were written before the fd failed (which breaks the subscription).
+    fn write_fd(&self, fd: c_int, buf: &[u8]) -> u64 {
         let mut done = 0;
         for chunk in buf.chunks(WRITE_CHUNK) {
-            if self.is_broken() {
+            if let Err(why) = self.write_chunk(fd, chunk) {
+                self.set_broken(&why);
                 break;
             }
-            match self.write_chunk(chunk) {
-                Ok(()) => {
-                    done += chunk.len();
-                    self.delivered
-                        .fetch_add((chunk.len() / RECORD_SIZE) as u64, Ordering::Relaxed);
-                }
-                Err(why) => {
-                    self.set_broken(&why);
-                    break;
-                }
-            }
+            done += (chunk.len() / RECORD_SIZE) as u64;
         }
-        let lost = ((buf.len() - done) / RECORD_SIZE) as u64;
-        if lost > 0 {
-            self.writer_dropped.fetch_add(lost, Ordering::Relaxed);
-        }
+        done
     }
 
     /// True once an unsubscribe's wait for the reader has run out.
@@ -536,18 +495,10 @@ impl Sub {
     fn set_broken(&self, why: &str) {
         let prev = self.state.swap(BROKEN, Ordering::AcqRel);
         if prev != BROKEN {
-            if matches!(self.dest, Dest::Files(_)) {
-                log::error!(
-                    "aclprof: recording device {}'s ops failed: {why}; further ops are counted as dropped",
-                    self.device
-                );
-            } else {
-                log::error!(
-                    "aclprof: subscription of model {} to fd {} is broken: {why}; its records are counted as dropped",
-                    self.model_id,
-                    self.fd
-                );
-            }
+            log::error!(
+                "aclprof: {} is broken: {why}; its records are counted as dropped",
+                self.describe()
+            );
             for s in self.shards.iter() {
                 let _g = s.lock();
                 s.cv.notify_all();
@@ -555,15 +506,14 @@ impl Sub {
         }
     }
 
-    fn write_chunk(&self, chunk: &[u8]) -> std::result::Result<(), String> {
+    fn write_chunk(&self, fd: c_int, chunk: &[u8]) -> std::result::Result<(), String> {
         let mut off = 0;
         while off < chunk.len() {
             let rest = &chunk[off..];
             // SAFETY: rest is a valid readable slice.
-            let n = unsafe { libc::write(self.fd, rest.as_ptr().cast(), rest.len()) };
+            let n = unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) };
             if n >= 0 {
                 off += n as usize;
-                self.bytes.fetch_add(n as u64, Ordering::Relaxed);
                 continue;
             }
             let e = std::io::Error::last_os_error();
@@ -578,7 +528,7 @@ impl Sub {
                         );
                     }
                     let mut p = libc::pollfd {
-                        fd: self.fd,
+                        fd,
                         events: libc::POLLOUT,
                         revents: 0,
                     };
@@ -727,7 +677,11 @@ mod tests {
     fn started(w: c_int, capacity: usize, policy: OnFull) -> std::sync::Arc<Sub> {
         prepare_fd(w).unwrap();
         let slot: &'static mut c_int = Box::leak(Box::new(w));
-        Sub::start(9, 0, w, unsafe { UserFd::new(slot) }, capacity, policy).unwrap()
+        let dest = Dest::Fd {
+            fd: w,
+            user: unsafe { UserFd::new(slot) },
+        };
+        Sub::start(9, 0, dest, capacity, policy).unwrap()
     }
 
     fn op(i: u64) -> OpFields {

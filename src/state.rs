@@ -366,7 +366,13 @@ impl Core {
     }
 
     /// `aclprofModelSubscribe`'s rules, given the model's device (None = not loaded).
-    pub fn check_subscribe(&self, model: u32, device: Option<u32>, c: &SubConfig) -> Result<u32> {
+    pub fn check_subscribe(
+        &self,
+        model: u32,
+        device: Option<u32>,
+        time_info: bool,
+        aicore_metrics: u32,
+    ) -> Result<u32> {
         if self.mode == Mode::Cmd {
             return cmd_mode("aclprofModelSubscribe");
         }
@@ -383,7 +389,7 @@ impl Core {
                 format!("model {model} is not loaded"),
             );
         };
-        if !c.time_info && c.aicore_metrics == ACL_AICORE_NONE {
+        if !time_info && aicore_metrics == ACL_AICORE_NONE {
             return err(
                 ACL_ERROR_INVALID_PARAM,
                 "the subscribe config asks for nothing: timeInfoSwitch is 0 and aicoreMetrics is ACL_AICORE_NONE",
@@ -396,7 +402,7 @@ impl Core {
             );
         }
         if let Some(d) = self.device_subs.get(&device) {
-            if d.time_info != c.time_info || d.aicore_metrics != c.aicore_metrics {
+            if d.time_info != time_info || d.aicore_metrics != aicore_metrics {
                 return err(
                     ACL_ERROR_INVALID_PROFILING_CONFIG,
                     format!("models on device {device} must all be subscribed with the same timeInfoSwitch and aicoreMetrics"),
@@ -406,14 +412,20 @@ impl Core {
         Ok(device)
     }
 
-    pub fn add_subscription(&mut self, model: u32, device: u32, c: &SubConfig) {
+    pub fn add_subscription(
+        &mut self,
+        model: u32,
+        device: u32,
+        time_info: bool,
+        aicore_metrics: u32,
+    ) {
         self.subscribed.insert(model, device);
         self.device_subs
             .entry(device)
             .or_insert(DeviceSub {
                 models: 0,
-                time_info: c.time_info,
-                aicore_metrics: c.aicore_metrics,
+                time_info,
+                aicore_metrics,
             })
             .models += 1;
         self.mode = Mode::Subscribe;
@@ -516,14 +528,6 @@ mod tests {
             data_type: 0x2,
         }
     }
-    fn subcfg() -> SubConfig {
-        let mut fd = 5;
-        SubConfig {
-            time_info: true,
-            aicore_metrics: ACL_AICORE_NONE,
-            fd: unsafe { crate::delivery::UserFd::new(&mut fd) },
-        }
-    }
     fn tmp() -> PathBuf {
         let d = std::env::temp_dir().join(format!(
             "aclprof-state-{}-{}",
@@ -553,12 +557,18 @@ mod tests {
         assert_eq!(code(c.stop(&cfg(1))), 100043);
         assert_eq!(code(c.finalize()), 100043);
         assert_eq!(code(c.remove_subscription(1)), 100011);
-        assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 0);
+        assert_eq!(
+            code(c.check_subscribe(1, Some(0), true, ACL_AICORE_NONE)),
+            0
+        );
         // after init
         assert_eq!(code(c.init(&d)), 0);
         assert_eq!(code(c.init(&d)), 100002);
         assert_eq!(code(c.stop(&cfg(1))), 500005, "stop before any start");
-        assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 148047);
+        assert_eq!(
+            code(c.check_subscribe(1, Some(0), true, ACL_AICORE_NONE)),
+            148047
+        );
         assert_eq!(code(c.remove_subscription(1)), 148047);
         // after start
         assert_eq!(code(c.start(&cfg(1))), 0);
@@ -579,7 +589,10 @@ mod tests {
             100010,
             "stop with another config object"
         );
-        assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 148047);
+        assert_eq!(
+            code(c.check_subscribe(1, Some(0), true, ACL_AICORE_NONE)),
+            148047
+        );
         // after stop
         assert_eq!(code(c.stop(&cfg(1))), 0);
         assert_eq!(code(c.stop(&cfg(1))), 100043, "double stop");
@@ -601,20 +614,24 @@ mod tests {
         assert_eq!(code(c.finalize()), 0);
         // subscribed
         assert_eq!(
-            code(c.check_subscribe(1, None, &subcfg())),
+            code(c.check_subscribe(1, None, true, ACL_AICORE_NONE)),
             100011,
             "model not loaded"
         );
-        c.add_subscription(1, 0, &subcfg());
-        assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 148046);
+        c.add_subscription(1, 0, true, ACL_AICORE_NONE);
+        assert_eq!(
+            code(c.check_subscribe(1, Some(0), true, ACL_AICORE_NONE)),
+            148046
+        );
         assert_eq!(code(c.init(&d)), 148047);
         assert_eq!(code(c.start(&cfg(1))), 148047);
         assert_eq!(code(c.stop(&cfg(1))), 148047);
         assert_eq!(code(c.finalize()), 148047);
-        let mut differs = subcfg();
-        differs.aicore_metrics = 1;
-        assert_eq!(code(c.check_subscribe(2, Some(0), &differs)), 100010);
-        assert_eq!(code(c.check_subscribe(2, Some(0), &subcfg())), 0);
+        assert_eq!(code(c.check_subscribe(2, Some(0), true, 1)), 100010);
+        assert_eq!(
+            code(c.check_subscribe(2, Some(0), true, ACL_AICORE_NONE)),
+            0
+        );
         assert_eq!(code(c.remove_subscription(2)), 100011);
         assert_eq!(code(c.remove_subscription(1)), 0);
         assert_eq!(c.mode, Mode::Off);
@@ -625,7 +642,10 @@ mod tests {
         assert_eq!(code(c.start(&cfg(1))), 100042);
         assert_eq!(code(c.stop(&cfg(1))), 100042);
         assert_eq!(code(c.finalize()), 100042);
-        assert_eq!(code(c.check_subscribe(1, Some(0), &subcfg())), 100042);
+        assert_eq!(
+            code(c.check_subscribe(1, Some(0), true, ACL_AICORE_NONE)),
+            100042
+        );
         assert_eq!(code(c.remove_subscription(1)), 100042);
         assert!(c.end_cmd().is_some());
         assert_eq!(c.mode, Mode::Off);

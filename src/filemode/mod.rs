@@ -10,7 +10,7 @@
 
 pub mod export;
 
-use crate::delivery::{StreamFiles, Sub};
+use crate::delivery::{Dest, StreamFiles, Sub};
 use crate::error::*;
 use crate::settings;
 use crate::state::ProfConfig;
@@ -198,7 +198,13 @@ pub fn begin(
             dd.join("data"),
             limit.map(|l| l / config.devices.len().max(1) as u64),
         );
-        let sink = Sub::start_files(d, files, s.buffer_records, s.on_full)?;
+        let sink = Sub::start(
+            u32::MAX,
+            d,
+            Dest::Files(std::sync::Mutex::new(files)),
+            s.buffer_records,
+            s.on_full,
+        )?;
         routes.insert(d, sink.clone());
         sinks.push(sink);
     }
