@@ -17,3 +17,9 @@ pub fn sleep_until(t: u64) {
         std::thread::sleep(std::time::Duration::from_nanos(t - now));
     }
 }
+
+/// The calling thread's OS thread id (a system call: cache it on hot paths).
+pub fn thread_id() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}

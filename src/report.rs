@@ -183,8 +183,7 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
         if l.fork_gen != fork_gen {
             l.fork_gen = fork_gen;
             l.pid = std::process::id();
-            // SAFETY: gettid has no preconditions.
-            l.tid = unsafe { libc::gettid() } as u32;
+            l.tid = crate::clock::thread_id();
         }
         // A thread reports for few models: a linear scan beats hashing.
         let i = match l.routes.iter().position(|(m, _)| *m == model) {

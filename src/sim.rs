@@ -252,7 +252,7 @@ pub fn execute(id: u32) -> Result<()> {
     crate::filemode::host_event(
         0x1,
         serde_json::json!({"kind": "api", "name": "aclmdlExecute", "item": m.name,
-                           "tid": unsafe { libc::gettid() }, "start": call_start, "end": crate::clock::now_ns()}),
+                           "tid": crate::clock::thread_id(), "start": call_start, "end": crate::clock::now_ns()}),
     );
     Ok(())
 }

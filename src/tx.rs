@@ -86,11 +86,6 @@ fn enabled() -> Result<()> {
     }
 }
 
-fn tid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
-}
-
 /// Records a finished event in the running file-mode session (ACL_PROF_MSPROFTX).
 fn emit(e: Event) {
     log::trace!("aclprof msproftx event {e:?}");
@@ -195,7 +190,7 @@ pub fn mark(h: usize) -> Result<()> {
     emit(Event::Mark {
         message,
         ns: crate::clock::now_ns(),
-        tid: tid(),
+        tid: crate::clock::thread_id(),
     });
     Ok(())
 }
@@ -207,7 +202,7 @@ pub fn mark_ex(msg: &[u8]) -> Result<()> {
     emit(Event::MarkEx {
         message,
         ns: crate::clock::now_ns(),
-        tid: tid(),
+        tid: crate::clock::thread_id(),
         id,
     });
     Ok(())
@@ -243,7 +238,7 @@ pub fn pop() -> Result<()> {
         message,
         start_ns,
         end_ns: crate::clock::now_ns(),
-        tid: tid(),
+        tid: crate::clock::thread_id(),
     });
     Ok(())
 }
@@ -287,7 +282,7 @@ pub fn range_stop(id: u32) -> Result<()> {
         message,
         start_ns,
         end_ns: crate::clock::now_ns(),
-        tid: tid(),
+        tid: crate::clock::thread_id(),
         id,
     });
     Ok(())
@@ -340,7 +335,7 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
         let now = crate::clock::now_ns();
         crate::filemode::host_event(
             0x40,
-            serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": tid(), "start": now}),
+            serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": crate::clock::thread_id(), "start": now}),
         );
         Ok((s.index, start, now))
     });

@@ -58,13 +58,9 @@ fn push_us_trim(o: &mut String, ns: u64) {
 
 /// Microseconds with up to 3 decimals, trailing zeros removed (msprof's DoubleToStr).
 fn us_trim(ns: f64) -> String {
-    let ns = ns.max(0.0).round() as u64;
-    let (int, frac) = (ns / 1000, ns % 1000);
-    if frac == 0 {
-        return int.to_string();
-    }
-    let f = format!("{frac:03}");
-    format!("{int}.{}", f.trim_end_matches('0'))
+    let mut o = String::new();
+    push_us_trim(&mut o, ns.max(0.0).round() as u64);
+    o
 }
 
 fn jstr(s: &str) -> String {
