@@ -82,18 +82,30 @@ static void test_second_process_reads_every_op(void) {
     CHECK_EQ(aclprofExtModelUnload(m), ACL_SUCCESS);
 }
 
-static void test_detached_reader_does_not_block(void) {
-    uint32_t m = 0;
-    CHECK_EQ(aclprofExtModelLoad("detached", 0, &m), ACL_SUCCESS);
+/* Loads a model named `name`, subscribes it to a new memfd ring of `capacity` records and
+ * attaches a reader to it. */
+static aclprofExtRing *attached_ring(const char *name, uint32_t capacity, uint32_t *model) {
+    CHECK_EQ(aclprofExtModelLoad(name, 0, model), ACL_SUCCESS);
     int fd = -1;
-    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 8, &fd), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingSubscribe(*model, NULL, capacity, &fd), ACL_SUCCESS);
     aclprofExtRing *ring = NULL;
     CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    return ring;
+}
+
+/* Reports n 5-ns "Add" ops for model m. */
+static void report_ops(uint32_t m, int n) {
+    for (int i = 0; i < n; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+}
+
+static void test_detached_reader_does_not_block(void) {
+    uint32_t m = 0;
+    aclprofExtRing *ring = attached_ring("detached", 8, &m);
     CHECK_EQ(aclprofExtRingDetach(ring), ACL_SUCCESS);
     CHECK_EQ(aclprofExtRingDetach(ring), ACL_ERROR_INVALID_PARAM); /* handle gone */
     aclprofExtStats before, after;
     aclprofExtGetStats(&before);
-    for (int i = 0; i < 500; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    report_ops(m, 500);
     CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS); /* returns: nobody to wait for */
     aclprofExtGetStats(&after);
     CHECK_EQ(after.recordsReported - before.recordsReported, 500);
@@ -105,14 +117,10 @@ static void test_detached_reader_does_not_block(void) {
  * ACLPROF_UNSUBSCRIBE_TIMEOUT_MS (500 ms in this run), counting the rest as dropped. */
 static void test_stalled_reader_unsubscribe_is_bounded(void) {
     uint32_t m = 0;
-    CHECK_EQ(aclprofExtModelLoad("stalled-ring", 0, &m), ACL_SUCCESS);
-    int fd = -1;
-    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 8, &fd), ACL_SUCCESS);
-    aclprofExtRing *ring = NULL;
-    CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    aclprofExtRing *ring = attached_ring("stalled-ring", 8, &m);
     aclprofExtStats before, after;
     aclprofExtGetStats(&before);
-    for (int i = 0; i < 100; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    report_ops(m, 100);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
@@ -155,14 +163,10 @@ static void test_bad_arguments(void) {
  * dropped exactly, and the reader gets exactly the delivered records. */
 static void test_drop_policy_counts_exactly(void) {
     uint32_t m = 0;
-    CHECK_EQ(aclprofExtModelLoad("dropper", 0, &m), ACL_SUCCESS);
-    int fd = -1;
-    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 256, &fd), ACL_SUCCESS);
-    aclprofExtRing *ring = NULL;
-    CHECK_EQ(aclprofExtRingAttach(NULL, fd, &ring), ACL_SUCCESS);
+    aclprofExtRing *ring = attached_ring("dropper", 256, &m);
     aclprofExtStats before, after;
     aclprofExtGetStats(&before);
-    for (int i = 0; i < 20000; i++) CHECK_EQ(aclprofExtReportOp(m, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    report_ops(m, 20000);
     CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
     aclprofExtGetStats(&after);
     uint64_t sum = 0;
