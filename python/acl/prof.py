@@ -216,12 +216,17 @@ def get_op_type(op_info, op_info_len, index, op_type_len) -> Tuple[str, int]:
     return _string(_lib.aclprofGetOpType, op_info, op_info_len, index, op_type_len)
 
 
-def get_op_type_v2(op_info, op_info_len, index) -> Tuple[str, int]:
-    """``op_type, ret``: asks for the length first, so any type fits."""
-    size, ret = get_op_type_len(op_info, op_info_len, index)
+def _sized_string(length_of, get, op_info, op_info_len, index) -> Tuple[str, int]:
+    """Asks for the string's length first, then reads it, so any string fits."""
+    size, ret = length_of(op_info, op_info_len, index)
     if ret:
         return "", ret
-    return get_op_type(op_info, op_info_len, index, size)
+    return get(op_info, op_info_len, index, size)
+
+
+def get_op_type_v2(op_info, op_info_len, index) -> Tuple[str, int]:
+    """``op_type, ret``: asks for the length first, so any type fits."""
+    return _sized_string(get_op_type_len, get_op_type, op_info, op_info_len, index)
 
 
 def get_op_name_len(op_info, op_info_len, index) -> Tuple[int, int]:
@@ -236,10 +241,8 @@ def get_op_name(op_info, op_info_len, index, op_name_len) -> Tuple[str, int]:
 
 
 def get_op_name_v2(op_info, op_info_len, index) -> Tuple[str, int]:
-    size, ret = get_op_name_len(op_info, op_info_len, index)
-    if ret:
-        return "", ret
-    return get_op_name(op_info, op_info_len, index, size)
+    """``op_name, ret``: asks for the length first, so any name fits."""
+    return _sized_string(get_op_name_len, get_op_name, op_info, op_info_len, index)
 
 
 def _time(fn, op_info, op_info_len, index) -> int:

@@ -49,6 +49,7 @@ from . import _bindings
 from ._lib import load, recent_error
 from .errors import AclError
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpRecord, decode
+from .subscription import _Started
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -370,7 +371,7 @@ def _check_max_records(n: int) -> None:
         raise ValueError(f"max_records must be between 1 and {_UINT32 - 1}, not {n}")
 
 
-class RingSubscription:
+class RingSubscription(_Started):
     """Subscribes one loaded model to a new shared-memory ring of ``capacity`` records
     (``aclprofExtRingSubscribe``): in a memfd when ``path`` is None, else in a new file at
     ``path`` (e.g. ``/dev/shm/NAME``; removed again at :meth:`stop` unless ``remove=False``).
@@ -523,16 +524,6 @@ class RingSubscription:
         with contextlib.suppress(Exception):
             reader.close()
 
-    def __enter__(self) -> "RingSubscription":
-        return self.start()
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if self._subscribed:
-            if exc_type is None:
-                self.stop()
-            else:
-                with contextlib.suppress(Exception):  # do not mask the original error
-                    self.stop()
 
     def __repr__(self) -> str:
         state = f"fd {self.fd}" if self._subscribed else "stopped"

@@ -15,7 +15,23 @@ from .errors import AclError, check
 from .records import OpBatch, OpReader, OpRecord
 
 
-class Subscription:
+class _Started:
+    """``with`` support for objects with ``start()``, ``stop()`` and ``active``: leaving the
+    block stops them; on an exception, a failing stop does not mask the original error."""
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self.active:
+            if exc_type is None:
+                self.stop()
+            else:
+                with contextlib.suppress(Exception):
+                    self.stop()
+
+
+class Subscription(_Started):
     """Collects the ops of one loaded model while it is subscribed::
 
         with Subscription(model.id) as sub:
@@ -122,13 +138,3 @@ class Subscription:
             check("aclprofDestroySubscribeConfig", load().aclprofDestroySubscribeConfig(self._config))
             self._config = None
 
-    def __enter__(self) -> "Subscription":
-        return self.start()
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if self.active:
-            if exc_type is None:
-                self.stop()
-            else:
-                with contextlib.suppress(Exception):  # do not mask the original error
-                    self.stop()
