@@ -128,6 +128,8 @@ struct Timeline {
     /// monotonic ns -> epoch ns
     offset: i128,
     pid: u64,
+    /// Processes (tid u64::MAX) and threads whose metadata events were written.
+    named: std::collections::HashSet<(u64, u64)>,
 }
 
 const HOST_DEV: u64 = 31;
@@ -146,7 +148,11 @@ impl Timeline {
         self.first = false;
         self.w.write_all(body.as_bytes())
     }
+    /// Names a process (once: later calls for the same pid do nothing).
     fn process(&mut self, pid: u64, name: &str, label: &str, sort: u64) -> std::io::Result<()> {
+        if !self.named.insert((pid, u64::MAX)) {
+            return Ok(());
+        }
         self.event(&format!(
             r#"{{"name":"process_name","pid":{pid},"tid":0,"ph":"M","args":{{"name":{}}}}}"#,
             jstr(name)
@@ -157,7 +163,11 @@ impl Timeline {
         ))?;
         self.event(&format!(r#"{{"name":"process_sort_index","pid":{pid},"tid":0,"ph":"M","args":{{"sort_index":{sort}}}}}"#))
     }
+    /// Names a thread (once per pid and tid).
     fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
+        if !self.named.insert((pid, tid)) {
+            return Ok(());
+        }
         self.event(&format!(
             r#"{{"name":"thread_name","pid":{pid},"tid":{tid},"ph":"M","args":{{"name":{}}}}}"#,
             jstr(name)
@@ -364,6 +374,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
         first: true,
         offset: wall0 as i128 - mono0 as i128,
         pid,
+        named: Default::default(),
     };
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     tlw(tl.w.write_all(b"["))?;
@@ -631,10 +642,8 @@ fn host_events(
     let txp = tl.pid(6, HOST_DEV);
     let stepp = tl.pid(8, HOST_DEV);
     let mut apis: BTreeMap<(String, String), Agg> = BTreeMap::new();
-    let mut threads: HashMap<(u64, u64), ()> = HashMap::new();
     let mut open_steps: HashMap<u64, u64> = HashMap::new();
     let mut steps: Vec<(u64, u64, u64)> = Vec::new();
-    let (mut cann_named, mut tx_named, mut step_named) = (false, false, false);
     let host = dir.join(HOST_LOG);
     let lines = match File::open(&host) {
         Ok(f) => BufReader::new(f).lines(),
@@ -650,13 +659,8 @@ fn host_events(
         let name = ev["name"].as_str().unwrap_or("").to_string();
         match ev["kind"].as_str() {
             Some("api") => {
-                if !cann_named {
-                    tlw(tl.process(cann, "CANN", "CPU", 7))?;
-                    cann_named = true;
-                }
-                if threads.insert((cann, tid), ()).is_none() {
-                    tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
-                }
+                tlw(tl.process(cann, "CANN", "CPU", 7))?;
+                tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
                 let args = format!(
                     r#"{{"Thread Id":{tid},"Mode":"ACL_MODEL","level":"acl","item_id":{}}}"#,
                     jstr(ev["item"].as_str().unwrap_or(""))
@@ -674,13 +678,8 @@ fn host_events(
                     .add(end - start);
             }
             Some("tx") => {
-                if !tx_named {
-                    tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
-                    tx_named = true;
-                }
-                if threads.insert((txp, tid), ()).is_none() {
-                    tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
-                }
+                tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
+                tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
                 let args = format!(
                     r#"{{"Event Type":{}}}"#,
                     jstr(ev["type"].as_str().unwrap_or(""))
@@ -707,11 +706,8 @@ fn host_events(
                 if ev["tag"].as_str() == Some("start") {
                     open_steps.insert(idx, start);
                 } else if let Some(s) = open_steps.remove(&idx) {
-                    if !step_named {
-                        tlw(tl.process(stepp, "Step Trace", "CPU", 8))?;
-                        tlw(tl.thread(stepp, 0, "Steps", 0))?;
-                        step_named = true;
-                    }
+                    tlw(tl.process(stepp, "Step Trace", "CPU", 8))?;
+                    tlw(tl.thread(stepp, 0, "Steps", 0))?;
                     tlw(tl.slice(
                         &format!("Iteration {idx}"),
                         stepp,
