@@ -59,7 +59,6 @@ pub const MARK_TYPE_TRUNCATED: u8 = 2;
 
 /// `aclprofSubscribeOpFlag` values.
 pub const FLAG_OP: u32 = 0;
-pub const FLAG_SUBGRAPH: u32 = 1;
 pub const FLAG_OP_THREAD: u32 = 2;
 pub const FLAG_NONE: u32 = 0xFF;
 

@@ -148,11 +148,6 @@ fn lookup(model: u32) -> Option<Route> {
     })
 }
 
-/// The emulated stream of the calling thread.
-pub fn this_stream() -> u32 {
-    LOCAL.with(|l| l.borrow().stream)
-}
-
 /// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
 /// use [`crate::record::until_nul`] on other input).
 #[inline]

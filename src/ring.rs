@@ -19,7 +19,7 @@
 //! holds the producer back, and a reader can tell a producer that closed or died.
 
 use crate::error::*;
-use crate::record::{self, RECORD_SIZE};
+use crate::record::RECORD_SIZE;
 use memmap2::MmapRaw;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -213,9 +213,6 @@ impl Ring {
     pub fn fd(&self) -> i32 {
         self._file.as_raw_fd()
     }
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
     fn slot(&self, index: u64) -> *mut u8 {
         // SAFETY: the slot offset is inside the mapping.
         unsafe {
@@ -354,14 +351,14 @@ impl Ring {
     }
 }
 
-/// Checks a record's signature without the accessor machinery (used by tests).
-pub fn signed(rec: &[u8]) -> bool {
-    record::get_u32(rec, 0) == record::signature_of(rec)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record;
+
+    fn signed(rec: &[u8]) -> bool {
+        record::get_u32(rec, 0) == record::signature_of(rec)
+    }
 
     fn rec(i: u64) -> Vec<u8> {
         let mut r = [0u8; RECORD_SIZE];

@@ -28,7 +28,6 @@ pub struct Stamp {
     pub message: String,
     pub category: u32,
     pub payload_type: i32,
-    pub start_ns: u64,
 }
 
 /// A finished msproftx event (what file mode will record).
@@ -245,10 +244,7 @@ pub fn pop() -> Result<()> {
 
 pub fn range_start(h: usize) -> Result<u32> {
     enabled()?;
-    let message = stamp(h, |s| {
-        s.start_ns = crate::clock::now_ns();
-        s.message.clone()
-    })?;
+    let message = stamp(h, |s| s.message.clone())?;
     let mut g = RANGES.lock().unwrap_or_else(|p| p.into_inner());
     let m = g.get_or_insert_with(HashMap::new);
     if m.len() >= MAX_OPEN_RANGES {
