@@ -30,6 +30,7 @@ pub mod registry;
 pub mod report;
 pub mod ring;
 pub mod settings;
+pub mod signature;
 pub mod sim;
 pub mod state;
 pub mod tx;

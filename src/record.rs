@@ -70,13 +70,17 @@ pub type Record = [u8; RECORD_SIZE];
 /// XOR, i.e. the bitwise NOT of the standard CRC-32C.
 #[inline]
 pub fn crc_register(bytes: &[u8]) -> u32 {
-    crc32c::crc32c(bytes) ^ 0xFFFF_FFFF
+    crate::signature::register(bytes)
 }
 
-/// The signature a record of any size should carry (CRC register over bytes `4..`).
+/// The signature a record of any size should carry (CRC register over bytes `4..`); records
+/// of [`RECORD_SIZE`] take the three-chain path of [`crate::signature`].
 #[inline]
 pub fn signature_of(rec: &[u8]) -> u32 {
-    crc_register(&rec[4..])
+    match <&[u8; RECORD_SIZE]>::try_from(rec) {
+        Ok(r) => crate::signature::of_record(r),
+        Err(_) => crc_register(&rec[4..]),
+    }
 }
 
 /// Writes the signature into bytes 0..4.
