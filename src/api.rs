@@ -1,7 +1,7 @@
 //! The safe implementation behind the C entry points: the global state, handle tables and
 //! subscriptions, glued together. `ffi/` only converts C arguments and calls in here.
 
-use crate::delivery::{self, Counts, Dest, Sub, UserFd};
+use crate::transport::{self, Counts, Dest, Sub, UserFd};
 use crate::error::*;
 use crate::handles::Table;
 use crate::report;
@@ -181,7 +181,7 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
     };
     subscribe_with(model, sc.time_info, sc.aicore_metrics, || {
         let fd = sc.fd.get();
-        delivery::prepare_fd(fd)?;
+        transport::prepare_fd(fd)?;
         Ok(Dest::Fd { fd, user: sc.fd })
     })
     .map(|_| ())
@@ -192,7 +192,7 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
 pub fn ring_subscribe(model: u32, path: Option<&std::path::Path>, capacity: u64) -> Result<i32> {
     let mut fd = -1;
     subscribe_with(model, true, state::ACL_AICORE_NONE, || {
-        let ring = Arc::new(crate::ring::Ring::create(path, capacity)?);
+        let ring = Arc::new(crate::transport::ring::Ring::create(path, capacity)?);
         fd = ring.fd();
         Ok(Dest::Ring(ring))
     })?;
@@ -277,9 +277,6 @@ pub fn stats() -> Counts {
     for s in live().iter() {
         c += s.counts();
     }
-    let late = delivery::late_drops();
-    c.reported += late;
-    c.dropped += late;
     c
 }
 

@@ -10,7 +10,7 @@
 //! | [`state`] | the init/start/stop/finalize and subscribe state machine |
 //! | [`api`] | global state, handles and subscriptions glued together |
 //! | [`report`] | the hot path: a runtime reports an executed op |
-//! | [`delivery`] | staging buffers and the pipe writer threads |
+//! | [`transport`] | lanes, pipe and file writes, shared-memory rings |
 //! | [`registry`], [`sim`] | the emulated runtime's models and the model simulator |
 //! | [`tx`] | msproftx stamps, marks, ranges, step info |
 //! | [`settings`], [`error`], [`logging`] | configuration, error codes and messages |
@@ -18,19 +18,19 @@
 pub mod accessor;
 pub mod api;
 pub mod clock;
-pub mod delivery;
 pub mod error;
 pub mod ffi;
 pub mod filemode;
 pub mod handles;
+pub mod init;
 pub mod logging;
 pub mod names;
 pub mod record;
 pub mod registry;
 pub mod report;
-pub mod ring;
 pub mod settings;
 pub mod signature;
 pub mod sim;
 pub mod state;
+pub mod transport;
 pub mod tx;

@@ -2,11 +2,12 @@
 //!
 //! * Nobody listening: argument checks and one atomic load.
 //! * Someone listening: the thread's route cache (validated by one atomic load of a
-//!   generation counter) finds the model's subscription; the record is staged in the
-//!   subscription's shard for this thread. No system call, no global lock, no shared
-//!   counter: op indices come from per-thread blocks.
+//!   generation counter) finds the model's subscription and this thread's lane in it; the
+//!   record is built in place in the lane. No global lock, no shared counter (op indices
+//!   come from per-thread blocks), and no system call but one `write()` per full batch of
+//!   a pipe subscription.
 
-use crate::delivery::Sub;
+use crate::transport::Sub;
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
 use crate::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
 use std::cell::RefCell;
@@ -25,10 +26,10 @@ static NEXT_OP_INDEX: AtomicU64 = AtomicU64::new(1);
 static NEXT_STREAM: AtomicU32 = AtomicU32::new(1);
 const OP_INDEX_BLOCK: u64 = 4096;
 
-#[derive(Clone)]
 struct Route {
     device: u32,
-    sub: Option<Arc<Sub>>,
+    /// The destination and this thread's lane in it.
+    sub: Option<(Arc<Sub>, usize)>,
 }
 
 struct Local {
@@ -40,10 +41,29 @@ struct Local {
     pid: u32,
     tid: u32,
     stream: u32,
-    /// This thread's staging shard in every subscription.
-    shard: usize,
     next_index: u64,
     end_index: u64,
+}
+
+impl Local {
+    /// Gives back this thread's lanes (their records are written soon after).
+    fn forget_routes(&mut self) {
+        for (_, r) in self.routes.drain(..) {
+            if let Some(Route {
+                sub: Some((sub, lane)),
+                ..
+            }) = r
+            {
+                sub.release(lane);
+            }
+        }
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.forget_routes();
+    }
 }
 
 thread_local! {
@@ -54,7 +74,6 @@ thread_local! {
         pid: 0,
         tid: 0,
         stream: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
-        shard: crate::delivery::next_shard(),
         next_index: 0,
         end_index: 0,
     });
@@ -144,7 +163,10 @@ fn lookup(model: u32) -> Option<Route> {
     });
     Some(Route {
         device: m.device,
-        sub,
+        sub: sub.map(|s| {
+            let lane = s.claim();
+            (s, lane)
+        }),
     })
 }
 
@@ -171,7 +193,7 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
         let l = &mut *guard;
         let gen = GEN.load(Ordering::Acquire);
         if l.gen != gen {
-            l.routes.clear();
+            l.forget_routes();
             l.gen = gen;
         }
         let fork_gen = FORK_GEN.load(Ordering::Relaxed);
@@ -194,7 +216,9 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
                 format!("model {model} is not loaded"),
             );
         };
-        let Some(sub) = &route.sub else { return Ok(()) };
+        let Some((sub, lane)) = &route.sub else {
+            return Ok(());
+        };
         if l.next_index == l.end_index {
             l.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
             l.end_index = l.next_index + OP_INDEX_BLOCK;
@@ -216,7 +240,7 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
             pid: l.pid,
             stream_id: l.stream,
         };
-        sub.push(l.shard, &f, name, op_type);
+        sub.push(*lane, &f, name, op_type);
         Ok(())
     })
 }

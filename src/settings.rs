@@ -115,17 +115,9 @@ static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
     s
 });
 
-static ENV_MODE_CHECKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The process-wide settings (read from the environment on first call). The first call
-/// also starts environment-variable profiling if `PROFILING_MODE=true` asks for it.
+/// The process-wide settings (read from the environment on first call).
 pub fn get() -> &'static Settings {
-    use std::sync::atomic::Ordering;
-    let s = &*SETTINGS;
-    if !ENV_MODE_CHECKED.load(Ordering::Acquire) && !ENV_MODE_CHECKED.swap(true, Ordering::AcqRel) {
-        crate::api::start_env_mode();
-    }
-    s
+    &SETTINGS
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub struct ProfConfig {
 pub struct SubConfig {
     pub time_info: bool,
     pub aicore_metrics: u32,
-    pub fd: crate::delivery::UserFd,
+    pub fd: crate::transport::UserFd,
 }
 
 #[derive(Clone, Debug)]

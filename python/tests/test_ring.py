@@ -23,7 +23,9 @@ import aclprof
 from conftest import RESNET50, TINY, model_ops
 
 RECORD = aclprof.RECORD_SIZE
-HEADER = 4096  # src/ring.rs: records start one page into the ring
+HEADER = 4096  # src/transport/ring.rs: the header page, then the lanes' control blocks
+LANES = 8  # lanes per ring: records start at DATA, lane after lane of `capacity` records
+DATA = 8192
 OFF_DURATION = 24  # aclprof.RECORD_DTYPE.fields["duration"]
 
 # The second-process reader: attaches by path or by an inherited fd, says so, reads to the
@@ -195,7 +197,7 @@ def test_second_process_by_shm_file_or_inherited_fd(how, shm_path):
     with aclprof.Model.simulate(TINY) as model:
         with aclprof.RingSubscription(model.id, capacity=8, path=path) as sub:
             if how == "shm":
-                assert sub.attach_path == str(shm_path) and shm_path.stat().st_size == HEADER + 8 * RECORD
+                assert sub.attach_path == str(shm_path) and shm_path.stat().st_size == DATA + LANES * 8 * RECORD
                 child = Reader("path", str(shm_path), "views")
             else:
                 child = Reader("fd", str(sub.fd), "batches", pass_fds=(sub.fd,))
@@ -374,40 +376,64 @@ def test_released_batch_cannot_be_used(registered):
 
 def test_a_kept_view_holds_the_records(registered):
     """A column kept past the with block: releasing raises BufferError and the records are
-    not given back, so the producer cannot overwrite them (the 8-slot ring stays full); once
-    the column is gone, reading goes on with the next record, nothing lost or repeated."""
-    with aclprof.RingSubscription(registered.id, capacity=8) as sub:
-        reader = sub.reader()
-        before = aclprof.stats()
-        report(registered, [f"first{i}" for i in range(8)])
-        aclprof.flush()
-        starts = None
-        try:
-            with pytest.raises(BufferError, match="still alive"):
+    not given back, so the producer cannot overwrite them: the reporting thread's 8-slot
+    lane stays full and it waits; once the column is gone, reading goes on with the next
+    record, nothing lost or repeated."""
+    import queue
+    jobs: "queue.Queue" = queue.Queue()
+
+    def worker():  # one reporting thread, so both batches go to the same lane
+        for names in iter(jobs.get, None):
+            report(registered, names)
+            jobs.task_done()
+
+    w = threading.Thread(target=worker)
+    w.start()
+    try:
+        with aclprof.RingSubscription(registered.id, capacity=8) as sub:
+            reader = sub.reader()
+            before = aclprof.stats()
+            jobs.put([f"first{i}" for i in range(8)])
+            jobs.join()
+            starts = None
+            try:
+                with pytest.raises(BufferError, match="still alive"):
+                    with reader.acquire(timeout=5) as batch:
+                        assert len(batch) == 8
+                        starts = batch.start  # a view, kept past the block
+                        first_starts = starts.tolist()
+                assert batch.released
+
+                jobs.put([f"second{i}" for i in range(8)])
+                time.sleep(0.3)  # the reporter would overwrite slots 0..7 if they were free
+                assert jobs.unfinished_tasks == 1, "the reporter waits while the view holds its lane"
+                assert aclprof.stats().delivered - before.delivered == 8, "the lane stayed full"
+                assert starts.tolist() == first_starts
+                with pytest.raises(BufferError):
+                    reader.acquire(timeout=0)
+            finally:
+                # (Even when an assertion fails: a held full lane would stall the reporter.)
+                del starts
+                batch = None
+
+            # The next acquire releases the first batch (room again), then reads what the
+            # reporter writes, possibly over several batches.
+            names, index, second_starts = [], [], []
+            while len(names) < 8:
                 with reader.acquire(timeout=5) as batch:
-                    assert len(batch) == 8
-                    starts = batch.start  # a view, kept past the block
-                    first_starts = starts.tolist()
-            assert batch.released
-
-            report(registered, [f"second{i}" for i in range(8)])
-            time.sleep(0.3)  # the library's writer would overwrite slots 0..7 if they were free
-            assert aclprof.stats().delivered - before.delivered == 8, "the ring stayed full"
-            assert starts.tolist() == first_starts
-            with pytest.raises(BufferError):
-                reader.acquire(timeout=0)
-        finally:
-            # (Even when an assertion fails: a held full ring would stall the unsubscribe.)
-            del starts
-            batch = None
-
-        with reader.acquire(timeout=5) as batch:
-            assert batch.names == [f"second{i}" for i in range(8)]
-            assert batch.op_index.tolist() == list(range(batch.op_index[0], batch.op_index[0] + 8))
-            assert int(batch.start[0]) > first_starts[-1]
-        aclprof.flush()
-        assert aclprof.stats().delivered - before.delivered == 16
-        reader.close()
+                    assert batch is not None
+                    names += batch.names
+                    index += batch.op_index.tolist()
+                    second_starts += batch.start.tolist()
+            assert names == [f"second{i}" for i in range(8)]
+            assert index == list(range(index[0], index[0] + 8))
+            assert second_starts[0] > first_starts[-1]
+            jobs.join()
+            assert aclprof.stats().delivered - before.delivered == 16
+            reader.close()
+    finally:
+        jobs.put(None)
+        w.join(timeout=10)
 
 
 def test_views_iterator_releases_each_batch_and_refuses_a_leak(registered):

@@ -36,7 +36,7 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
         "aclprofExtModelLoad",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             let r = (|| {
                 let name = cstr(modelName, "modelName")?;
                 if modelId.is_null() {
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(
         "aclprofExtSimModelLoad",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             let r = (|| {
                 let p = path_arg(path, "path")?;
                 if modelId.is_null() {
@@ -193,7 +193,7 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
         "aclprofExtExport",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             let r =
                 (|| crate::filemode::export::export(path_arg(profDir, "profDir")?).map(|_| ()))();
             code("aclprofExtExport", r)
@@ -206,7 +206,7 @@ pub struct aclprofExtRing {
     _opaque: [u8; 0],
 }
 
-static RINGS: crate::handles::Table<std::sync::Arc<crate::ring::Ring>> =
+static RINGS: crate::handles::Table<std::sync::Arc<crate::transport::ring::Reader>> =
     crate::handles::Table::new();
 
 /// Subscribes a loaded model to a new shared-memory ring of `capacityRecords` 512-byte
@@ -228,7 +228,7 @@ pub unsafe extern "C" fn aclprofExtRingSubscribe(
         "aclprofExtRingSubscribe",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             let r = (|| {
                 if ringFd.is_null() {
                     return Err(invalid("ringFd is NULL"));
@@ -260,8 +260,8 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
                     return Err(invalid("ring is NULL"));
                 }
                 let p = opt_path_arg(path, "path")?;
-                let rg = crate::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
-                rg.attach_reader();
+                let rg = crate::transport::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
+                let rg = crate::transport::ring::Reader::attach(rg)?;
                 *ring = RINGS.insert(std::sync::Arc::new(rg)) as *mut aclprofExtRing;
                 Ok(())
             })();
@@ -270,7 +270,9 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
     )
 }
 
-fn ring_of(ring: *mut aclprofExtRing) -> crate::error::Result<std::sync::Arc<crate::ring::Ring>> {
+fn ring_of(
+    ring: *mut aclprofExtRing,
+) -> crate::error::Result<std::sync::Arc<crate::transport::ring::Reader>> {
     RINGS
         .with(ring as usize, |r| r.clone())
         .ok_or_else(|| invalid("not an attached ring (NULL, detached, or never attached)"))
@@ -340,7 +342,7 @@ pub extern "C" fn aclprofExtRingDetach(ring: *mut aclprofExtRing) -> aclError {
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             let r = ring_of(ring).map(|rg| {
-                rg.detach_reader();
+                rg.detach();
                 RINGS.remove(ring as usize);
             });
             code("aclprofExtRingDetach", r)

@@ -162,7 +162,7 @@ pub unsafe extern "C" fn aclprofInit(profilerResultPath: *const c_char, length: 
         "aclprofInit",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             let r = (|| {
                 let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
                 if p.is_empty() || p.len() > crate::state::MAX_PATH {
@@ -186,7 +186,7 @@ pub extern "C" fn aclprofFinalize() -> aclError {
         "aclprofFinalize",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             code("aclprofFinalize", crate::api::finalize())
         },
     )
@@ -200,7 +200,7 @@ pub extern "C" fn aclprofStart(profilerConfig: *const aclprofConfig) -> aclError
         "aclprofStart",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             code("aclprofStart", crate::api::start(handle(profilerConfig)))
         },
     )
@@ -213,7 +213,7 @@ pub extern "C" fn aclprofWarmup(profilerConfig: *const aclprofConfig) -> aclErro
         "aclprofWarmup",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             code("aclprofWarmup", crate::api::start(handle(profilerConfig)))
         },
     )
@@ -233,7 +233,7 @@ pub unsafe extern "C" fn aclprofCreateConfig(
     dataTypeConfig: u64,
 ) -> *mut aclprofConfig {
     guard("aclprofCreateConfig", std::ptr::null_mut(), || {
-        crate::settings::get();
+        crate::init::ensure();
         let devices: &[u32] = if deviceNums == 0 {
             &[]
         } else if deviceIdList.is_null() {
@@ -286,7 +286,7 @@ pub extern "C" fn aclprofStop(profilerConfig: *const aclprofConfig) -> aclError 
         "aclprofStop",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             code("aclprofStop", crate::api::stop(handle(profilerConfig)))
         },
     )
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn aclprofSetConfig(
         "aclprofSetConfig",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::settings::get();
+            crate::init::ensure();
             let r = (|| {
                 let ty = configType.0;
                 if ty <= 0 || ty >= crate::state::ARGS_MAX {
@@ -370,7 +370,7 @@ pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
     fd: *mut c_void,
 ) -> *mut aclprofSubscribeConfig {
     guard("aclprofCreateSubscribeConfig", std::ptr::null_mut(), || {
-        crate::settings::get();
+        crate::init::ensure();
         if fd.is_null() {
             return failed(
                 "aclprofCreateSubscribeConfig",
@@ -379,7 +379,7 @@ pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
             );
         }
         // SAFETY: CANN's contract: fd points to an int that outlives the subscription.
-        let user_fd = crate::delivery::UserFd::new(fd.cast());
+        let user_fd = crate::transport::UserFd::new(fd.cast());
         match crate::api::create_sub_config(timeInfoSwitch, aicoreMetrics.0, user_fd) {
             Ok(h) => h as *mut aclprofSubscribeConfig,
             Err(e) => failed("aclprofCreateSubscribeConfig", e, std::ptr::null_mut()),

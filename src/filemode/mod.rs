@@ -10,7 +10,7 @@
 
 pub mod export;
 
-use crate::delivery::{Dest, StreamFiles, Sub};
+use crate::transport::{Dest, StreamFiles, Sub};
 use crate::error::*;
 use crate::settings;
 use crate::state::ProfConfig;

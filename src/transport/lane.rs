@@ -1,0 +1,183 @@
+//! A lane: a single-producer ring of 512-byte records. Each reporting thread owns one lane
+//! per subscription and writes its records in place; a consumer (the pipe or file writer,
+//! or a ring's reader in any process) takes whole contiguous batches from the other end.
+//!
+//! The control block (head and tail, each on its own cache line) and the slots live either
+//! on the heap (pipes, file mode) or in a ring's shared mapping.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::record::RECORD_SIZE;
+
+/// Head, tail and drop count of one lane. In a ring this is part of the file format
+/// (`transport::ring`), so the layout is fixed: 192 bytes.
+#[repr(C, align(64))]
+pub struct LaneCtl {
+    /// Records published (producer writes, Release).
+    pub head: AtomicU64,
+    _a: [u64; 7],
+    /// Records consumed (consumer writes, Release).
+    pub tail: AtomicU64,
+    _b: [u64; 7],
+    /// Records the producer could not place (drop policy, reader gone); producer writes.
+    pub dropped: AtomicU64,
+    _c: [u64; 7],
+}
+pub const LANE_CTL_SIZE: usize = std::mem::size_of::<LaneCtl>();
+const _: () = assert!(LANE_CTL_SIZE == 192);
+
+impl LaneCtl {
+    fn new() -> Self {
+        LaneCtl {
+            head: AtomicU64::new(0),
+            _a: [0; 7],
+            tail: AtomicU64::new(0),
+            _b: [0; 7],
+            dropped: AtomicU64::new(0),
+            _c: [0; 7],
+        }
+    }
+}
+
+/// Where a lane's control block and slots are.
+pub struct Mem {
+    ctl: *const LaneCtl,
+    slots: *mut u8,
+    pub cap: u64,
+    /// Owns heap storage (None for a ring, whose mapping the subscription keeps alive).
+    _heap: Option<(Box<LaneCtl>, Box<[u8]>)>,
+}
+
+// SAFETY: the pointers refer to storage owned by `_heap` or by a mapping that outlives the
+// lane; shared state is accessed through atomics or through slots the head/tail protocol
+// gives to one side at a time.
+unsafe impl Send for Mem {}
+unsafe impl Sync for Mem {}
+
+impl Mem {
+    /// A lane of `cap` records on the heap (zeroed pages are allocated lazily by the OS).
+    pub fn heap(cap: u64) -> Mem {
+        let ctl = Box::new(LaneCtl::new());
+        let mut slots = vec![0u8; cap as usize * RECORD_SIZE].into_boxed_slice();
+        Mem {
+            ctl: &*ctl,
+            slots: slots.as_mut_ptr(),
+            cap,
+            _heap: Some((ctl, slots)),
+        }
+    }
+
+    /// # Safety
+    /// `ctl` and `cap` records at `slots` must stay valid (mapped) as long as the lane.
+    pub unsafe fn shared(ctl: *const LaneCtl, slots: *mut u8, cap: u64) -> Mem {
+        Mem {
+            ctl,
+            slots,
+            cap,
+            _heap: None,
+        }
+    }
+
+    #[inline]
+    pub fn ctl(&self) -> &LaneCtl {
+        // SAFETY: valid for the lane's life (see the constructors).
+        unsafe { &*self.ctl }
+    }
+
+    /// Slot `i` (< cap).
+    #[inline]
+    pub fn slot(&self, i: u64) -> *mut u8 {
+        debug_assert!(i < self.cap);
+        // SAFETY: i < cap, so the slot is inside the storage.
+        unsafe { self.slots.add(i as usize * RECORD_SIZE) }
+    }
+}
+
+/// The producer's private view (touched only by the lane's owner).
+#[derive(Default)]
+pub struct Prod {
+    pub head: u64,
+    pub slot: u64,
+    pub cached_tail: u64,
+}
+
+/// The consumer's private view (under the consumer lock).
+#[derive(Default)]
+pub struct Cons {
+    pub tail: u64,
+    pub slot: u64,
+}
+
+pub struct Lane {
+    mem: OnceLock<Mem>,
+    owned: AtomicBool,
+    prod: UnsafeCell<Prod>,
+    cons: Mutex<Cons>,
+}
+
+// SAFETY: `prod` is only touched by the thread that owns the lane (claimed through
+// `owned`, or the shared lane under its subscription's lock); everything else is atomic or
+// behind a mutex.
+unsafe impl Sync for Lane {}
+
+impl Lane {
+    pub fn new(mem: Option<Mem>) -> Lane {
+        let l = Lane {
+            mem: OnceLock::new(),
+            owned: AtomicBool::new(false),
+            prod: UnsafeCell::new(Prod::default()),
+            cons: Mutex::new(Cons::default()),
+        };
+        if let Some(m) = mem {
+            let _ = l.mem.set(m);
+        }
+        l
+    }
+
+    /// The lane's storage, allocating `cap` heap records on first use.
+    #[inline]
+    pub fn mem(&self, cap: u64) -> &Mem {
+        self.mem.get_or_init(|| Mem::heap(cap))
+    }
+
+    /// The storage, if the lane was ever used.
+    pub fn used(&self) -> Option<&Mem> {
+        self.mem.get()
+    }
+
+    /// Takes the lane for the calling thread; false if another thread has it.
+    pub fn try_own(&self) -> bool {
+        !self.owned.load(Ordering::Relaxed)
+            && self
+                .owned
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    pub fn disown(&self) {
+        self.owned.store(false, Ordering::Release);
+    }
+
+    /// # Safety
+    /// The caller owns the lane (see `try_own`) or holds the lock that guards a shared lane,
+    /// and holds no other reference from this function.
+    #[allow(clippy::mut_from_ref)]
+    #[inline]
+    pub unsafe fn prod(&self) -> &mut Prod {
+        &mut *self.prod.get()
+    }
+
+    pub fn cons(&self) -> MutexGuard<'_, Cons> {
+        self.cons.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn try_cons(&self) -> Option<MutexGuard<'_, Cons>> {
+        match self.cons.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}

@@ -1,0 +1,745 @@
+//! The transport: how a reported op reaches its reader. One place, importing downward only
+//! (`record`, `error`, `settings`).
+//!
+//! ```text
+//!  reporting thread ── encode + sign in place ──▶ its lane of the subscription
+//!      │                                            │
+//!      │ ring: the lane is in the shared mapping ───┴──▶ reader (any process) decodes in place
+//!      │ pipe: a full batch (8 records, 4 KiB) ──────────▶ write() by the reporting thread
+//!      │ file mode: a full batch (128 records) ──────────▶ write() to the stream's raw file
+//!      └ partial batches ──▶ the flusher thread, ~1 ms later, only while data waits
+//! ```
+//!
+//! * Each reporting thread owns one lane per subscription (lane 0 is shared, under a lock,
+//!   by threads beyond the others), so reporters never contend and each stream stays in
+//!   order. A lane is a fixed ring of records: memory is bounded.
+//! * Pipe writes are whole records, at most `PIPE_BUF` bytes, so each is atomic: a reader
+//!   reading multiples of the record size never sees a torn record, even with two
+//!   subscriptions writing into one pipe. `EAGAIN` leaves the batch in the lane; `EPIPE`
+//!   marks the subscription broken and never raises `SIGPIPE` in the host.
+//! * A full lane waits (`OnFull::Block`, lossless) or drops and counts (`OnFull::Drop`).
+//! * Nothing polls: an idle subscription costs nothing.
+//!
+//! See `docs/design.md` ("The data path") for why writes happen on the reporting thread.
+
+pub mod fd;
+pub mod files;
+mod flusher;
+mod lane;
+pub mod ring;
+
+pub use fd::{prepare_fd, UserFd};
+pub use files::StreamFiles;
+
+use crate::error::Result;
+use crate::record::{self, OpFields, RECORD_SIZE};
+use crate::settings::OnFull;
+use lane::{Cons, Lane, Mem, Prod};
+use std::os::raw::c_int;
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Records per `write()` to a pipe: 4096 bytes = `PIPE_BUF`, so every write is atomic.
+pub const PIPE_BATCH: u64 = 8;
+/// Records per `write()` to a raw stream file.
+const FILE_BATCH: u64 = 128;
+/// Lanes of a pipe or file subscription (one shared, the others owned by one thread each).
+const HEAP_LANES: usize = 16;
+/// How long a partial batch may wait before the flusher writes it.
+pub const FLUSH_DELAY: Duration = Duration::from_millis(1);
+
+const OPEN: u8 = 0;
+const CLOSING: u8 = 1;
+const BROKEN: u8 = 2;
+const CLOSED: u8 = 3;
+
+/// Record counts, as `aclprofExtGetStats` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub reported: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub bytes: u64,
+}
+
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, o: Counts) {
+        self.reported += o.reported;
+        self.delivered += o.delivered;
+        self.dropped += o.dropped;
+        self.bytes += o.bytes;
+    }
+}
+
+/// Where a subscription's records go.
+pub enum Dest {
+    /// The application's fd (a pipe, FIFO, socket or file; it passed [`prepare_fd`]) and
+    /// the `int` it came from, which unsubscribe sets to -1.
+    Fd { fd: c_int, user: UserFd },
+    /// File mode: per-stream raw files.
+    Files(Mutex<StreamFiles>),
+    /// A shared-memory ring: the lanes are in its mapping.
+    Ring(Arc<ring::Ring>),
+}
+
+/// How long a consumer may wait for a full fd.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Not at all: leave the rest in the lane.
+    No,
+    /// Until this instant (then the rest is lost and counted).
+    Until(Instant),
+    /// Lossless backpressure: until the reader has made no progress for this long, or the
+    /// subscription closes and its unsubscribe timeout runs out.
+    Backpressure(Instant),
+}
+
+/// One model's subscription, or one device's file-mode recording.
+pub struct Sub {
+    pub model_id: u32,
+    pub device: u32,
+    dest: Dest,
+    lanes: Box<[Lane]>,
+    /// Guards the producer side of the shared lane 0.
+    shared: Mutex<()>,
+    lane_cap: u64,
+    batch: u64,
+    policy: OnFull,
+    state: AtomicU8,
+    deadline: Mutex<Option<Instant>>,
+    /// Records taken from a lane that never arrived (broken fd, timeout, storage limit).
+    lost: AtomicU64,
+    /// Set while the flusher has this subscription on its list.
+    armed: AtomicBool,
+    /// How long a reporting thread waits for a reader that makes no progress.
+    stall_timeout: Duration,
+    /// Set when a reader made no progress for `stall_timeout`: records are dropped (and
+    /// counted) without waiting until it reads again.
+    stalled: AtomicBool,
+}
+
+impl Sub {
+    /// A subscription delivering to `dest`; pipe and file lanes hold `capacity / 4` records
+    /// each (at least 64).
+    pub fn start(
+        model_id: u32,
+        device: u32,
+        dest: Dest,
+        capacity: usize,
+        policy: OnFull,
+    ) -> Result<Arc<Sub>> {
+        let stall = crate::settings::get().unsubscribe_timeout;
+        Self::start_with_stall(model_id, device, dest, capacity, policy, stall)
+    }
+
+    fn start_with_stall(
+        model_id: u32,
+        device: u32,
+        dest: Dest,
+        capacity: usize,
+        policy: OnFull,
+        stall_timeout: Duration,
+    ) -> Result<Arc<Sub>> {
+        let (lanes, lane_cap, batch): (Vec<Lane>, u64, u64) = match &dest {
+            Dest::Ring(r) => (
+                (0..r.lane_count())
+                    .map(|l| Lane::new(Some(r.lane_mem(l))))
+                    .collect(),
+                0,
+                u64::MAX,
+            ),
+            Dest::Fd { .. } | Dest::Files(_) => {
+                let cap = (capacity as u64 / 4).max(64).div_ceil(FILE_BATCH) * FILE_BATCH;
+                let batch = if matches!(dest, Dest::Fd { .. }) {
+                    PIPE_BATCH
+                } else {
+                    FILE_BATCH
+                };
+                ((0..HEAP_LANES).map(|_| Lane::new(None)).collect(), cap, batch)
+            }
+        };
+        flusher::ensure_started()?;
+        Ok(Arc::new(Sub {
+            model_id,
+            device,
+            dest,
+            lanes: lanes.into_boxed_slice(),
+            shared: Mutex::new(()),
+            lane_cap,
+            batch,
+            policy,
+            state: AtomicU8::new(OPEN),
+            deadline: Mutex::new(None),
+            lost: AtomicU64::new(0),
+            armed: AtomicBool::new(false),
+            stall_timeout,
+            stalled: AtomicBool::new(false),
+        }))
+    }
+
+    /// What this is, for messages.
+    pub fn describe(&self) -> String {
+        match &self.dest {
+            Dest::Fd { fd, .. } => format!("model {}'s subscription to fd {fd}", self.model_id),
+            Dest::Ring(r) => format!(
+                "model {}'s ring subscription (fd {})",
+                self.model_id,
+                r.fd()
+            ),
+            Dest::Files(_) => format!("the recording of device {}'s ops", self.device),
+        }
+    }
+
+    /// The application's fd, for subscriptions that write to one.
+    pub fn fd(&self) -> Option<c_int> {
+        match self.dest {
+            Dest::Fd { fd, .. } => Some(fd),
+            _ => None,
+        }
+    }
+
+    pub fn user_fd(&self) -> Option<UserFd> {
+        match self.dest {
+            Dest::Fd { user, .. } => Some(user),
+            _ => None,
+        }
+    }
+
+    pub fn is_broken(&self) -> bool {
+        self.state.load(Ordering::Acquire) == BROKEN
+    }
+
+    /// True if file mode hit ACL_PROF_STORAGE_LIMIT.
+    pub fn over_storage_limit(&self) -> bool {
+        match &self.dest {
+            Dest::Files(f) => f.lock().unwrap_or_else(|p| p.into_inner()).over_limit,
+            _ => false,
+        }
+    }
+
+    #[inline]
+    fn mem(&self, lane: usize) -> &Mem {
+        self.lanes[lane].mem(self.lane_cap)
+    }
+
+    /// A lane for the calling thread: one of its own if one is free, else the shared lane 0.
+    /// Give it back with [`Sub::release`] when the thread stops reporting here.
+    pub fn claim(&self) -> usize {
+        (1..self.lanes.len())
+            .find(|&i| self.lanes[i].try_own())
+            .unwrap_or(0)
+    }
+
+    /// Gives back a lane from [`Sub::claim`]; what it holds is written by the flusher soon.
+    pub fn release(self: &Arc<Self>, lane: usize) {
+        if lane != 0 {
+            self.lanes[lane].disown();
+        }
+        self.arm();
+    }
+
+    /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it).
+    #[inline]
+    pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) {
+        let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
+        // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
+        let p = unsafe { self.lanes[lane].prod() };
+        let m = self.mem(lane);
+        if p.head - p.cached_tail >= m.cap {
+            p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
+            if p.head - p.cached_tail >= m.cap && !self.make_room(lane, p) {
+                let c = m.ctl();
+                c.dropped
+                    .store(c.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                if let Dest::Ring(r) = &self.dest {
+                    r.count_dropped(1);
+                }
+                return;
+            }
+        }
+        // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
+        let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
+        *slot = [0; RECORD_SIZE];
+        record::encode(slot, f, name, op_type);
+        record::sign(slot);
+        p.head += 1;
+        p.slot = if p.slot + 1 == m.cap { 0 } else { p.slot + 1 };
+        m.ctl().head.store(p.head, Ordering::Release);
+        match &self.dest {
+            Dest::Ring(r) => r.notify(),
+            _ => self.after_publish(lane, p),
+        }
+    }
+
+    /// Pipe and file mode: write full batches now; leave a partial one to the flusher.
+    #[inline]
+    fn after_publish(self: &Arc<Self>, lane: usize, p: &mut Prod) {
+        if p.head - p.cached_tail >= self.batch {
+            if let Some(mut c) = self.lanes[lane].try_cons() {
+                self.drain(lane, &mut c, true, Wait::No);
+            }
+            p.cached_tail = self.mem(lane).ctl().tail.load(Ordering::Acquire);
+        }
+        if p.head != p.cached_tail {
+            // Publish, then look at `armed`: the flusher clears `armed` and then runs a
+            // process-wide barrier before it looks at the heads, so either it sees this
+            // record or this thread sees `armed` cleared and arms it again.
+            compiler_fence(Ordering::SeqCst);
+            if !self.armed.load(Ordering::Relaxed) {
+                self.arm();
+            }
+        }
+    }
+
+    fn arm(self: &Arc<Self>) {
+        if !matches!(self.dest, Dest::Ring(_)) && !self.armed.swap(true, Ordering::AcqRel) {
+            flusher::schedule(self.clone());
+        }
+    }
+
+    /// A full lane: wait for room (lossless) or give up (drop). True if there is room now.
+    /// A reader that makes no progress for the unsubscribe timeout is declared stalled:
+    /// from then on records are dropped and counted without waiting, until it reads again.
+    #[cold]
+    fn make_room(&self, lane: usize, p: &mut Prod) -> bool {
+        let m = self.mem(lane);
+        let stalled = self.stalled.load(Ordering::Relaxed);
+        let room = match &self.dest {
+            Dest::Ring(r) => {
+                let give_up = Instant::now() + self.stall_timeout;
+                loop {
+                    p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
+                    if p.head - p.cached_tail < m.cap {
+                        break true;
+                    }
+                    if self.policy == OnFull::Drop || stalled || r.reader_gone() {
+                        break false;
+                    }
+                    if self.deadline_passed() || Instant::now() >= give_up {
+                        self.stall();
+                        break false;
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+            _ => {
+                let wait = if self.policy == OnFull::Block && !stalled {
+                    Wait::Backpressure(Instant::now() + self.stall_timeout)
+                } else {
+                    Wait::No
+                };
+                let mut c = self.lanes[lane].cons();
+                self.drain(lane, &mut c, false, wait);
+                drop(c);
+                p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
+                let room = p.head - p.cached_tail < m.cap;
+                if !room && !stalled && self.policy == OnFull::Block {
+                    self.stall();
+                }
+                room
+            }
+        };
+        if room && stalled {
+            self.stalled.store(false, Ordering::Relaxed);
+            log::warn!("aclprof: {}: the reader reads again", self.describe());
+        }
+        room
+    }
+
+    fn stall(&self) {
+        if !self.stalled.swap(true, Ordering::Relaxed) {
+            log::warn!(
+                "aclprof: {}: the reader made no progress for {} ms \
+                 (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS); records are dropped and counted until it \
+                 reads again",
+                self.describe(),
+                self.stall_timeout.as_millis()
+            );
+        }
+    }
+
+    /// Writes what `lane` holds (only whole batches if `full_only`), oldest first. Returns
+    /// true if the lane is empty afterwards. The caller holds the lane's consumer lock.
+    fn drain(&self, lane: usize, c: &mut Cons, full_only: bool, wait: Wait) -> bool {
+        let Some(m) = self.lanes[lane].used() else {
+            return true;
+        };
+        let ctl = m.ctl();
+        loop {
+            let avail = ctl.head.load(Ordering::Acquire) - c.tail;
+            if avail == 0 || (full_only && avail < self.batch) {
+                return avail == 0;
+            }
+            let n = avail.min(self.batch).min(m.cap - c.slot);
+            // SAFETY: records [tail, tail + n) are published and contiguous from c.slot; the
+            // producer does not reuse them until the tail moves past them.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(m.slot(c.slot), n as usize * RECORD_SIZE)
+            };
+            let arrived = if self.is_broken() {
+                0
+            } else {
+                match &self.dest {
+                    Dest::Fd { fd, .. } => match self.write_fd(*fd, bytes, wait) {
+                        Some(true) => n,
+                        Some(false) => 0,
+                        None => return false, // full, not waiting: the rest stays
+                    },
+                    Dest::Files(files) => {
+                        match files.lock().unwrap_or_else(|p| p.into_inner()).write(bytes) {
+                            Ok(k) => k,
+                            Err(e) => {
+                                self.set_broken(&format!("cannot write the profiling data: {e}"));
+                                0
+                            }
+                        }
+                    }
+                    Dest::Ring(_) => n,
+                }
+            };
+            if arrived < n {
+                self.lost.fetch_add(n - arrived, Ordering::Relaxed);
+            }
+            c.tail += n;
+            c.slot = (c.slot + n) % m.cap;
+            ctl.tail.store(c.tail, Ordering::Release);
+        }
+    }
+
+    /// One batch to the fd: Some(true) written, Some(false) lost (the subscription broke or
+    /// its reader did not drain in time), None full and not waiting.
+    fn write_fd(&self, fd: c_int, bytes: &[u8], wait: Wait) -> Option<bool> {
+        loop {
+            match fd::write_once(fd, bytes) {
+                Ok(()) => return Some(true),
+                Err(fd::WriteError::Broken(why)) => {
+                    self.set_broken(&why);
+                    return Some(false);
+                }
+                Err(fd::WriteError::Full) => {
+                    let give_up = match wait {
+                        Wait::No => return None,
+                        Wait::Until(t) => Instant::now() >= t,
+                        Wait::Backpressure(t) => self.deadline_passed() || Instant::now() >= t,
+                    };
+                    if give_up {
+                        if self.state.load(Ordering::Acquire) != OPEN {
+                            self.set_broken(
+                                "the reader did not drain the pipe before the unsubscribe \
+                                 timeout (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
+                            );
+                            return Some(false);
+                        }
+                        return None;
+                    }
+                    fd::wait_writable(fd, 20);
+                }
+            }
+        }
+    }
+
+    /// Flusher: writes every lane without waiting on a full fd. Returns (all lanes empty,
+    /// something was written).
+    fn flush_now(&self) -> (bool, bool) {
+        let (mut empty, mut wrote) = (true, false);
+        for (i, l) in self.lanes.iter().enumerate() {
+            if l.used().is_none() {
+                continue;
+            }
+            match l.try_cons() {
+                Some(mut c) => {
+                    let before = c.tail;
+                    empty &= self.drain(i, &mut c, false, Wait::No);
+                    wrote |= c.tail != before;
+                }
+                None => empty = false,
+            }
+        }
+        (empty, wrote)
+    }
+
+    /// True once an unsubscribe's wait for the reader has run out.
+    fn deadline_passed(&self) -> bool {
+        self.deadline
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|d| Instant::now() >= d)
+    }
+
+    fn set_broken(&self, why: &str) {
+        let prev = self.state.swap(BROKEN, Ordering::AcqRel);
+        if prev != BROKEN {
+            log::error!(
+                "aclprof: {} is broken: {why}; its records are counted as dropped",
+                self.describe()
+            );
+        }
+    }
+
+    /// Records reported, delivered, dropped so far.
+    pub fn counts(&self) -> Counts {
+        let mut c = Counts::default();
+        let mut consumed = 0;
+        for l in self.lanes.iter() {
+            if let Some(m) = l.used() {
+                let ctl = m.ctl();
+                let d = ctl.dropped.load(Ordering::Relaxed);
+                let h = ctl.head.load(Ordering::Acquire);
+                c.reported += h + d;
+                c.dropped += d;
+                consumed += match self.dest {
+                    Dest::Ring(_) => h,
+                    _ => ctl.tail.load(Ordering::Acquire),
+                };
+            }
+        }
+        let lost = self.lost.load(Ordering::Relaxed);
+        c.delivered = consumed - lost.min(consumed);
+        c.dropped += lost;
+        c.bytes = c.delivered * RECORD_SIZE as u64;
+        c
+    }
+
+    /// Writes everything reported so far, waiting for a full fd until `deadline`. Returns
+    /// false on timeout. Rings have nothing to do: a published record is in the ring.
+    pub fn flush(&self, deadline: Instant) -> bool {
+        if matches!(self.dest, Dest::Ring(_)) {
+            return true;
+        }
+        let mut ok = true;
+        for (i, l) in self.lanes.iter().enumerate() {
+            if l.used().is_some() {
+                let mut c = l.cons();
+                ok &= self.drain(i, &mut c, false, Wait::Until(deadline));
+            }
+        }
+        ok
+    }
+
+    /// Unsubscribe: writes everything reported, waiting at most `timeout` for the reader;
+    /// what is still unwritten then is counted as dropped. Returns the final counts. Does
+    /// not close the fd (the caller decides: it may be shared).
+    pub fn close(&self, timeout: Duration) -> Counts {
+        let deadline = Instant::now() + timeout;
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadline);
+        let _ = self
+            .state
+            .compare_exchange(OPEN, CLOSING, Ordering::AcqRel, Ordering::Acquire);
+        for (i, l) in self.lanes.iter().enumerate() {
+            if l.used().is_some() && !matches!(self.dest, Dest::Ring(_)) {
+                let mut c = l.cons();
+                if !self.drain(i, &mut c, false, Wait::Until(deadline)) {
+                    self.set_broken(
+                        "the reader did not drain the pipe before the unsubscribe timeout \
+                         (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
+                    );
+                    self.drain(i, &mut c, false, Wait::No);
+                }
+            }
+        }
+        if let Dest::Ring(r) = &self.dest {
+            r.close_producer();
+        }
+        let c = self.counts();
+        let _ = self
+            .state
+            .compare_exchange(CLOSING, CLOSED, Ordering::AcqRel, Ordering::Acquire);
+        c
+    }
+}
+
+/// Starts the transport's background thread if it is not running (subscriptions call this;
+/// it is exposed for callers that want the failure early).
+pub fn start_flusher() -> Result<()> {
+    flusher::ensure_started()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+
+    fn pipe() -> (std::fs::File, c_int) {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        (unsafe { std::fs::File::from_raw_fd(fds[0]) }, fds[1])
+    }
+
+    /// A subscription writing to `w` (its user fd slot lives for the whole test run).
+    fn started(w: c_int, capacity: usize, policy: OnFull) -> Arc<Sub> {
+        prepare_fd(w).unwrap();
+        let slot: &'static mut c_int = Box::leak(Box::new(w));
+        let dest = Dest::Fd {
+            fd: w,
+            user: unsafe { UserFd::new(slot) },
+        };
+        Sub::start(9, 0, dest, capacity, policy).unwrap()
+    }
+
+    fn op(i: u64) -> OpFields {
+        OpFields {
+            model_id: 9,
+            op_index: i,
+            start: i * 10,
+            end: i * 10 + 5,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn delivers_whole_signed_records_in_order() {
+        let (mut r, w) = pipe();
+        let sub = started(w, 1024, OnFull::Block);
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            r.read_to_end(&mut all).unwrap();
+            all
+        });
+        let lane = sub.claim();
+        for i in 1..=1000 {
+            sub.push(lane, &op(i), b"n", b"t");
+        }
+        sub.release(lane);
+        let c = sub.close(Duration::from_secs(5));
+        unsafe { libc::close(w) };
+        let all = reader.join().unwrap();
+        assert_eq!(
+            c,
+            Counts {
+                reported: 1000,
+                delivered: 1000,
+                dropped: 0,
+                bytes: 512_000
+            }
+        );
+        assert_eq!(crate::accessor::op_num(&all).unwrap(), 1000);
+        for i in 0..1000u32 {
+            assert_eq!(
+                crate::accessor::record(&all, i).unwrap().op_index(),
+                i as u64 + 1
+            );
+        }
+    }
+
+    #[test]
+    fn a_partial_batch_arrives_without_any_flush_call() {
+        let (mut r, w) = pipe();
+        let sub = started(w, 1024, OnFull::Block);
+        let lane = sub.claim();
+        for i in 1..=3 {
+            sub.push(lane, &op(i), b"n", b"t");
+        }
+        let mut buf = [0u8; 3 * RECORD_SIZE];
+        r.read_exact(&mut buf).unwrap(); // the flusher wrote them
+        assert_eq!(crate::accessor::op_num(&buf).unwrap(), 3);
+        sub.release(lane);
+        sub.close(Duration::from_secs(1));
+        unsafe { libc::close(w) };
+    }
+
+    #[test]
+    fn closed_reader_breaks_the_subscription_without_sigpipe() {
+        let (r, w) = pipe();
+        drop(r);
+        let sub = started(w, 1024, OnFull::Block);
+        let lane = sub.claim();
+        for i in 1..=100 {
+            sub.push(lane, &op(i), b"n", b"t");
+        }
+        assert!(sub.flush(Instant::now() + Duration::from_secs(5)));
+        assert!(sub.is_broken());
+        let c = sub.close(Duration::from_secs(5));
+        assert_eq!(c.reported, 100);
+        assert_eq!(c.delivered, 0);
+        assert_eq!(c.dropped, 100);
+        unsafe { libc::close(w) };
+    }
+
+    #[test]
+    fn drop_policy_counts_exactly_and_timeout_bounds_close() {
+        let (r, w) = pipe(); // nobody reads r
+        let sub = started(w, 256, OnFull::Drop);
+        let lane = sub.claim();
+        for i in 1..=5000 {
+            sub.push(lane, &op(i), b"n", b"t");
+        }
+        let t = Instant::now();
+        let c = sub.close(Duration::from_millis(200));
+        assert!(
+            t.elapsed() < Duration::from_secs(3),
+            "close took {:?}",
+            t.elapsed()
+        );
+        assert_eq!(c.reported, 5000);
+        assert_eq!(c.delivered + c.dropped, 5000, "{c:?}");
+        assert!(c.dropped > 0 && c.delivered > 0, "{c:?}");
+        assert_eq!(c.bytes, c.delivered * RECORD_SIZE as u64);
+        drop(r);
+        unsafe { libc::close(w) };
+    }
+
+    #[test]
+    fn a_stalled_ring_reader_costs_one_timeout_then_drops_are_counted() {
+        let ring = Arc::new(ring::Ring::create(None, 8).unwrap());
+        let reader = ring::Reader::attach(ring::Ring::open(None, Some(ring.fd())).unwrap()).unwrap();
+        let stall = Duration::from_millis(300);
+        let sub = Sub::start_with_stall(9, 0, Dest::Ring(ring), 0, OnFull::Block, stall).unwrap();
+        let lane = sub.claim();
+        let t = Instant::now();
+        for i in 1..=100 {
+            sub.push(lane, &op(i), b"n", b"t");
+        }
+        let waited = t.elapsed();
+        assert!(waited >= sub.stall_timeout && waited < sub.stall_timeout * 2 + Duration::from_secs(1));
+        sub.release(lane);
+        let c = sub.close(Duration::from_millis(100));
+        assert_eq!((c.reported, c.delivered, c.dropped), (100, 8, 92));
+        let (_, len) = reader.acquire(64, Duration::ZERO).unwrap().unwrap();
+        assert_eq!(len, 8 * RECORD_SIZE);
+        assert_eq!(reader.ring.dropped(), 92);
+    }
+
+    #[test]
+    fn many_threads_share_few_lanes_and_every_record_arrives() {
+        let (mut r, w) = pipe();
+        let sub = started(w, 256, OnFull::Block);
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            r.read_to_end(&mut all).unwrap();
+            all
+        });
+        let hs: Vec<_> = (0..24u64)
+            .map(|t| {
+                let sub = sub.clone();
+                std::thread::spawn(move || {
+                    let lane = sub.claim();
+                    for i in 0..2000 {
+                        let mut f = op(t * 1_000_000 + i);
+                        f.stream_id = t as u32;
+                        sub.push(lane, &f, b"n", b"t");
+                    }
+                    sub.release(lane);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let c = sub.close(Duration::from_secs(10));
+        unsafe { libc::close(w) };
+        let all = reader.join().unwrap();
+        assert_eq!(c.reported, 48_000);
+        assert_eq!(c.delivered, 48_000, "{c:?}");
+        assert_eq!(crate::accessor::op_num(&all).unwrap(), 48_000);
+        // per-stream order
+        let mut last = vec![None::<u64>; 24];
+        for rec in all.chunks_exact(RECORD_SIZE) {
+            let v = record::View(rec);
+            let s = v.stream_id() as usize;
+            assert!(last[s].is_none_or(|p| p < v.op_index()));
+            last[s] = Some(v.op_index());
+        }
+    }
+}
