@@ -271,6 +271,41 @@ fn main() {
     let cpy = t_cpy512();
     println!("baselines (this run): T_clk = {clk:.1} ns, T_cpy512 (L3) = {cpy:.1} ns\n");
 
+    // The signature of one record (CANN's CRC-32C register over bytes 4..512): signing a
+    // record just built (producer), and verifying one (reader: the zero bytes are checked).
+    let recs: Vec<aclprof::record::Record> = (0..2048u64)
+        .map(|i| {
+            let mut r = [0u8; 512];
+            let f = aclprof::record::OpFields {
+                op_index: i,
+                start: i * 1000,
+                end: i * 1000 + 700,
+                ..Default::default()
+            };
+            aclprof::record::encode(&mut r, &f, b"resnet50/layer3/block4/conv2/Conv2D", b"Conv2D");
+            r
+        })
+        .collect();
+    let sign = ns_per(7, 2_000_000, |n| {
+        let mut acc = 0u32;
+        for k in 0..n {
+            acc ^= aclprof::signature::of_fresh_record(black_box(&recs[(k % 2048) as usize]));
+        }
+        black_box(acc);
+    });
+    let verify = ns_per(7, 2_000_000, |n| {
+        let mut acc = 0u32;
+        for k in 0..n {
+            acc ^= aclprof::record::signature_of(black_box(&recs[(k % 2048) as usize]));
+        }
+        black_box(acc);
+    });
+    println!(
+        "signature of one record: sign {sign:.2} ns = {:.2} x T_cpy512, verify {verify:.2} ns = {:.2} x   (goal <= 1 x)",
+        sign / cpy,
+        verify / cpy
+    );
+
     let mut model = 0u32;
     assert_eq!(
         unsafe { aclprofExtModelLoad(c"bench".as_ptr(), 0, &mut model) },

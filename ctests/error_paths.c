@@ -49,6 +49,23 @@ static void test_accessors(void) {
     CHECK_EQ(aclprofGetOpNum(buf, 0, &num), ACL_SUCCESS);
     CHECK_EQ(num, 0);
 
+    /* the batch decoder: bad arguments, verify-only, and the index of a bad record */
+    aclprofExtOp ops[4];
+    uint32_t cnt = 99;
+    CHECK_EQ(aclprofExtDecodeOps(buf, len, ops, 4, NULL), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtDecodeOps(buf, len, NULL, 4, &cnt), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtDecodeOps(NULL, len, ops, 4, &cnt), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtDecodeOps(buf, len - 1, ops, 4, &cnt), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofExtDecodeOps(buf, len, NULL, 0, &cnt), ACL_SUCCESS);
+    CHECK_EQ(cnt, 3);
+    CHECK_EQ(aclprofExtDecodeOps(buf, len, ops, 2, &cnt), ACL_SUCCESS); /* capacity bounds it */
+    CHECK_EQ(cnt, 2);
+    CHECK(strcmp(ops[1].name, "conv1/Conv2D") == 0 && ops[1].typeLen == strlen("Conv2D"));
+    buf[2 * DESC + 200] ^= 1; /* corrupt record 2 */
+    CHECK_EQ(aclprofExtDecodeOps(buf, len, ops, 4, &cnt), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(cnt, 2);
+    buf[2 * DESC + 200] ^= 1;
+
     /* index checks in 64 bits: values that wrap CANN's 32-bit arithmetic are rejected */
     uint32_t bad_index[] = {3, 59652323u, 8388607u, 8388608u, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof bad_index / sizeof bad_index[0]; i++) {

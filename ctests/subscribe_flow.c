@@ -53,6 +53,11 @@ static void *reader(void *arg) {
         uint32_t num = 0;
         CHECK_EQ(aclprofGetOpNum(buf, (size_t)n, &num), ACL_SUCCESS);
         CHECK_EQ((size_t)num * desc, n);
+        /* The batch decoder agrees with the accessors on every record (checked below). */
+        aclprofExtOp ops[READ_RECORDS];
+        uint32_t decoded = 0;
+        CHECK_EQ(aclprofExtDecodeOps(buf, (size_t)n, ops, READ_RECORDS, &decoded), ACL_SUCCESS);
+        CHECK_EQ(decoded, num);
         for (uint32_t i = 0; i < num; i++) {
             size_t tlen = 0, nlen = 0;
             CHECK_EQ(aclprofGetOpTypeLen(buf, (size_t)n, i, &tlen), ACL_SUCCESS);
@@ -78,6 +83,13 @@ static void *reader(void *arg) {
             CHECK_EQ(aclprofGetOpFlag(buf, (size_t)n, i), ACL_SUBSCRIBE_OP);
             CHECK(aclprofGetOpAttriValue(buf, (size_t)n, i, ACL_SUBSCRIBE_ATTRI_THREADID) == NULL);
             CHECK_EQ(s->duration, s->end - s->start);
+            CHECK(strcmp(ops[i].name, s->name) == 0 && strcmp(ops[i].opType, s->type) == 0);
+            CHECK_EQ(ops[i].nameLen + 1, nlen);
+            CHECK_EQ(ops[i].start, s->start);
+            CHECK_EQ(ops[i].end, s->end);
+            CHECK_EQ(ops[i].duration, s->duration);
+            CHECK_EQ(ops[i].modelId, s->model);
+            CHECK_EQ(ops[i].flag, ACL_SUBSCRIBE_OP);
         }
     }
     free(buf);

@@ -21,20 +21,78 @@ pub fn register(bytes: &[u8]) -> u32 {
     crc32c::crc32c(bytes) ^ 0xFFFF_FFFF
 }
 
-/// The signature of a 512-byte record: the register over `rec[4..]`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_clmul() -> bool {
+    std::arch::is_x86_feature_detected!("sse4.2")
+        && std::arch::is_x86_feature_detected!("pclmulqdq")
+}
+
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+/// Where a record's non-zero bytes can be: the header and the op type in `[4, e1)`, the
+/// op name in `[s2, e2)`. Both spans are whole 8-byte words; the rest is zero in a record
+/// built by `record::encode`. None if the stored lengths are out of range.
+#[inline]
+fn spans(rec: &[u8; 512]) -> Option<(usize, usize, usize)> {
+    use crate::record::{MAX_NAME_LEN, MAX_TYPE_LEN, OFF_NAME, OFF_NAME_LEN, OFF_TYPE_LEN};
+    let tlen = u16::from_le_bytes([rec[OFF_TYPE_LEN], rec[OFF_TYPE_LEN + 1]]) as usize;
+    let nlen = u16::from_le_bytes([rec[OFF_NAME_LEN], rec[OFF_NAME_LEN + 1]]) as usize;
+    if tlen > MAX_TYPE_LEN || nlen > MAX_NAME_LEN {
+        return None;
+    }
+    // [4, 8) is one 4-byte word, then 8-byte words: 96 header bytes, the type and its NUL.
+    let e1 = 8 + (96 + tlen + 1).div_ceil(8) * 8;
+    let s2 = e1.max(OFF_NAME);
+    let e2 = s2 + (OFF_NAME + nlen + 1).saturating_sub(s2).div_ceil(8) * 8;
+    Some((e1, s2, e2))
+}
+
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn all_zero(b: &[u8]) -> bool {
+    let mut blocks = b.chunks_exact(32);
+    let mut acc = 0u64;
+    for blk in &mut blocks {
+        let w = |i: usize| u64::from_ne_bytes(blk[i..i + 8].try_into().unwrap());
+        acc |= w(0) | w(8) | w(16) | w(24);
+    }
+    for &x in blocks.remainder() {
+        acc |= x as u64;
+    }
+    acc == 0
+}
+
+/// The signature of a 512-byte record: the register over `rec[4..]`. When the bytes after
+/// the strings are zero (as in every record aclprof writes) only the header, the type and
+/// the name go through the CRC unit; otherwise all of them do.
 #[inline]
 pub fn of_record(rec: &[u8; 512]) -> u32 {
     #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("sse4.2")
-            && std::arch::is_x86_feature_detected!("pclmulqdq")
-        {
-            // SAFETY: the CPU has the features the function is compiled for, and `rec` is
-            // 512 readable bytes.
-            return unsafe { x86::three_way_508(rec.as_ptr().add(4)) };
+    if has_clmul() {
+        if let Some((e1, s2, e2)) = spans(rec) {
+            if all_zero(&rec[e1..s2]) && all_zero(&rec[e2..]) {
+                // SAFETY: the CPU has the features; the spans are inside the record.
+                return unsafe { x86::sparse(rec.as_ptr(), e1, s2, e2) };
+            }
         }
+        // SAFETY: as above; `rec` is 512 readable bytes.
+        return unsafe { x86::three_way_508(rec.as_ptr().add(4)) };
     }
     register(&rec[4..])
+}
+
+/// The signature of a record just built by `record::encode` into a zeroed buffer: the
+/// zero regions are not checked.
+#[inline]
+pub fn of_fresh_record(rec: &[u8; 512]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if has_clmul() {
+        if let Some((e1, s2, e2)) = spans(rec) {
+            debug_assert!(all_zero(&rec[e1..s2]) && all_zero(&rec[e2..]));
+            // SAFETY: the CPU has the features; the spans are inside the record.
+            return unsafe { x86::sparse(rec.as_ptr(), e1, s2, e2) };
+        }
+    }
+    of_record(rec)
 }
 
 /// Reflected CRC-32C polynomial.
@@ -51,6 +109,33 @@ const fn xpow(k: u32) -> u32 {
     p
 }
 
+/// Multiplies by x (reflected).
+const fn mulx(p: u32) -> u32 {
+    if p & 1 != 0 {
+        (p >> 1) ^ POLY
+    } else {
+        p >> 1
+    }
+}
+
+/// `SHIFT[n]` = x^(8n−33) mod P: shifts a register over `n` zero bytes (n ≥ 5).
+#[allow(dead_code)]
+const SHIFT: [u32; 513] = {
+    let mut t = [0u32; 513];
+    let mut p = xpow(8 * 5 - 33);
+    let mut n = 5;
+    while n <= 512 {
+        t[n] = p;
+        let mut i = 0;
+        while i < 8 {
+            p = mulx(p);
+            i += 1;
+        }
+        n += 1;
+    }
+    t
+};
+
 /// Bytes per chain after the first 4: 504 = 3 × 168, each 21 eight-byte words.
 const THIRD: usize = 168;
 /// Shift constants for 336 and 168 zero bytes.
@@ -61,7 +146,7 @@ const K_ONE_THIRD: u32 = xpow(8 * THIRD as u32 - 33);
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{K_ONE_THIRD, K_TWO_THIRDS, THIRD};
+    use super::{K_ONE_THIRD, K_TWO_THIRDS, SHIFT, THIRD};
     use std::arch::x86_64::*;
 
     #[inline]
@@ -73,6 +158,47 @@ mod x86 {
             0,
         );
         _mm_crc32_u64(0, _mm_cvtsi128_si64(prod) as u64)
+    }
+
+    /// `reg` after `n` zero bytes.
+    #[inline]
+    #[target_feature(enable = "sse4.2,pclmulqdq")]
+    unsafe fn shift_n(reg: u64, n: usize) -> u64 {
+        if n >= 5 {
+            shift(reg, SHIFT[n])
+        } else {
+            let mut r = reg as u32;
+            for _ in 0..n {
+                r = _mm_crc32_u8(r, 0);
+            }
+            r as u64
+        }
+    }
+
+    /// The register (from `init`) over the 8-byte words in `[from, to)` of `rec`.
+    #[inline]
+    #[target_feature(enable = "sse4.2,pclmulqdq")]
+    unsafe fn chain(init: u64, rec: *const u8, from: usize, to: usize) -> u64 {
+        let mut r = init;
+        let mut off = from;
+        while off < to {
+            r = _mm_crc32_u64(r, std::ptr::read_unaligned(rec.add(off) as *const u64));
+            off += 8;
+        }
+        r
+    }
+
+    /// The register over `rec[4..512]` when only `[4, e1)` and `[s2, e2)` may be non-zero:
+    /// three independent chains (header, type, name), joined by shifts over the zeros.
+    #[target_feature(enable = "sse4.2,pclmulqdq")]
+    pub unsafe fn sparse(rec: *const u8, e1: usize, s2: usize, e2: usize) -> u32 {
+        const MID: usize = 56;
+        let first = std::ptr::read_unaligned(rec.add(4) as *const u32);
+        let a = chain(_mm_crc32_u32(0xFFFF_FFFF, first) as u64, rec, 8, MID);
+        let b = chain(0, rec, MID, e1);
+        let c = chain(0, rec, s2, e2);
+        let tail = 512 - e2;
+        (shift_n(a, 512 - MID) ^ shift_n(b, 512 - e1) ^ shift_n(c, tail)) as u32
     }
 
     /// The register over the 508 bytes at `p`: the first chain takes one 4-byte word, then
@@ -124,5 +250,31 @@ mod tests {
             assert_eq!(of_record(&rec), bitwise(&rec[4..]), "round {round}");
         }
         assert_eq!(of_record(&[0; 512]), 0x13A8_563C);
+    }
+
+    #[test]
+    fn sparse_path_equals_the_reference_for_every_string_length() {
+        use crate::record::{encode, OpFields};
+        for tlen in [0usize, 1, 5, 6, 7, 8, 30, 63, 64, 70] {
+            for nlen in [0usize, 1, 2, 3, 6, 7, 8, 9, 35, 100, 250, 255, 256, 300] {
+                let mut r = [0u8; 512];
+                let f = OpFields {
+                    op_index: (tlen * 1000 + nlen) as u64,
+                    start: 77,
+                    end: 99,
+                    ..Default::default()
+                };
+                encode(&mut r, &f, &vec![b'n'; nlen], &vec![b't'; tlen]);
+                let want = bitwise(&r[4..]);
+                assert_eq!(of_fresh_record(&r), want, "type {tlen}, name {nlen}");
+                assert_eq!(of_record(&r), want, "type {tlen}, name {nlen}");
+                // a non-zero byte where zeros are expected: verification must see it
+                for at in [170 + nlen.min(256), 500, 511] {
+                    let mut bad = r;
+                    bad[at] ^= 0x40;
+                    assert_eq!(of_record(&bad), bitwise(&bad[4..]), "byte {at}");
+                }
+            }
+        }
     }
 }

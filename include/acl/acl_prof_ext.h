@@ -39,6 +39,43 @@ typedef struct aclprofExtStats {
   uint64_t bytesWritten;
 } aclprofExtStats;
 
+/**
+ * One op record unpacked by aclprofExtDecodeOps. The strings point into the buffer that
+ * was decoded (NUL-terminated, inline, so they live as long as that buffer) and may be
+ * truncated (see `truncated`); aclprofGetOpName returns the whole name in the process that
+ * reported the op.
+ */
+typedef struct aclprofExtOp {
+  uint64_t start;
+  uint64_t end;
+  uint64_t duration;
+  uint64_t opIndex;
+  uint32_t modelId;
+  uint32_t threadId;
+  uint32_t deviceId;
+  uint32_t streamId;
+  uint32_t flag;
+  uint32_t pid;
+  /**
+   * The op name stored in the record (NUL-terminated).
+   */
+  const char *name;
+  /**
+   * The op type stored in the record (NUL-terminated).
+   */
+  const char *opType;
+  /**
+   * Bytes of `name` and `opType` without the NUL.
+   */
+  uint32_t nameLen;
+  uint32_t typeLen;
+  /**
+   * Bit 0: the name was truncated; bit 1: the type was.
+   */
+  uint32_t truncated;
+  uint32_t reserved;
+} aclprofExtOp;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -166,6 +203,23 @@ MSVP_PROF_API aclError aclprofExtRingRelease(struct aclprofExtRing *ring, size_t
  * and counted). Frees the handle.
  */
 MSVP_PROF_API aclError aclprofExtRingDetach(struct aclprofExtRing *ring);
+
+/**
+ * Verifies and unpacks the records of `opInfo` (`opInfoLen` bytes, a whole number of
+ * records) into `ops`, at most `capacity` of them, in one call: the batch form of the
+ * aclprofGetOp* accessors. `*count` gets how many were unpacked. `ops` may be NULL with
+ * `capacity` 0 to check signatures only, as aclprofGetOpNum does: then `*count` is the
+ * number of records. A record that fails its check (its signature, or when unpacking, a
+ * string field without its NUL) stops the call with ACL_ERROR_INVALID_PARAM, and `*count` is the index
+ * of that record (the records before it are unpacked). Bad length or NULL arguments ->
+ * ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtDecodeOps(const void *opInfo,
+                             size_t opInfoLen,
+                             struct aclprofExtOp *ops,
+                             uint32_t capacity,
+                             uint32_t *count);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -112,6 +112,28 @@ class aclprofExtStats(Structure):
 
 
 
+class aclprofExtOp(Structure):
+    _fields_ = [
+        ("start", c_uint64),
+        ("end", c_uint64),
+        ("duration", c_uint64),
+        ("opIndex", c_uint64),
+        ("modelId", c_uint32),
+        ("threadId", c_uint32),
+        ("deviceId", c_uint32),
+        ("streamId", c_uint32),
+        ("flag", c_uint32),
+        ("pid", c_uint32),
+        ("name", c_char_p),
+        ("opType", c_char_p),
+        ("nameLen", c_uint32),
+        ("typeLen", c_uint32),
+        ("truncated", c_uint32),
+        ("reserved", c_uint32),
+    ]
+
+
+
 # The constants and structs (``from aclprof._bindings import *``).
 __all__ = [
     "ACL_SUCCESS",
@@ -187,6 +209,7 @@ __all__ = [
     "ACL_PROF_PATH",
     "ACL_PROF_ARGS_MAX",
     "aclprofExtStats",
+    "aclprofExtOp",
 ]
 
 # name -> (restype, argtypes), in header order.
@@ -251,6 +274,7 @@ FUNCTIONS = {
     "aclprofExtRingAcquire": (c_int, [c_void_p, c_uint32, c_int32, POINTER(c_void_p), POINTER(c_size_t)]),
     "aclprofExtRingRelease": (c_int, [c_void_p, c_size_t]),
     "aclprofExtRingDetach": (c_int, [c_void_p]),
+    "aclprofExtDecodeOps": (c_int, [c_void_p, c_size_t, POINTER(aclprofExtOp), c_uint32, POINTER(c_uint32)]),
 }
 # fmt: on
 

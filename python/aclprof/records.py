@@ -99,15 +99,17 @@ def _address(buf: Buffer) -> tuple:
 
 
 def _check_signatures(lib, address: int, length: int) -> None:
-    """aclprofGetOpNum over the whole buffer (one CRC-32C pass in C); on failure, finds the
-    first bad record (the slow path runs only for bad data)."""
+    """aclprofExtDecodeOps in its verify-only form: every record's signature and string
+    fields in one call in C; on failure it names the first bad record."""
     count = ctypes.c_uint32()
-    if length == 0 or lib.aclprofGetOpNum(address, length, ctypes.byref(count)) == 0:
+    if length == 0:
         return
-    for i in range(length // RECORD_SIZE):
-        if lib.aclprofGetOpNum(address + i * RECORD_SIZE, RECORD_SIZE, ctypes.byref(count)):
-            raise RecordError(f"record {i}: {recent_error()}", i)
-    raise AclError("aclprofGetOpNum", _bindings.ACL_ERROR_INVALID_PARAM, recent_error())
+    ret = lib.aclprofExtDecodeOps(address, length, None, 0, ctypes.byref(count))
+    if ret == 0:
+        return
+    if length % RECORD_SIZE == 0:
+        raise RecordError(f"record {count.value}: {recent_error()}", count.value)
+    raise AclError("aclprofExtDecodeOps", ret, recent_error())
 
 
 def decode(buf: Buffer, *, verify: bool = True) -> "OpBatch":

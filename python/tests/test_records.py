@@ -254,16 +254,16 @@ def test_reader_batches_and_torn_tail(tmp_path, buffer):
 
 
 def test_signature_is_checked_in_c_once_per_buffer(buffer, monkeypatch):
-    """The batch path verifies with one aclprofGetOpNum call, not one per record."""
+    """The batch path verifies with one aclprofExtDecodeOps call, not one per record."""
     lib = aclprof.load()
     calls = []
-    real = lib.aclprofGetOpNum
+    real = lib.aclprofExtDecodeOps
 
     class Counting:
         def __call__(self, *args):
             calls.append(args[1])
             return real(*args)
 
-    monkeypatch.setattr(lib, "aclprofGetOpNum", Counting())
+    monkeypatch.setattr(lib, "aclprofExtDecodeOps", Counting())
     decode(buffer)
     assert calls == [len(buffer)]

@@ -270,12 +270,34 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
     )
 }
 
-fn ring_of(
-    ring: *mut aclprofExtRing,
-) -> crate::error::Result<std::sync::Arc<crate::transport::ring::Reader>> {
-    RINGS
-        .with(ring as usize, |r| r.clone())
-        .ok_or_else(|| invalid("not an attached ring (NULL, detached, or never attached)"))
+type ReaderRef = std::sync::Arc<crate::transport::ring::Reader>;
+
+thread_local! {
+    /// The handle this thread used last and a weak reference to its reader: a read loop
+    /// acquires and releases on one handle. Detaching drops the reader, so the weak
+    /// reference stops upgrading and the table is asked again.
+    static LAST_RING: std::cell::RefCell<(usize, std::sync::Weak<crate::transport::ring::Reader>)> =
+        const { std::cell::RefCell::new((0, std::sync::Weak::new())) };
+}
+
+fn ring_of(ring: *mut aclprofExtRing) -> crate::error::Result<ReaderRef> {
+    let h = ring as usize;
+    let cached = LAST_RING.with(|l| {
+        let l = l.borrow();
+        if l.0 == h {
+            l.1.upgrade().filter(|r| !r.is_detached())
+        } else {
+            None
+        }
+    });
+    if let Some(r) = cached {
+        return Ok(r);
+    }
+    let r = RINGS
+        .with(h, |r| r.clone())
+        .ok_or_else(|| invalid("not an attached ring (NULL, detached, or never attached)"))?;
+    LAST_RING.with(|l| *l.borrow_mut() = (h, std::sync::Arc::downgrade(&r)));
+    Ok(r)
 }
 
 /// Waits up to `timeoutMs` for records and gives the reader a contiguous batch of at most
@@ -348,4 +370,109 @@ pub extern "C" fn aclprofExtRingDetach(ring: *mut aclprofExtRing) -> aclError {
             code("aclprofExtRingDetach", r)
         },
     )
+}
+
+/// One op record unpacked by aclprofExtDecodeOps. The strings point into the buffer that
+/// was decoded (NUL-terminated, inline, so they live as long as that buffer) and may be
+/// truncated (see `truncated`); aclprofGetOpName returns the whole name in the process that
+/// reported the op.
+#[repr(C)]
+pub struct aclprofExtOp {
+    pub start: u64,
+    pub end: u64,
+    pub duration: u64,
+    pub opIndex: u64,
+    pub modelId: u32,
+    pub threadId: u32,
+    pub deviceId: u32,
+    pub streamId: u32,
+    pub flag: u32,
+    pub pid: u32,
+    /// The op name stored in the record (NUL-terminated).
+    pub name: *const c_char,
+    /// The op type stored in the record (NUL-terminated).
+    pub opType: *const c_char,
+    /// Bytes of `name` and `opType` without the NUL.
+    pub nameLen: u32,
+    pub typeLen: u32,
+    /// Bit 0: the name was truncated; bit 1: the type was.
+    pub truncated: u32,
+    pub reserved: u32,
+}
+
+/// Verifies and unpacks the records of `opInfo` (`opInfoLen` bytes, a whole number of
+/// records) into `ops`, at most `capacity` of them, in one call: the batch form of the
+/// aclprofGetOp* accessors. `*count` gets how many were unpacked. `ops` may be NULL with
+/// `capacity` 0 to check signatures only, as aclprofGetOpNum does: then `*count` is the
+/// number of records. A record that fails its check (its signature, or when unpacking, a
+/// string field without its NUL) stops the call with ACL_ERROR_INVALID_PARAM, and `*count` is the index
+/// of that record (the records before it are unpacked). Bad length or NULL arguments ->
+/// ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtDecodeOps(
+    opInfo: *const c_void,
+    opInfoLen: usize,
+    ops: *mut aclprofExtOp,
+    capacity: u32,
+    count: *mut u32,
+) -> aclError {
+    guard(
+        "aclprofExtDecodeOps",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let r = (|| {
+                if count.is_null() || (ops.is_null() && capacity != 0) {
+                    return Err(invalid("count is NULL, or ops is NULL with a capacity"));
+                }
+                *count = 0;
+                let buf = super::op_buffer(opInfo, opInfoLen)?;
+                let (max, out) = if ops.is_null() {
+                    (usize::MAX, &mut [][..])
+                } else {
+                    (
+                        capacity as usize,
+                        std::slice::from_raw_parts_mut(ops, capacity as usize),
+                    )
+                };
+                let r = crate::accessor::each_verified(buf, max, !ops.is_null(), |i, v| {
+                    if let Some(o) = out.get_mut(i) {
+                        *o = unpack(v);
+                    }
+                });
+                match r {
+                    Ok(n) => {
+                        *count = n as u32;
+                        Ok(())
+                    }
+                    Err((n, e)) => {
+                        *count = n as u32;
+                        Err(e)
+                    }
+                }
+            })();
+            code("aclprofExtDecodeOps", r)
+        },
+    )
+}
+
+fn unpack(v: crate::record::View<'_>) -> aclprofExtOp {
+    use crate::record::{get_u16, OFF_NAME, OFF_NAME_LEN, OFF_TYPE, OFF_TYPE_LEN};
+    aclprofExtOp {
+        start: v.start(),
+        end: v.end(),
+        duration: v.duration(),
+        opIndex: v.op_index(),
+        modelId: v.model_id(),
+        threadId: v.thread_id(),
+        deviceId: v.dev_id(),
+        streamId: v.stream_id(),
+        flag: v.flag(),
+        pid: v.pid(),
+        name: v.0[OFF_NAME..].as_ptr().cast(),
+        opType: v.0[OFF_TYPE..].as_ptr().cast(),
+        nameLen: get_u16(v.0, OFF_NAME_LEN) as u32,
+        typeLen: get_u16(v.0, OFF_TYPE_LEN) as u32,
+        truncated: v.marks() as u32 & 3,
+        reserved: 0,
+    }
 }

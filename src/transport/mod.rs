@@ -42,6 +42,9 @@ use std::time::{Duration, Instant};
 
 /// Records per `write()` to a pipe: 4096 bytes = `PIPE_BUF`, so every write is atomic.
 pub const PIPE_BATCH: u64 = 8;
+/// A reporting thread writes once this many batches wait: back-to-back writes find the
+/// reader awake, so one wake-up serves several of them.
+const INLINE_BATCHES: u64 = 4;
 /// Records per `write()` to a raw stream file.
 const FILE_BATCH: u64 = 128;
 /// Lanes of a pipe or file subscription (one shared, the others owned by one thread each).
@@ -262,7 +265,7 @@ impl Sub {
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
         *slot = [0; RECORD_SIZE];
         record::encode(slot, f, name, op_type);
-        record::sign(slot);
+        record::sign_fresh(slot);
         p.head += 1;
         p.slot = if p.slot + 1 == m.cap { 0 } else { p.slot + 1 };
         m.ctl().head.store(p.head, Ordering::Release);
@@ -275,7 +278,7 @@ impl Sub {
     /// Pipe and file mode: write full batches now; leave a partial one to the flusher.
     #[inline]
     fn after_publish(self: &Arc<Self>, lane: usize, p: &mut Prod) {
-        if p.head - p.cached_tail >= self.batch {
+        if p.head - p.cached_tail >= self.batch * INLINE_BATCHES {
             if let Some(mut c) = self.lanes[lane].try_cons() {
                 self.drain(lane, &mut c, true, Wait::No);
             }

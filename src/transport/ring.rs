@@ -57,6 +57,8 @@ const MAX_LANES: u32 = 256;
 /// Longest sleep of a waiting reader before it looks again (a safety net: producers ring
 /// the doorbell when they see a waiter).
 const WAIT_SLICE: Duration = Duration::from_millis(10);
+/// Looks at the lanes this many times (yielding now and then) before sleeping.
+const SPINS: u32 = 128;
 
 fn data_offset(lanes: u32) -> usize {
     (HEADER + lanes as usize * LANE_CTL_SIZE).div_ceil(4096) * 4096
@@ -327,10 +329,12 @@ impl Ring {
     }
 
     /// Wakes a reader sleeping in `acquire`, if there is one. Called after every publish:
-    /// one load of a line that changes only when a reader goes to sleep.
+    /// one load of a line that changes only when a reader goes to sleep. The first producer
+    /// to see the waiter takes the flag, so a sleep costs one wake-up, not one per record.
     #[inline]
     pub fn notify(&self) {
-        if self.u32_at(OFF_WAITERS).load(Ordering::Relaxed) != 0 {
+        let w = self.u32_at(OFF_WAITERS);
+        if w.load(Ordering::Relaxed) != 0 && w.swap(0, Ordering::AcqRel) != 0 {
             self.ring_doorbell();
         }
     }
@@ -409,7 +413,8 @@ impl Ring {
         max: u64,
         timeout: Duration,
     ) -> Result<Option<(*const u8, usize, u32)>> {
-        let deadline = Instant::now() + timeout;
+        let mut deadline = None;
+        let mut spins = 0u32;
         loop {
             if let Some((l, t, avail)) = self.ready_lane(start) {
                 let until_end = self.capacity - t % self.capacity;
@@ -438,14 +443,25 @@ impl Ring {
                 );
             }
             let now = Instant::now();
+            let deadline = *deadline.get_or_insert(now + timeout);
             if now >= deadline {
                 return Ok(None);
+            }
+            // A producer at full speed publishes again within microseconds: look a few
+            // more times before paying for a sleep and a wake-up.
+            if spins < SPINS {
+                spins += 1;
+                std::hint::spin_loop();
+                if spins % 16 == 0 {
+                    std::thread::yield_now();
+                }
+                continue;
             }
             // Sleep on the doorbell: announce the wait, look once more, then sleep.
             let waiters = self.u32_at(OFF_WAITERS);
             let bell = self.u32_at(OFF_DOORBELL);
-            waiters.fetch_add(1, Ordering::SeqCst);
             let seen = bell.load(Ordering::Acquire);
+            waiters.store(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             if self.ready_lane(0).is_none() {
                 futex(
@@ -455,7 +471,6 @@ impl Ring {
                     Some((deadline - now).min(WAIT_SLICE)),
                 );
             }
-            waiters.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -487,6 +502,7 @@ impl Ring {
 pub struct Reader {
     pub ring: Ring,
     cur: std::sync::Mutex<(u32, usize)>,
+    detached: std::sync::atomic::AtomicBool,
 }
 
 impl Reader {
@@ -495,6 +511,7 @@ impl Reader {
         Ok(Reader {
             ring,
             cur: std::sync::Mutex::new((0, 0)),
+            detached: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -528,7 +545,12 @@ impl Reader {
     }
 
     pub fn detach(&self) {
+        self.detached.store(true, Ordering::Release);
         self.ring.detach_reader();
+    }
+
+    pub fn is_detached(&self) -> bool {
+        self.detached.load(Ordering::Acquire)
     }
 }
 
