@@ -5,7 +5,7 @@
 //!
 //!   cargo bench --bench export [-- 1000000 10000000]
 
-use aclprof::delivery::StreamFiles;
+use aclprof::transport::StreamFiles;
 use aclprof::record::{encode, sign, OpFields, RECORD_SIZE};
 use std::io::Write;
 use std::path::{Path, PathBuf};

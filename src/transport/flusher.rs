@@ -2,12 +2,13 @@
 //! reporting thread leaves them. It sleeps on a condition variable while nothing waits to
 //! be written, so idle subscriptions cost nothing; it runs only while records wait.
 //!
-//! Reporters publish a record and then read `armed` with no fence. Before the flusher looks
-//! at the lanes of a subscription it clears `armed` and runs `membarrier()`, which executes
-//! a full barrier on every thread of the process: a reporter either published before that
-//! barrier (the flusher sees the record) or reads `armed` after it (and arms again). Where
-//! `membarrier` is missing, the flusher looks once more after every pass that wrote
-//! something.
+//! A subscription stays on the list while its lanes keep filling; after two passes that
+//! found nothing to write, the flusher lets it go. Reporters publish a record and then read
+//! `armed` with no fence, so letting go is careful: the flusher clears `armed`, runs
+//! `membarrier()` (a full barrier on every thread of the process), and looks at the lanes
+//! once more: a reporter either published before that barrier (the flusher sees the
+//! record) or reads `armed` after it (and arms again). Where `membarrier` is missing, the
+//! flusher keeps a subscription for two more passes before letting it go.
 
 use super::Sub;
 use crate::error::{err, Result, ACL_ERROR_PROFILING_FAILURE};
@@ -16,8 +17,12 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
 struct Queue {
-    due: Vec<(Instant, Arc<Sub>)>,
+    /// When each subscription is due, and how many passes in a row found it empty.
+    due: Vec<(Instant, Arc<Sub>, u32)>,
 }
+
+/// Empty passes before the flusher lets a subscription go.
+const IDLE_PASSES: u32 = 2;
 
 static QUEUE: Mutex<Queue> = Mutex::new(Queue { due: Vec::new() });
 static WAKE: Condvar = Condvar::new();
@@ -51,9 +56,13 @@ pub fn ensure_started() -> Result<()> {
 
 /// Puts `sub` on the list, due one flush delay from now.
 pub fn schedule(sub: Arc<Sub>) {
+    schedule_with(sub, 0);
+}
+
+fn schedule_with(sub: Arc<Sub>, idle: u32) {
     let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
     let was_empty = q.due.is_empty();
-    q.due.push((Instant::now() + super::FLUSH_DELAY, sub));
+    q.due.push((Instant::now() + super::FLUSH_DELAY, sub, idle));
     drop(q);
     if was_empty {
         WAKE.notify_one();
@@ -62,11 +71,11 @@ pub fn schedule(sub: Arc<Sub>) {
 
 fn run(barrier: bool) {
     loop {
-        let due: Vec<Arc<Sub>> = {
+        let due: Vec<(Arc<Sub>, u32)> = {
             let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
             loop {
                 let now = Instant::now();
-                match q.due.iter().map(|(t, _)| *t).min() {
+                match q.due.iter().map(|(t, _, _)| *t).min() {
                     None => q = WAKE.wait(q).unwrap_or_else(|p| p.into_inner()),
                     Some(t) if t > now => {
                         q = WAKE
@@ -78,22 +87,32 @@ fn run(barrier: bool) {
                 }
             }
             let now = Instant::now();
-            let (ready, later): (Vec<_>, Vec<_>) = q.due.drain(..).partition(|(t, _)| *t <= now);
+            let (ready, later): (Vec<_>, Vec<_>) =
+                q.due.drain(..).partition(|(t, _, _)| *t <= now);
             q.due = later;
-            ready.into_iter().map(|(_, s)| s).collect()
+            ready.into_iter().map(|(_, s, idle)| (s, idle)).collect()
         };
-        for s in &due {
-            s.armed.store(false, Ordering::SeqCst);
+        let mut going_idle = Vec::new();
+        for (s, idle) in due {
+            let (empty, wrote) = s.flush_now();
+            if !empty || wrote || idle + 1 < IDLE_PASSES || (!barrier && idle < 2 * IDLE_PASSES) {
+                // Still busy (or a full pipe left records): keep it on the list.
+                schedule_with(s, if wrote || !empty { 0 } else { idle + 1 });
+            } else {
+                s.armed.store(false, Ordering::SeqCst);
+                going_idle.push(s);
+            }
         }
-        let fenced = barrier && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-        if !fenced {
+        if going_idle.is_empty() {
+            continue;
+        }
+        if !(barrier && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
             std::sync::atomic::fence(Ordering::SeqCst);
         }
-        for s in due {
+        for s in going_idle {
+            // A record published just before `armed` was cleared: look once more.
             let (empty, wrote) = s.flush_now();
-            // Records left (a full pipe, a lane being written) or, without a barrier, a
-            // record that may have been missed: look again after another delay.
-            if (!empty || (!fenced && wrote)) && !s.armed.swap(true, Ordering::AcqRel) {
+            if (!empty || wrote) && !s.armed.swap(true, Ordering::AcqRel) {
                 schedule(s);
             }
         }

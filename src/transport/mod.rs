@@ -42,9 +42,6 @@ use std::time::{Duration, Instant};
 
 /// Records per `write()` to a pipe: 4096 bytes = `PIPE_BUF`, so every write is atomic.
 pub const PIPE_BATCH: u64 = 8;
-/// A reporting thread writes once this many batches wait: back-to-back writes find the
-/// reader awake, so one wake-up serves several of them.
-const INLINE_BATCHES: u64 = 4;
 /// Records per `write()` to a raw stream file.
 const FILE_BATCH: u64 = 128;
 /// Lanes of a pipe or file subscription (one shared, the others owned by one thread each).
@@ -108,6 +105,9 @@ pub struct Sub {
     shared: Mutex<()>,
     lane_cap: u64,
     batch: u64,
+    /// A reporting thread writes its lane itself once this many records wait (the flusher
+    /// writes the rest, every FLUSH_DELAY).
+    inline_at: u64,
     policy: OnFull,
     state: AtomicU8,
     deadline: Mutex<Option<Instant>>,
@@ -171,6 +171,7 @@ impl Sub {
             shared: Mutex::new(()),
             lane_cap,
             batch,
+            inline_at: (lane_cap / 2).max(batch),
             policy,
             state: AtomicU8::new(OPEN),
             deadline: Mutex::new(None),
@@ -278,7 +279,7 @@ impl Sub {
     /// Pipe and file mode: write full batches now; leave a partial one to the flusher.
     #[inline]
     fn after_publish(self: &Arc<Self>, lane: usize, p: &mut Prod) {
-        if p.head - p.cached_tail >= self.batch * INLINE_BATCHES {
+        if p.head - p.cached_tail >= self.inline_at {
             if let Some(mut c) = self.lanes[lane].try_cons() {
                 self.drain(lane, &mut c, true, Wait::No);
             }
