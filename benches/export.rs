@@ -5,8 +5,8 @@
 //!
 //!   cargo bench --bench export [-- 1000000 10000000]
 
-use aclprof::transport::StreamFiles;
 use aclprof::record::{encode, sign, OpFields, RECORD_SIZE};
+use aclprof::transport::StreamFiles;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

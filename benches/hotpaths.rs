@@ -188,7 +188,10 @@ fn ring_reader(fd: c_int) -> std::thread::JoinHandle<u64> {
 fn ring_reader_child(path: &str) {
     let c = std::ffi::CString::new(path).unwrap();
     let mut ring: *mut aclprofExtRing = std::ptr::null_mut();
-    assert_eq!(unsafe { aclprofExtRingAttach(c.as_ptr(), -1, &mut ring) }, 0);
+    assert_eq!(
+        unsafe { aclprofExtRingAttach(c.as_ptr(), -1, &mut ring) },
+        0
+    );
     let (mut n, mut sum) = (0u64, 0u64);
     loop {
         let mut p: *const c_void = std::ptr::null();
@@ -389,7 +392,12 @@ fn main() {
                 end: i * 1000 + 700,
                 ..Default::default()
             };
-            aclprof::record::encode(&mut r, &f, b"resnet50/layer3/block4/conv2/Conv2D", b"Conv2D");
+            aclprof::record::encode(
+                &mut r,
+                &f,
+                b"resnet50/layer3/block4/conv2/Conv2D",
+                b"Conv2D",
+            );
             aclprof::record::sign(&mut r);
             r
         })
@@ -397,7 +405,7 @@ fn main() {
     let sign = ns_per(7, 2_000_000, |n| {
         let mut acc = 0u32;
         for k in 0..n {
-            acc ^= aclprof::signature::of_fresh_record(black_box(&recs[(k % 2048) as usize]));
+            acc ^= aclprof::record::fresh_signature_of(black_box(&recs[(k % 2048) as usize]));
         }
         black_box(acc);
     });
@@ -421,7 +429,13 @@ fn main() {
         for _ in 0..n {
             let mut cnt = 0u32;
             let e = unsafe {
-                aclprofExtDecodeOps(flat.as_ptr().cast(), flat.len(), ops.as_mut_ptr(), 2048, &mut cnt)
+                aclprofExtDecodeOps(
+                    flat.as_ptr().cast(),
+                    flat.len(),
+                    ops.as_mut_ptr(),
+                    2048,
+                    &mut cnt,
+                )
             };
             assert_eq!((e, cnt), (0, 2048));
             black_box(ops.as_ptr());
@@ -575,7 +589,11 @@ fn main() {
             if threads == 1 {
                 one = rate;
             }
-            row += &format!("  {threads} thr {:.2} M/s ({:.2} x)", rate / 1e6, rate / one);
+            row += &format!(
+                "  {threads} thr {:.2} M/s ({:.2} x)",
+                rate / 1e6,
+                rate / one
+            );
         }
         println!("SCALE {what}:{row}   (goal >= 0.8 x)");
     }

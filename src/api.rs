@@ -1,12 +1,12 @@
 //! The safe implementation behind the C entry points: the global state, handle tables and
 //! subscriptions, glued together. `ffi/` only converts C arguments and calls in here.
 
-use crate::transport::{self, Counts, Dest, Sub, UserFd};
 use crate::error::*;
 use crate::handles::Table;
 use crate::report;
 use crate::settings;
-use crate::state::{self, Core, ProfConfig, SubConfig};
+use crate::state::{self, Core, ProfConfig};
+use crate::transport::{self, Counts, Dest, Sub, UserFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -15,6 +15,14 @@ use std::time::Instant;
 static CORE: Mutex<Option<Core>> = Mutex::new(None);
 pub static CONFIGS: Table<ProfConfig> = Table::new();
 pub static SUB_CONFIGS: Table<SubConfig> = Table::new();
+
+/// What `aclprofCreateSubscribeConfig` built.
+#[derive(Clone, Copy, Debug)]
+pub struct SubConfig {
+    pub time_info: bool,
+    pub aicore_metrics: u32,
+    pub fd: UserFd,
+}
 static NEXT_CONFIG_ID: AtomicU64 = AtomicU64::new(1);
 /// Every subscription not yet retired (subscribed, or flushing in an unsubscribe).
 static LIVE: Mutex<Vec<Arc<Sub>>> = Mutex::new(Vec::new());
@@ -292,139 +300,38 @@ pub fn model_unload(id: u32) -> Result<()> {
     Ok(())
 }
 
-/// `PROFILING_OPTIONS` keys (the ones TensorFlow/GE users write) -> ACL_PROF_* bits.
-const ENV_SWITCHES: [(&str, u64); 8] = [
-    ("task_trace", 0x1 | 0x2),
-    ("training_trace", 0x40),
-    ("aicpu", 0x8),
-    ("l2", 0x10),
-    ("hccl", 0x20),
-    ("msproftx", 0x80),
-    ("runtime_api", 0x100),
-    ("task_memory", 0x1000),
-];
-
-/// The `aclprofAicoreMetrics` value of an `aic_metrics` name.
-fn aicore_metric(name: &str) -> Option<u32> {
-    const NAMES: [&str; 9] = [
-        "ArithmeticUtilization",
-        "PipeUtilization",
-        "Memory",
-        "MemoryL0",
-        "ResourceConflictRatio",
-        "MemoryUB",
-        "L2Cache",
-        "PipelineExecuteUtilization",
-        "MemoryAccess",
-    ];
-    NAMES.iter().position(|n| *n == name).map(|i| i as u32)
+/// A fresh config id (configs made by the library itself, as for PROFILING_MODE).
+pub fn next_config_id() -> u64 {
+    NEXT_CONFIG_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Parses `PROFILING_OPTIONS`: the result root and the config to profile every emulated
-/// device with.
-pub fn env_mode_config(
-    options: &str,
-    device_count: u32,
-) -> Result<(std::path::PathBuf, ProfConfig)> {
-    let v: serde_json::Value = serde_json::from_str(options).or_else(|e| {
-        err(
-            ACL_ERROR_INVALID_PARAM,
-            format!("PROFILING_OPTIONS is not JSON: {e}"),
-        )
-    })?;
-    let Some(output) = v
-        .get("output")
-        .and_then(|o| o.as_str())
-        .filter(|o| !o.is_empty())
-    else {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            "PROFILING_OPTIONS needs \"output\": the result directory",
-        );
-    };
-    let on = |k: &str| v.get(k).and_then(|x| x.as_str()) == Some("on");
-    let mut data_type = ENV_SWITCHES
-        .iter()
-        .filter(|(k, _)| on(k))
-        .fold(0, |a, (_, b)| a | b);
-    let mut metric = state::ACL_AICORE_NONE;
-    if let Some(m) = v
-        .get("aic_metrics")
-        .and_then(|x| x.as_str())
-        .filter(|m| !m.is_empty())
-    {
-        match aicore_metric(m) {
-            Some(i) => {
-                metric = i;
-                data_type |= 0x4;
+/// Environment-variable profiling: a file-mode session for `config` into `root`, started
+/// without aclprofInit/aclprofStart (the control calls then answer 100042).
+pub fn start_env_session(root: &Path, config: &ProfConfig) -> Result<()> {
+    let root = state::prepare_result_dir(root)?;
+    let mut g = core();
+    let core = g.get_or_insert_with(Core::default);
+    let index = core.start_cmd(config, root.clone());
+    let r = crate::filemode::begin(&root, index - 1, config, &core.config_values());
+    match r {
+        Ok(session) => {
+            *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+            if config.data_type & state::ACL_PROF_MSPROFTX != 0 {
+                crate::tx::set_enabled(true);
             }
-            None => {
-                return err(
-                    ACL_ERROR_INVALID_PARAM,
-                    format!("PROFILING_OPTIONS aic_metrics {m:?} is not a metric name"),
-                )
-            }
+            Ok(())
         }
-    }
-    if data_type == 0 {
-        data_type = 0x1 | 0x2; // nothing switched on: collect what the op summary needs
-    }
-    let id = NEXT_CONFIG_ID.fetch_add(1, Ordering::Relaxed);
-    let config = ProfConfig {
-        id,
-        devices: (0..device_count).collect(),
-        aicore_metrics: metric,
-        data_type,
-    };
-    Ok((std::path::PathBuf::from(output), config))
-}
-
-/// Environment-variable profiling: with `PROFILING_MODE=true`, profile every model from the
-/// first reported op and write the result directory at process exit. Called once, at the
-/// library's first use.
-pub fn start_env_mode() {
-    if std::env::var("PROFILING_MODE").as_deref() != Ok("true") {
-        return;
-    }
-    let options = std::env::var("PROFILING_OPTIONS").unwrap_or_default();
-    let r = (|| -> Result<()> {
-        let (root, config) = env_mode_config(&options, settings::get().device_count)?;
-        let root = state::prepare_result_dir(&root)?;
-        let mut g = core();
-        let core = g.get_or_insert_with(Core::default);
-        let index = core.start_cmd(&config, root.clone());
-        let session = crate::filemode::begin(&root, index - 1, &config, &core.config_values())?;
-        *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
-        if config.data_type & state::ACL_PROF_MSPROFTX != 0 {
-            crate::tx::set_enabled(true);
+        Err(e) => {
+            core.end_cmd();
+            Err(e)
         }
-        // SAFETY: registers a plain extern "C" function.
-        unsafe { libc::atexit(end_env_mode) };
-        Ok(())
-    })();
-    if let Err(e) = r {
-        log::error!(
-            "aclprof: PROFILING_MODE=true but profiling could not start: {}",
-            e.msg
-        );
-        crate::error::set_last(format!("PROFILING_MODE: {}", e.msg));
-        with_core(|c| {
-            c.end_cmd();
-        });
     }
 }
 
-/// At process exit: stop environment-variable profiling and export its result directory.
-extern "C" fn end_env_mode() {
-    crate::ffi::guard_void("aclprof exit handler", || {
-        if with_core(|c| c.end_cmd()).is_some() {
-            crate::tx::set_enabled(false);
-            if let Err(e) = end_session() {
-                log::error!(
-                    "aclprof: exporting the PROFILING_MODE results failed: {}",
-                    e.msg
-                );
-            }
-        }
-    });
+/// Ends environment-variable profiling and exports its result directory; None if it was
+/// not running.
+pub fn end_env_session() -> Option<Result<()>> {
+    with_core(|c| c.end_cmd())?;
+    crate::tx::set_enabled(false);
+    Some(end_session())
 }

@@ -1,19 +1,20 @@
 //! aclprof: Huawei CANN's AscendCL profiling API (`acl/acl_prof.h`) on any Linux machine.
 //!
 //! The C ABI lives in [`ffi`] (thin, checked wrappers); everything else is safe Rust, one
-//! module per concern:
+//! module per concern. Modules import downward only, in this order (top first):
 //!
 //! | module | concern |
 //! |---|---|
-//! | [`record`] | the 512-byte op record: layout, encoding, CANN's signature |
-//! | [`accessor`] | what the `aclprofGetOp*` accessors check and decode |
-//! | [`state`] | the init/start/stop/finalize and subscribe state machine |
+//! | [`ffi`] | the C boundary |
+//! | [`init`] | first use: settings, environment-variable profiling |
+//! | [`sim`] | the model simulator |
 //! | [`api`] | global state, handles and subscriptions glued together |
+//! | [`tx`], [`filemode`] | msproftx stamps and step info; file mode's sessions and export |
 //! | [`report`] | the hot path: a runtime reports an executed op |
 //! | [`transport`] | lanes, pipe and file writes, shared-memory rings |
-//! | [`registry`], [`sim`] | the emulated runtime's models and the model simulator |
-//! | [`tx`] | msproftx stamps, marks, ranges, step info |
-//! | [`settings`], [`error`], [`logging`] | configuration, error codes and messages |
+//! | [`state`], [`registry`], [`accessor`] | the state machine; the emulated runtime's models; what the `aclprofGetOp*` accessors check |
+//! | [`record`], [`signature`] | the 512-byte op record and CANN's signature |
+//! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`clock`] | leaves |
 
 pub mod accessor;
 pub mod api;
@@ -25,6 +26,7 @@ pub mod handles;
 pub mod init;
 pub mod logging;
 pub mod names;
+pub mod panic;
 pub mod record;
 pub mod registry;
 pub mod report;

@@ -73,21 +73,42 @@ pub fn crc_register(bytes: &[u8]) -> u32 {
     crate::signature::register(bytes)
 }
 
-/// The signature a record of any size should carry (CRC register over bytes `4..`); records
-/// of [`RECORD_SIZE`] take the three-chain path of [`crate::signature`].
+/// Where a record's non-zero bytes can be: the header and the op type in `[4, e1)`, the
+/// op name in `[s2, e2)`, both whole 8-byte words (from offset 8); the rest is zero in a
+/// record built by [`encode`]. Garbage lengths give spans the signature code rejects.
+#[inline]
+fn spans(rec: &Record) -> (usize, usize, usize) {
+    let tlen = (get_u16(rec, OFF_TYPE_LEN) as usize).min(MAX_TYPE_LEN + 1);
+    let nlen = (get_u16(rec, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN + 1);
+    // [4, 8) is one 4-byte word, then 8-byte words: 96 header bytes, the type and its NUL.
+    let e1 = 8 + (96 + tlen + 1).div_ceil(8) * 8;
+    let s2 = e1.max(OFF_NAME);
+    let e2 = s2 + (OFF_NAME + nlen + 1).saturating_sub(s2).div_ceil(8) * 8;
+    (e1, s2, e2.min(RECORD_SIZE + 8))
+}
+
+/// The signature a record of any size should carry (CRC register over bytes `4..`). A
+/// 512-byte record whose bytes after its strings are zero (every record aclprof writes)
+/// only has its header and strings hashed; see [`crate::signature`].
 #[inline]
 pub fn signature_of(rec: &[u8]) -> u32 {
-    match <&[u8; RECORD_SIZE]>::try_from(rec) {
-        Ok(r) => crate::signature::of_record(r),
+    match <&Record>::try_from(rec) {
+        Ok(r) => crate::signature::of_sparse_record(r, spans(r), true),
         Err(_) => crc_register(&rec[4..]),
     }
+}
+
+/// The signature of a record just built by [`encode`] into a zeroed buffer.
+#[inline]
+pub fn fresh_signature_of(rec: &Record) -> u32 {
+    crate::signature::of_sparse_record(rec, spans(rec), false)
 }
 
 /// Signs a record just built by [`encode`] into a zeroed buffer (the bytes after its
 /// strings are known to be zero, so only the header and the strings are hashed).
 #[inline]
 pub fn sign_fresh(rec: &mut Record) {
-    let s = crate::signature::of_fresh_record(rec);
+    let s = fresh_signature_of(rec);
     rec[..4].copy_from_slice(&s.to_le_bytes());
 }
 

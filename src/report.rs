@@ -7,9 +7,9 @@
 //!   come from per-thread blocks), and no system call but one `write()` per full batch of
 //!   a pipe subscription.
 
-use crate::transport::Sub;
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
 use crate::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
+use crate::transport::Sub;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};

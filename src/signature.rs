@@ -28,26 +28,6 @@ fn has_clmul() -> bool {
         && std::arch::is_x86_feature_detected!("pclmulqdq")
 }
 
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-/// Where a record's non-zero bytes can be: the header and the op type in `[4, e1)`, the
-/// op name in `[s2, e2)`. Both spans are whole 8-byte words; the rest is zero in a record
-/// built by `record::encode`. None if the stored lengths are out of range.
-#[inline]
-fn spans(rec: &[u8; 512]) -> Option<(usize, usize, usize)> {
-    use crate::record::{MAX_NAME_LEN, MAX_TYPE_LEN, OFF_NAME, OFF_NAME_LEN, OFF_TYPE_LEN};
-    let tlen = u16::from_le_bytes([rec[OFF_TYPE_LEN], rec[OFF_TYPE_LEN + 1]]) as usize;
-    let nlen = u16::from_le_bytes([rec[OFF_NAME_LEN], rec[OFF_NAME_LEN + 1]]) as usize;
-    if tlen > MAX_TYPE_LEN || nlen > MAX_NAME_LEN {
-        return None;
-    }
-    // [4, 8) is one 4-byte word, then 8-byte words: 96 header bytes, the type and its NUL.
-    let e1 = 8 + (96 + tlen + 1).div_ceil(8) * 8;
-    let s2 = e1.max(OFF_NAME);
-    let e2 = s2 + (OFF_NAME + nlen + 1).saturating_sub(s2).div_ceil(8) * 8;
-    Some((e1, s2, e2))
-}
-
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn all_zero(b: &[u8]) -> bool {
     let mut blocks = b.chunks_exact(32);
     let mut acc = 0u64;
@@ -61,38 +41,34 @@ fn all_zero(b: &[u8]) -> bool {
     acc == 0
 }
 
-/// The signature of a 512-byte record: the register over `rec[4..]`. When the bytes after
-/// the strings are zero (as in every record aclprof writes) only the header, the type and
-/// the name go through the CRC unit; otherwise all of them do.
+/// The register over `rec[4..]` of a 512-byte record whose bytes outside `[4, e1)` and
+/// `[s2, e2)` may be non-zero (the spans are whole 8-byte words from offset 8, with
+/// `56 <= e1 <= s2 <= e2 <= 512`). With `check_zeros`, the other bytes are checked first and
+/// the whole record is hashed if they are not all zero; without, the caller knows they are.
+/// Three independent chains (header, type, name) are joined by shifts over the zeros.
 #[inline]
-pub fn of_record(rec: &[u8; 512]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if has_clmul() {
-        if let Some((e1, s2, e2)) = spans(rec) {
-            if all_zero(&rec[e1..s2]) && all_zero(&rec[e2..]) {
-                // SAFETY: the CPU has the features; the spans are inside the record.
-                return unsafe { x86::sparse(rec.as_ptr(), e1, s2, e2) };
-            }
-        }
-        // SAFETY: as above; `rec` is 512 readable bytes.
-        return unsafe { x86::three_way_508(rec.as_ptr().add(4)) };
-    }
-    register(&rec[4..])
-}
-
-/// The signature of a record just built by `record::encode` into a zeroed buffer: the
-/// zero regions are not checked.
-#[inline]
-pub fn of_fresh_record(rec: &[u8; 512]) -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if has_clmul() {
-        if let Some((e1, s2, e2)) = spans(rec) {
-            debug_assert!(all_zero(&rec[e1..s2]) && all_zero(&rec[e2..]));
+pub fn of_sparse_record(rec: &[u8; 512], spans: (usize, usize, usize), check_zeros: bool) -> u32 {
+    let (e1, s2, e2) = spans;
+    let shaped = (56..=s2).contains(&e1) && s2 <= e2 && e2 <= 512 && (e1 - 8) % 8 == 0;
+    if shaped && (!check_zeros || (all_zero(&rec[e1..s2]) && all_zero(&rec[e2..]))) {
+        #[cfg(target_arch = "x86_64")]
+        if has_clmul() {
             // SAFETY: the CPU has the features; the spans are inside the record.
             return unsafe { x86::sparse(rec.as_ptr(), e1, s2, e2) };
         }
     }
     of_record(rec)
+}
+
+/// The register over `rec[4..]` of a 512-byte record, all of it.
+#[inline]
+pub fn of_record(rec: &[u8; 512]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if has_clmul() {
+        // SAFETY: the CPU has the features; `rec` is 512 readable bytes.
+        return unsafe { x86::three_way_508(rec.as_ptr().add(4)) };
+    }
+    register(&rec[4..])
 }
 
 /// Reflected CRC-32C polynomial.
@@ -229,7 +205,11 @@ mod tests {
         for &b in bytes {
             crc ^= b as u32;
             for _ in 0..8 {
-                crc = if crc & 1 != 0 { (crc >> 1) ^ POLY } else { crc >> 1 };
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ POLY
+                } else {
+                    crc >> 1
+                };
             }
         }
         crc
@@ -245,7 +225,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                *b = if round % 3 == 0 && i > 200 { 0 } else { x as u8 };
+                *b = if round % 3 == 0 && i > 200 {
+                    0
+                } else {
+                    x as u8
+                };
             }
             assert_eq!(of_record(&rec), bitwise(&rec[4..]), "round {round}");
         }
@@ -266,13 +250,27 @@ mod tests {
                 };
                 encode(&mut r, &f, &vec![b'n'; nlen], &vec![b't'; tlen]);
                 let want = bitwise(&r[4..]);
-                assert_eq!(of_fresh_record(&r), want, "type {tlen}, name {nlen}");
-                assert_eq!(of_record(&r), want, "type {tlen}, name {nlen}");
+                let mut fresh = r;
+                crate::record::sign_fresh(&mut fresh);
+                assert_eq!(
+                    crate::record::get_u32(&fresh, 0),
+                    want,
+                    "type {tlen}, name {nlen}"
+                );
+                assert_eq!(
+                    crate::record::signature_of(&r),
+                    want,
+                    "type {tlen}, name {nlen}"
+                );
                 // a non-zero byte where zeros are expected: verification must see it
                 for at in [170 + nlen.min(256), 500, 511] {
                     let mut bad = r;
                     bad[at] ^= 0x40;
-                    assert_eq!(of_record(&bad), bitwise(&bad[4..]), "byte {at}");
+                    assert_eq!(
+                        crate::record::signature_of(&bad),
+                        bitwise(&bad[4..]),
+                        "byte {at}"
+                    );
                 }
             }
         }

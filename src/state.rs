@@ -52,14 +52,6 @@ pub struct ProfConfig {
     pub data_type: u64,
 }
 
-/// What `aclprofCreateSubscribeConfig` built.
-#[derive(Clone, Copy, Debug)]
-pub struct SubConfig {
-    pub time_info: bool,
-    pub aicore_metrics: u32,
-    pub fd: crate::transport::UserFd,
-}
-
 #[derive(Clone, Debug)]
 pub struct Running {
     pub config: ProfConfig,

@@ -15,31 +15,8 @@ pub mod prof;
 
 use crate::error::{self, Error, Result};
 use std::ffi::{c_char, c_void};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// Runs `f`; if it panics, logs the panic and returns `fallback` instead of unwinding into C.
-#[inline(always)]
-pub(crate) fn guard<R>(func: &str, fallback: R, f: impl FnOnce() -> R) -> R {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(r) => r,
-        Err(p) => {
-            let what = p
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| p.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            let line = format!("{func}: internal error (panic: {what}); please report it");
-            log::error!("{line}");
-            error::set_last(line);
-            fallback
-        }
-    }
-}
-
-/// [`guard`] for code that returns nothing (exit handlers).
-pub(crate) fn guard_void(func: &str, f: impl FnOnce()) {
-    guard(func, (), f)
-}
+pub(crate) use crate::panic::guard;
 
 /// `Ok` -> 0; `Err` -> its code, logged and stored as this thread's recent error.
 #[inline]

@@ -10,10 +10,10 @@
 
 pub mod export;
 
-use crate::transport::{Dest, StreamFiles, Sub};
 use crate::error::*;
 use crate::settings;
 use crate::state::ProfConfig;
+use crate::transport::{Dest, StreamFiles, Sub};
 use serde_json::json;
 use std::collections::HashMap;
 use std::fs;

@@ -209,4 +209,3 @@ fn consume_sigpipe() {
         libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
     }
 }
-

@@ -87,8 +87,7 @@ fn run(barrier: bool) {
                 }
             }
             let now = Instant::now();
-            let (ready, later): (Vec<_>, Vec<_>) =
-                q.due.drain(..).partition(|(t, _, _)| *t <= now);
+            let (ready, later): (Vec<_>, Vec<_>) = q.due.drain(..).partition(|(t, _, _)| *t <= now);
             q.due = later;
             ready.into_iter().map(|(_, s, idle)| (s, idle)).collect()
         };

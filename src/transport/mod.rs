@@ -159,7 +159,11 @@ impl Sub {
                 } else {
                     FILE_BATCH
                 };
-                ((0..HEAP_LANES).map(|_| Lane::new(None)).collect(), cap, batch)
+                (
+                    (0..HEAP_LANES).map(|_| Lane::new(None)).collect(),
+                    cap,
+                    batch,
+                )
             }
         };
         flusher::ensure_started()?;
@@ -378,9 +382,8 @@ impl Sub {
             let n = avail.min(self.batch).min(m.cap - c.slot);
             // SAFETY: records [tail, tail + n) are published and contiguous from c.slot; the
             // producer does not reuse them until the tail moves past them.
-            let bytes = unsafe {
-                std::slice::from_raw_parts(m.slot(c.slot), n as usize * RECORD_SIZE)
-            };
+            let bytes =
+                unsafe { std::slice::from_raw_parts(m.slot(c.slot), n as usize * RECORD_SIZE) };
             let arrived = if self.is_broken() {
                 0
             } else {
@@ -687,7 +690,8 @@ mod tests {
     #[test]
     fn a_stalled_ring_reader_costs_one_timeout_then_drops_are_counted() {
         let ring = Arc::new(ring::Ring::create(None, 8).unwrap());
-        let reader = ring::Reader::attach(ring::Ring::open(None, Some(ring.fd())).unwrap()).unwrap();
+        let reader =
+            ring::Reader::attach(ring::Ring::open(None, Some(ring.fd())).unwrap()).unwrap();
         let stall = Duration::from_millis(300);
         let sub = Sub::start_with_stall(9, 0, Dest::Ring(ring), 0, OnFull::Block, stall).unwrap();
         let lane = sub.claim();
@@ -696,7 +700,9 @@ mod tests {
             sub.push(lane, &op(i), b"n", b"t");
         }
         let waited = t.elapsed();
-        assert!(waited >= sub.stall_timeout && waited < sub.stall_timeout * 2 + Duration::from_secs(1));
+        assert!(
+            waited >= sub.stall_timeout && waited < sub.stall_timeout * 2 + Duration::from_secs(1)
+        );
         sub.release(lane);
         let c = sub.close(Duration::from_millis(100));
         assert_eq!((c.reported, c.delivered, c.dropped), (100, 8, 92));

@@ -137,14 +137,19 @@ impl Ring {
     }
     fn ctl(&self, lane: u32) -> &LaneCtl {
         // SAFETY: lane < lanes; control blocks are 64-aligned inside the mapping.
-        unsafe { &*(self.map.as_mut_ptr().add(HEADER + lane as usize * LANE_CTL_SIZE) as *const LaneCtl) }
+        unsafe {
+            &*(self
+                .map
+                .as_mut_ptr()
+                .add(HEADER + lane as usize * LANE_CTL_SIZE) as *const LaneCtl)
+        }
     }
     fn slots(&self, lane: u32) -> *mut u8 {
         // SAFETY: the lane's slots are inside the mapping.
         unsafe {
-            self.map.as_mut_ptr().add(
-                data_offset(self.lanes) + lane as usize * self.capacity as usize * RECORD_SIZE,
-            )
+            self.map
+                .as_mut_ptr()
+                .add(data_offset(self.lanes) + lane as usize * self.capacity as usize * RECORD_SIZE)
         }
     }
 
@@ -582,9 +587,7 @@ mod tests {
         for i in from..from + n {
             let h = m.ctl().head.load(Ordering::Relaxed);
             let r = rec(i);
-            unsafe {
-                std::ptr::copy_nonoverlapping(r.as_ptr(), m.slot(h % m.cap), RECORD_SIZE)
-            };
+            unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), m.slot(h % m.cap), RECORD_SIZE) };
             m.ctl().head.store(h + 1, Ordering::Release);
         }
         w.notify();
