@@ -3,7 +3,9 @@
  * policy counts exactly; a detached reader never blocks the producer.
  *   ring MODEL.json               the tests (default policy)
  *   ring MODEL.json drop          ACLPROF_ON_FULL=drop: exact drop counts
- *   ring reader PATH N            (internal) the second-process reader                */
+ *   ring reader PATH N            (internal) the second-process reader
+ *   ring producer PATH N          (internal) a producer that waits to be killed
+ *   ring reader-then-stop PATH    (internal) a reader that stops releasing            */
 #define _POSIX_C_SOURCE 200809L
 #include <spawn.h>
 #include <stdint.h>
@@ -17,6 +19,13 @@
 #include "acl/acl_prof.h"
 #include "acl/acl_prof_ext.h"
 #include "harness.h"
+
+#include <signal.h>
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 extern char **environ;
 static const char *g_model_path;
@@ -182,9 +191,99 @@ static void test_drop_policy_counts_exactly(void) {
     CHECK_EQ(sum, 5 * (uint64_t)got);
 }
 
+/* A producer process: subscribes a ring at `path`, reports `n` ops, says so on stdout,
+ * then waits to be killed (it never unsubscribes). */
+static int producer_main(const char *path, long n) {
+    uint32_t m = 0;
+    int fd = -1;
+    if (aclprofExtModelLoad("doomed", 0, &m) != ACL_SUCCESS) return 20;
+    if (aclprofExtRingSubscribe(m, path, 4096, &fd) != ACL_SUCCESS) return 21;
+    report_ops(m, (int)n);
+    printf("ready\n");
+    fflush(stdout);
+    for (;;) pause();
+}
+
+/* The producer dies (SIGKILL) with records in the ring: the reader gets every published
+ * record, then the end of the stream ("the producing process died"), not a hang. */
+static void test_reader_outlives_a_killed_producer(void) {
+    char path[64];
+    snprintf(path, sizeof path, "/dev/shm/aclprof-ctest-%d", (int)getpid());
+    unlink(path);
+    int out[2];
+    CHECK_EQ(pipe(out), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    char *args[] = {(char *)g_self, "producer", path, "3000", NULL};
+    pid_t child;
+    CHECK_EQ(posix_spawn(&child, g_self, &fa, NULL, args, environ), 0);
+    close(out[1]);
+    char line[16] = {0};
+    CHECK(read(out[0], line, sizeof line - 1) > 0); /* "ready": 3000 ops published */
+    aclprofExtRing *ring = NULL;
+    CHECK_EQ(aclprofExtRingAttach(path, -1, &ring), ACL_SUCCESS);
+    kill(child, SIGKILL);
+    int status;
+    waitpid(child, &status, 0);
+    uint64_t sum = 0;
+    CHECK_EQ(read_all(ring, &sum), 3000);
+    aclprofExtRingDetach(ring);
+    close(out[0]);
+    unlink(path);
+}
+
+/* The reader process dies (SIGKILL) while the producer waits for room: the producer stops
+ * waiting for it, counts the rest as dropped, and unsubscribing returns promptly. */
+static void test_producer_outlives_a_killed_reader(void) {
+    uint32_t m = 0;
+    int fd = -1;
+    CHECK_EQ(aclprofExtModelLoad("orphaned", 0, &m), ACL_SUCCESS);
+    CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 8, &fd), ACL_SUCCESS); /* 8 records per lane */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
+    char *args[] = {(char *)g_self, "reader-then-stop", path, NULL};
+    pid_t child;
+    CHECK_EQ(posix_spawn(&child, g_self, NULL, NULL, args, environ), 0);
+    sleep_ms(300); /* attached, waiting for records */
+    aclprofExtStats before, after;
+    aclprofExtGetStats(&before);
+    report_ops(m, 16); /* the child reads and stops releasing after 8 */
+    sleep_ms(200);
+    kill(child, SIGKILL);
+    int status;
+    waitpid(child, &status, 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    report_ops(m, 1000); /* must not wait for the dead reader */
+    CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    CHECK(took < 2.0);
+    aclprofExtGetStats(&after);
+    long reported = (long)(after.recordsReported - before.recordsReported);
+    long delivered = (long)(after.recordsDelivered - before.recordsDelivered);
+    long dropped = (long)(after.recordsDropped - before.recordsDropped);
+    CHECK_EQ(reported, 1016);
+    CHECK_EQ(delivered + dropped, reported);
+    CHECK(dropped >= 1000 - 8);
+}
+
+/* The reader that the test above kills: reads one batch and never releases it. */
+static int reader_then_stop_main(const char *path) {
+    aclprofExtRing *ring = NULL;
+    if (aclprofExtRingAttach(path, -1, &ring) != ACL_SUCCESS) return 10;
+    const void *recs = NULL;
+    size_t len = 0;
+    while (len == 0) aclprofExtRingAcquire(ring, 64, 1000, &recs, &len);
+    for (;;) pause();
+}
+
 int main(int argc, char **argv) {
     g_self = argv[0];
     if (argc == 4 && strcmp(argv[1], "reader") == 0) return reader_main(argv[2], atol(argv[3]));
+    if (argc == 4 && strcmp(argv[1], "producer") == 0) return producer_main(argv[2], atol(argv[3]));
+    if (argc == 3 && strcmp(argv[1], "reader-then-stop") == 0) return reader_then_stop_main(argv[2]);
     if (argc < 2) return 2;
     g_model_path = argv[1];
     if (argc > 2 && strcmp(argv[2], "drop") == 0) {
@@ -193,6 +292,8 @@ int main(int argc, char **argv) {
         RUN(test_second_process_reads_every_op);
         RUN(test_detached_reader_does_not_block);
         RUN(test_stalled_reader_unsubscribe_is_bounded);
+        RUN(test_reader_outlives_a_killed_producer);
+        RUN(test_producer_outlives_a_killed_reader);
         RUN(test_bad_arguments);
     }
     DONE();

@@ -85,9 +85,18 @@ pub enum WriteError {
     Broken(String),
 }
 
-/// One `write()` of whole records (at most `PIPE_BUF` bytes for pipes, so it is atomic: all
-/// or nothing). Retries `EINTR`; never raises `SIGPIPE`.
+/// Writers of one fd take its stripe of these locks for a whole batch: on a stream socket
+/// or a regular file a write can be partial, and two subscriptions sharing the fd must not
+/// interleave inside a batch. (Pipe writes of at most `PIPE_BUF` bytes are atomic anyway.)
+static FD_LOCKS: [std::sync::Mutex<()>; 16] = [const { std::sync::Mutex::new(()) }; 16];
+
+/// Writes a batch of whole records (at most `PIPE_BUF` bytes for pipes, so it is atomic:
+/// all or nothing). Retries `EINTR`, finishes a partial write before anyone else writes to
+/// the fd; never raises `SIGPIPE`.
 pub fn write_once(fd: c_int, buf: &[u8]) -> std::result::Result<(), WriteError> {
+    let _whole = FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     let mut off = 0;
     while off < buf.len() {
         let rest = &buf[off..];

@@ -1,0 +1,192 @@
+//! The data path through the public C API, under the conditions that tear records or lose
+//! them in naive designs: two subscriptions writing into one pipe or one stream socket, a
+//! reader slow enough that every write meets a full fd (non-blocking, `EAGAIN`, partial
+//! writes on sockets), and many threads at once. Every byte that arrives must be a whole,
+//! valid record, every stream in order, and reported = delivered.
+
+use aclprof::ffi::ext::*;
+use aclprof::ffi::prof::*;
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::time::Duration;
+
+const REC: usize = 512;
+
+/// The delivery statistics are process-wide: tests that read them run one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn model(name: &str) -> u32 {
+    let mut m = 0;
+    let c = std::ffi::CString::new(name).unwrap();
+    assert_eq!(unsafe { aclprofExtModelLoad(c.as_ptr(), 0, &mut m) }, 0);
+    m
+}
+
+fn report(m: u32, n: u64, tag: u64) {
+    for i in 0..n {
+        let name = std::ffi::CString::new(format!("t{tag}/op{i}")).unwrap();
+        let e =
+            unsafe { aclprofExtReportOp(m, name.as_ptr(), c"Add".as_ptr(), i * 10, i * 10 + 5) };
+        assert_eq!(e, 0);
+    }
+}
+
+/// Subscribes every model in `models` to the fd in `*fd` (which must outlive the
+/// subscriptions), reports `per` ops from two threads per model, unsubscribes, and returns
+/// the configs to destroy.
+fn run_producers(models: &[u32], fd: &mut c_int, per: u64) -> Vec<*mut aclprofSubscribeConfig> {
+    let cfgs: Vec<_> = models
+        .iter()
+        .map(|&m| {
+            let c = unsafe {
+                aclprofCreateSubscribeConfig(
+                    1,
+                    aclprofAicoreMetrics(0xFF),
+                    (fd as *mut c_int).cast(),
+                )
+            };
+            assert_eq!(aclprofModelSubscribe(m, c), 0);
+            c
+        })
+        .collect();
+    let hs: Vec<_> = models
+        .iter()
+        .flat_map(|&m| [(m, 0u64), (m, 1u64)])
+        .map(|(m, t)| std::thread::spawn(move || report(m, per, t)))
+        .collect();
+    for h in hs {
+        h.join().unwrap();
+    }
+    for &m in models {
+        assert_eq!(aclprofModelUnSubscribe(m), 0);
+    }
+    cfgs
+}
+
+fn stats() -> aclprofExtStats {
+    let mut s = aclprofExtStats {
+        recordsReported: 0,
+        recordsDelivered: 0,
+        recordsDropped: 0,
+        bytesWritten: 0,
+    };
+    assert_eq!(unsafe { aclprofExtGetStats(&mut s) }, 0);
+    s
+}
+
+/// Checks a byte stream of records: whole, valid, each (pid, thread) stream in order.
+fn check_stream(bytes: &[u8]) -> usize {
+    assert_eq!(bytes.len() % REC, 0, "a torn record at the end");
+    let mut num = 0u32;
+    assert_eq!(
+        unsafe { aclprofGetOpNum(bytes.as_ptr().cast(), bytes.len(), &mut num) },
+        0
+    );
+    let mut last: HashMap<(u32, u32), u64> = HashMap::new();
+    for rec in bytes.chunks_exact(REC) {
+        let v = aclprof::record::View(rec);
+        let key = (v.model_id(), v.thread_id());
+        if let Some(&prev) = last.get(&key) {
+            assert!(v.op_index() > prev, "stream {key:?} out of order");
+        }
+        last.insert(key, v.op_index());
+    }
+    num as usize
+}
+
+#[test]
+fn two_subscriptions_share_a_pipe_and_a_slow_reader_never_sees_a_torn_record() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let mut r = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+    let mut w: c_int = fds[1];
+    let reader = std::thread::spawn(move || {
+        // Reads of 13 records (a multiple of the record size, not of the 4 KiB writes),
+        // pausing now and then so the pipe fills and writers meet EAGAIN.
+        let mut all = Vec::new();
+        let mut buf = vec![0u8; 13 * REC];
+        let mut reads = 0u64;
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    assert_eq!(n % REC, 0, "read {reads} returned a torn record");
+                    let mut num = 0u32;
+                    let e = unsafe { aclprofGetOpNum(buf.as_ptr().cast(), n, &mut num) };
+                    assert_eq!(e, 0, "read {reads}: a record that does not verify");
+                    all.extend_from_slice(&buf[..n]);
+                    reads += 1;
+                    if reads % 200 == 0 {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        all
+    });
+    let (a, b) = (model("pipe-a"), model("pipe-b"));
+    let before = stats();
+    let cfgs = run_producers(&[a, b], &mut w, 20_000);
+    assert_eq!(w, -1, "the last unsubscribe closed the shared fd");
+    let all = reader.join().unwrap();
+    assert_eq!(check_stream(&all), 80_000);
+    let after = stats();
+    assert_eq!(after.recordsReported - before.recordsReported, 80_000);
+    assert_eq!(after.recordsDelivered - before.recordsDelivered, 80_000);
+    for c in cfgs {
+        aclprofDestroySubscribeConfig(c);
+    }
+}
+
+#[test]
+fn two_subscriptions_share_a_stream_socket_with_partial_writes() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut sv = [0; 2];
+    assert_eq!(
+        unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, sv.as_mut_ptr()) },
+        0
+    );
+    // A tiny send buffer: writes of 4 KiB are cut short and continue later.
+    let small: c_int = 4096;
+    unsafe {
+        libc::setsockopt(
+            sv[1],
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&small as *const c_int).cast(),
+            4,
+        );
+    }
+    let mut r = unsafe { std::fs::File::from_raw_fd(sv[0]) };
+    let mut w: c_int = sv[1];
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = vec![0u8; 3000]; // any size: the stream is reassembled
+        let mut reads = 0u64;
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    all.extend_from_slice(&buf[..n]);
+                    reads += 1;
+                    if reads % 500 == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        all
+    });
+    let (a, b) = (model("sock-a"), model("sock-b"));
+    let cfgs = run_producers(&[a, b], &mut w, 5_000);
+    let all = reader.join().unwrap();
+    assert_eq!(check_stream(&all), 20_000, "no interleaving inside a batch");
+    for c in cfgs {
+        aclprofDestroySubscribeConfig(c);
+    }
+}
