@@ -76,6 +76,37 @@ fn stats() -> aclprofExtStats {
     s
 }
 
+/// A reader thread that reads `size` bytes at a time, hands each read to `check` (with its
+/// number), pauses for `pause` every `every` reads, and returns everything it read.
+fn slow_reader(
+    mut r: std::fs::File,
+    size: usize,
+    every: u64,
+    pause: Duration,
+    check: impl Fn(u64, &[u8]) + Send + 'static,
+) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let mut buf = vec![0u8; size];
+        let mut reads = 0u64;
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    check(reads, &buf[..n]);
+                    all.extend_from_slice(&buf[..n]);
+                    reads += 1;
+                    if reads % every == 0 {
+                        std::thread::sleep(pause);
+                    }
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        all
+    })
+}
+
 /// Checks a byte stream of records: whole, valid, each (pid, thread) stream in order.
 fn check_stream(bytes: &[u8]) -> usize {
     assert_eq!(bytes.len() % REC, 0, "a torn record at the end");
@@ -101,33 +132,22 @@ fn two_subscriptions_share_a_pipe_and_a_slow_reader_never_sees_a_torn_record() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut fds = [0; 2];
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-    let mut r = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+    let r = unsafe { std::fs::File::from_raw_fd(fds[0]) };
     let mut w: c_int = fds[1];
-    let reader = std::thread::spawn(move || {
-        // Reads of 13 records (a multiple of the record size, not of the 4 KiB writes),
-        // pausing now and then so the pipe fills and writers meet EAGAIN.
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; 13 * REC];
-        let mut reads = 0u64;
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    assert_eq!(n % REC, 0, "read {reads} returned a torn record");
-                    let mut num = 0u32;
-                    let e = unsafe { aclprofGetOpNum(buf.as_ptr().cast(), n, &mut num) };
-                    assert_eq!(e, 0, "read {reads}: a record that does not verify");
-                    all.extend_from_slice(&buf[..n]);
-                    reads += 1;
-                    if reads % 200 == 0 {
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-        all
-    });
+    // Reads of 13 records (a multiple of the record size, not of the 4 KiB writes), pausing
+    // now and then so the pipe fills and writers meet EAGAIN; every read is whole records.
+    let reader = slow_reader(
+        r,
+        13 * REC,
+        200,
+        Duration::from_millis(2),
+        |reads, chunk| {
+            assert_eq!(chunk.len() % REC, 0, "read {reads} returned a torn record");
+            let mut num = 0u32;
+            let e = unsafe { aclprofGetOpNum(chunk.as_ptr().cast(), chunk.len(), &mut num) };
+            assert_eq!(e, 0, "read {reads}: a record that does not verify");
+        },
+    );
     let (a, b) = (model("pipe-a"), model("pipe-b"));
     let before = stats();
     let cfgs = run_producers(&[a, b], &mut w, 20_000);
@@ -161,27 +181,10 @@ fn two_subscriptions_share_a_stream_socket_with_partial_writes() {
             4,
         );
     }
-    let mut r = unsafe { std::fs::File::from_raw_fd(sv[0]) };
+    let r = unsafe { std::fs::File::from_raw_fd(sv[0]) };
     let mut w: c_int = sv[1];
-    let reader = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; 3000]; // any size: the stream is reassembled
-        let mut reads = 0u64;
-        loop {
-            match r.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    all.extend_from_slice(&buf[..n]);
-                    reads += 1;
-                    if reads % 500 == 0 {
-                        std::thread::sleep(Duration::from_millis(1));
-                    }
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-        all
-    });
+    // Reads of any size: the stream is reassembled.
+    let reader = slow_reader(r, 3000, 500, Duration::from_millis(1), |_, _| {});
     let (a, b) = (model("sock-a"), model("sock-b"));
     let cfgs = run_producers(&[a, b], &mut w, 5_000);
     let all = reader.join().unwrap();

@@ -604,6 +604,24 @@ mod tests {
         }
     }
 
+    /// `threads` threads, each reporting `per` ops on its own stream (= its number).
+    fn spawn_producers(sub: &Arc<Sub>, threads: u64, per: u64) -> Vec<std::thread::JoinHandle<()>> {
+        (0..threads)
+            .map(|t| {
+                let sub = sub.clone();
+                std::thread::spawn(move || {
+                    let lane = sub.claim();
+                    for i in 0..per {
+                        let mut f = op(t * 1_000_000 + i);
+                        f.stream_id = t as u32;
+                        sub.push(lane, &f, b"n", b"t");
+                    }
+                    sub.release(lane);
+                })
+            })
+            .collect()
+    }
+
     #[test]
     fn delivers_whole_signed_records_in_order() {
         let (mut r, w) = pipe();
@@ -733,20 +751,7 @@ mod tests {
             let sub =
                 Sub::start_with_stall(9, 0, Dest::Ring(ring), 0, policy, Duration::from_secs(20))
                     .unwrap();
-            let producers: Vec<_> = (0..12u64)
-                .map(|t| {
-                    let sub = sub.clone();
-                    std::thread::spawn(move || {
-                        let lane = sub.claim();
-                        for i in 0..5000 {
-                            let mut f = op(t * 1_000_000 + i);
-                            f.stream_id = t as u32;
-                            sub.push(lane, &f, b"n", b"t");
-                        }
-                        sub.release(lane);
-                    })
-                })
-                .collect();
+            let producers = spawn_producers(&sub, 12, 5000);
             let consumer = std::thread::spawn(move || {
                 let mut last = [None::<u64>; 12];
                 let mut got = 0u64;
@@ -806,20 +811,7 @@ mod tests {
             r.read_to_end(&mut all).unwrap();
             all
         });
-        let hs: Vec<_> = (0..24u64)
-            .map(|t| {
-                let sub = sub.clone();
-                std::thread::spawn(move || {
-                    let lane = sub.claim();
-                    for i in 0..2000 {
-                        let mut f = op(t * 1_000_000 + i);
-                        f.stream_id = t as u32;
-                        sub.push(lane, &f, b"n", b"t");
-                    }
-                    sub.release(lane);
-                })
-            })
-            .collect();
+        let hs = spawn_producers(&sub, 24, 2000);
         for h in hs {
             h.join().unwrap();
         }
