@@ -59,6 +59,39 @@ fn config(handle: usize, what: &str) -> Result<ProfConfig> {
     )
 }
 
+/// Holds the global state's locks across `fork()`. A child starts fresh: not initialised,
+/// no subscriptions, no file-mode session, statistics from zero; the parent's
+/// subscriptions and session are orphaned in the child, never written (see
+/// [`crate::fork`]). Configs and their handles stay valid.
+pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
+    let configs = CONFIGS.fork_prepare();
+    let sub_configs = SUB_CONFIGS.fork_prepare();
+    let mut core = core();
+    let mut live = live();
+    let mut retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut session = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+    vec![
+        configs,
+        sub_configs,
+        Box::new(move |child| {
+            if child {
+                for s in live.drain(..) {
+                    s.orphan();
+                    std::mem::forget(s);
+                }
+                if let Some(sess) = session.take() {
+                    for s in sess.sinks() {
+                        s.orphan();
+                    }
+                    std::mem::forget(sess);
+                }
+                std::mem::forget(core.take());
+                *retired = Counts::default();
+            }
+        }),
+    ]
+}
+
 pub fn init(path: &Path) -> Result<()> {
     if matches!(
         std::env::var("PROFILING_MODE").as_deref(),

@@ -24,6 +24,13 @@ impl<T> Table<T> {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Holds the table's lock across `fork()` (see [`crate::fork`]); handles stay valid in
+    /// the child.
+    pub(crate) fn fork_prepare(&'static self) -> crate::fork::Release {
+        let g = self.lock();
+        Box::new(move |_child| drop(g))
+    }
+
     /// Takes ownership of `value` and returns its handle (never null).
     pub fn insert(&self, value: T) -> usize {
         let b = Box::new(value);

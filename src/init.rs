@@ -12,6 +12,7 @@ static ENV_MODE_CHECKED: AtomicBool = AtomicBool::new(false);
 /// The process-wide settings, after the first-use work.
 pub fn ensure() -> &'static crate::settings::Settings {
     let s = crate::settings::get();
+    crate::fork::watch();
     if !ENV_MODE_CHECKED.load(Ordering::Acquire) && !ENV_MODE_CHECKED.swap(true, Ordering::AcqRel) {
         start_env_mode();
     }

@@ -22,6 +22,7 @@ pub mod clock;
 pub mod error;
 pub mod ffi;
 pub mod filemode;
+pub mod fork;
 pub mod handles;
 pub mod init;
 pub mod logging;

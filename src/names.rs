@@ -28,6 +28,12 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Table>> {
     TABLE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Holds the table's lock across `fork()` (see [`crate::fork`]).
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let g = lock();
+    Box::new(move |_child| drop(g))
+}
+
 pub fn remember(op_index: u64, name: &[u8], op_type: &[u8]) {
     let mut g = lock();
     let t = g.get_or_insert_with(Table::default);

@@ -81,6 +81,13 @@ pub fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
     f(g.get_or_insert_with(Registry::default))
 }
 
+/// Holds the registry's lock across `fork()`; a child keeps the parent's models (see
+/// [`crate::fork`]).
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let g = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+    Box::new(move |_child| drop(g))
+}
+
 pub fn get(id: u32) -> Option<Model> {
     let g = REGISTRY.read().unwrap_or_else(|p| p.into_inner());
     g.as_ref()?.get(id).cloned()

@@ -82,19 +82,20 @@ thread_local! {
 /// Bumped in a forked child so cached process and thread ids are re-read.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
-/// In a forked child the parent's writer threads do not exist: stop routing ops to the
-/// inherited subscriptions (the child may subscribe anew).
-extern "C" fn after_fork_in_child() {
-    FORK_GEN.fetch_add(1, Ordering::Relaxed);
-    ACTIVE.store(false, Ordering::Relaxed);
-}
-
-fn watch_forks() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: registers a handler that only increments an atomic.
-    ONCE.call_once(|| unsafe {
-        libc::pthread_atfork(None, None, Some(after_fork_in_child));
-    });
+/// Holds the route tables across `fork()`. A child routes nothing it inherited: the
+/// subscriptions and file-mode sinks are the parent's (see [`crate::fork`]).
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let mut subs = SUBS.write().unwrap_or_else(|p| p.into_inner());
+    let mut sinks = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
+    Box::new(move |child| {
+        if child {
+            std::mem::forget(subs.take());
+            std::mem::forget(sinks.take());
+            FORK_GEN.fetch_add(1, Ordering::Relaxed);
+            ACTIVE.store(false, Ordering::Relaxed);
+            routes_changed();
+        }
+    })
 }
 
 /// True while someone listens for reported ops (the idle fast path's one atomic load).
@@ -136,7 +137,6 @@ pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
 }
 
 fn publish(active: bool) {
-    watch_forks();
     let files = FILE_SINKS
         .read()
         .unwrap_or_else(|p| p.into_inner())

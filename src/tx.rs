@@ -70,6 +70,24 @@ thread_local! {
 }
 
 /// Called by file mode: start with ACL_PROF_MSPROFTX enables, finalize disables.
+/// Holds msproftx's locks across `fork()`; a child starts with msproftx off and no open
+/// ranges (see [`crate::fork`]).
+pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
+    let stamps = STAMPS.fork_prepare();
+    let steps = STEPS.fork_prepare();
+    let mut ranges = RANGES.lock().unwrap_or_else(|p| p.into_inner());
+    vec![
+        stamps,
+        steps,
+        Box::new(move |child| {
+            if child {
+                *ranges = None;
+                set_enabled(false);
+            }
+        }),
+    ]
+}
+
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Release);
 }

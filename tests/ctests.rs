@@ -306,3 +306,41 @@ fn shared_memory_ring() {
     );
     assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
 }
+
+/// Children forked while threads report: no hang, fresh state, nothing written twice; and
+/// under PROFILING_MODE a child's exit neither crashes nor exports (the parent exports once).
+#[test]
+fn fork_children_start_fresh() {
+    let exe = build("fork", "aclprof");
+    let out = exec(&exe, &[], &[]);
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+    let results = out_dir().join("fork-env-results");
+    let _ = std::fs::remove_dir_all(&results);
+    let opts = format!(
+        r#"{{"output": "{}", "task_trace": "on"}}"#,
+        results.display()
+    );
+    let out = exec(
+        &exe,
+        &[Path::new("envmode")],
+        &[
+            ("PROFILING_MODE", "true"),
+            ("PROFILING_OPTIONS", opts.as_str()),
+        ],
+    );
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        1,
+        "one session, exported by the parent: {dirs:?}"
+    );
+    assert_eq!(
+        op_summary_rows(&dirs[0]),
+        100,
+        "the parent's ops, not the child's"
+    );
+}

@@ -240,6 +240,18 @@ impl Session {
     }
 }
 
+/// Holds the host event log's lock across `fork()`. A child records no host events: the
+/// log and its buffer are the parent's (see [`crate::fork`]).
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
+    Box::new(move |child| {
+        if child {
+            DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
+            std::mem::forget(g.take()); // never flush the parent's buffered events
+        }
+    })
+}
+
 /// Writes buffered host events to disk.
 pub fn flush_host_events() {
     if let Some(w) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {

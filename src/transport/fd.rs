@@ -90,6 +90,15 @@ pub enum WriteError {
 /// interleave inside a batch. (Pipe writes of at most `PIPE_BUF` bytes are atomic anyway.)
 static FD_LOCKS: [std::sync::Mutex<()>; 16] = [const { std::sync::Mutex::new(()) }; 16];
 
+/// Holds every fd stripe across `fork()` (see [`crate::fork`]).
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let held: Vec<_> = FD_LOCKS
+        .iter()
+        .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()))
+        .collect();
+    Box::new(move |_child| drop(held))
+}
+
 /// Writes a batch of whole records (at most `PIPE_BUF` bytes for pipes, so it is atomic:
 /// all or nothing). Retries `EINTR`, finishes a partial write before anyone else writes to
 /// the fd; never raises `SIGPIPE`.

@@ -12,7 +12,7 @@
 
 use super::Sub;
 use crate::error::{err, Result, ACL_ERROR_PROFILING_FAILURE};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -26,7 +26,10 @@ const IDLE_PASSES: u32 = 2;
 
 static QUEUE: Mutex<Queue> = Mutex::new(Queue { due: Vec::new() });
 static WAKE: Condvar = Condvar::new();
-static STARTED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+/// The process whose flusher thread is running (0: none); a forked child starts its own.
+static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
+static START: Mutex<()> = Mutex::new(());
+static MEMBARRIER: OnceLock<bool> = OnceLock::new();
 
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
@@ -37,21 +40,44 @@ fn membarrier(cmd: libc::c_int) -> bool {
 }
 
 pub fn ensure_started() -> Result<()> {
-    let r = STARTED.get_or_init(|| {
-        let barrier = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
-        std::thread::Builder::new()
-            .name("aclprof-flush".into())
-            .spawn(move || run(barrier))
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    });
-    match r {
-        Ok(()) => Ok(()),
+    let pid = std::process::id();
+    if RUNNING_IN.load(Ordering::Acquire) == pid {
+        return Ok(());
+    }
+    let _one = START.lock().unwrap_or_else(|p| p.into_inner());
+    if RUNNING_IN.load(Ordering::Acquire) == pid {
+        return Ok(());
+    }
+    let barrier = *MEMBARRIER.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED));
+    match std::thread::Builder::new()
+        .name("aclprof-flush".into())
+        .spawn(move || run(barrier))
+    {
+        Ok(_) => {
+            RUNNING_IN.store(pid, Ordering::Release);
+            Ok(())
+        }
         Err(e) => err(
             ACL_ERROR_PROFILING_FAILURE,
             format!("cannot start the aclprof flusher thread: {e}"),
         ),
     }
+}
+
+/// Holds the flusher's locks across `fork()`. In a child the list is the parent's (those
+/// subscriptions are orphaned) and there is no flusher thread until one is needed (see
+/// [`crate::fork`]).
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let start = START.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
+    Box::new(move |child| {
+        if child {
+            std::mem::forget(std::mem::take(&mut q.due));
+            RUNNING_IN.store(0, Ordering::Release);
+        }
+        drop(q);
+        drop(start);
+    })
 }
 
 /// Puts `sub` on the list, due one flush delay from now.

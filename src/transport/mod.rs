@@ -53,6 +53,8 @@ const OPEN: u8 = 0;
 const CLOSING: u8 = 1;
 const BROKEN: u8 = 2;
 const CLOSED: u8 = 3;
+/// In a forked child: the subscription is the parent's; it takes and writes nothing.
+const ORPHANED: u8 = 4;
 
 /// Record counts, as `aclprofExtGetStats` reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -241,15 +243,31 @@ impl Sub {
 
     /// Gives back a lane from [`Sub::claim`]; what it holds is written by the flusher soon.
     pub fn release(self: &Arc<Self>, lane: usize) {
+        if self.orphaned() {
+            return;
+        }
         if lane != 0 {
             self.lanes[lane].disown();
         }
         self.arm();
     }
 
+    /// Marks a subscription inherited by a forked child: it takes and writes nothing more
+    /// (its lanes, locks and fd are the parent's business).
+    pub fn orphan(&self) {
+        self.state.store(ORPHANED, Ordering::Release);
+    }
+
+    fn orphaned(&self) -> bool {
+        self.state.load(Ordering::Acquire) == ORPHANED
+    }
+
     /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it).
     #[inline]
     pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) {
+        if self.orphaned() {
+            return;
+        }
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
         let p = unsafe { self.lanes[lane].prod() };
@@ -382,6 +400,9 @@ impl Sub {
         let Some(m) = self.lanes[lane].used() else {
             return true;
         };
+        if self.orphaned() {
+            return true;
+        }
         let ctl = m.ctl();
         loop {
             let avail = ctl.head.load(Ordering::Acquire) - c.tail;
@@ -520,7 +541,7 @@ impl Sub {
     /// Writes everything reported so far, waiting for a full fd until `deadline`. Returns
     /// false on timeout. Rings have nothing to do: a published record is in the ring.
     pub fn flush(&self, deadline: Instant) -> bool {
-        if matches!(self.dest, Dest::Ring(_)) {
+        if matches!(self.dest, Dest::Ring(_)) || self.orphaned() {
             return true;
         }
         let mut ok = true;
@@ -563,6 +584,16 @@ impl Sub {
             .compare_exchange(CLOSING, CLOSED, Ordering::AcqRel, Ordering::Acquire);
         c
     }
+}
+
+/// Holds the fd write locks across `fork()` (see [`crate::fork`]).
+pub(crate) fn fork_prepare_fds() -> crate::fork::Release {
+    fd::fork_prepare()
+}
+
+/// Holds the flusher's locks across `fork()` (see [`crate::fork`]).
+pub(crate) fn fork_prepare_flusher() -> crate::fork::Release {
+    flusher::fork_prepare()
 }
 
 /// Starts the transport's background thread if it is not running (subscriptions call this;

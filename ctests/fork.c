@@ -1,0 +1,126 @@
+/* fork(): children of a process whose threads are reporting into a subscription, forked again
+ * and again (so some forks land while a library lock is held). A child must never hang: it
+ * starts with fresh profiling state of its own, can subscribe anew, and never writes the
+ * parent's records. The parent's reader gets exactly the parent's records.
+ *   fork            the tests
+ *   fork envmode    (under PROFILING_MODE=true) a child that exits must not export or crash */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "acl/acl_prof.h"
+#include "acl/acl_prof_ext.h"
+#include "harness.h"
+
+static volatile int g_stop;
+static uint32_t g_model;
+
+static void *reporter(void *arg) {
+    (void)arg;
+    long n = 0;
+    while (!g_stop) {
+        if (aclprofExtReportOp(g_model, "parent/op", "Add", (uint64_t)n * 10, (uint64_t)n * 10 + 5) != ACL_SUCCESS) break;
+        n++;
+    }
+    return (void *)n;
+}
+
+static void *drain(void *arg) {
+    int fd = *(int *)arg;
+    static char buf[65536];
+    long records = 0;
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof buf)) > 0) records += r / 512;
+    return (void *)records;
+}
+
+/* What a child does with the state it inherited, then with its own. Exit code: 0 if all
+ * held, 3 + the step that failed otherwise. The watchdog (alarm) turns a hang into SIGALRM. */
+static int child(void) {
+    alarm(10);
+    if (aclprofExtReportOp(g_model, "child/op", "Add", 1, 2) != ACL_SUCCESS) return 3;
+    if (aclprofExtFlush() != ACL_SUCCESS) return 4;
+    /* the subscription was the parent's: the child has none of its own */
+    if (aclprofModelUnSubscribe(g_model) != ACL_ERROR_INVALID_MODEL_ID) return 5;
+    int q[2];
+    if (pipe(q) != 0) return 6;
+    static int w;
+    w = q[1];
+    aclprofSubscribeConfig *c = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &w);
+    if (c == NULL || aclprofModelSubscribe(g_model, c) != ACL_SUCCESS) return 7;
+    for (int i = 0; i < 10; i++)
+        if (aclprofExtReportOp(g_model, "child/op", "Add", (uint64_t)i, (uint64_t)i + 1) != ACL_SUCCESS) return 8;
+    if (aclprofModelUnSubscribe(g_model) != ACL_SUCCESS || w != -1) return 9;
+    static char buf[8192];
+    ssize_t r = read(q[0], buf, sizeof buf);
+    uint32_t num = 0;
+    if (r != 10 * 512 || aclprofGetOpNum(buf, (size_t)r, &num) != ACL_SUCCESS || num != 10) return 10;
+    return 0;
+}
+
+static void test_children_of_a_reporting_process(void) {
+    CHECK_EQ(aclprofExtModelLoad("forked", 0, &g_model), ACL_SUCCESS);
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    static int w;
+    w = p[1];
+    aclprofSubscribeConfig *c = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &w);
+    CHECK_EQ(aclprofModelSubscribe(g_model, c), ACL_SUCCESS);
+    pthread_t rd, rep[2];
+    pthread_create(&rd, NULL, drain, &p[0]);
+    for (int i = 0; i < 2; i++) pthread_create(&rep[i], NULL, reporter, NULL);
+    for (int k = 0; k < 30; k++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(child());
+        int status = 0;
+        CHECK_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "child %d: %s %d\n", k, WIFEXITED(status) ? "exit" : "signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            CHECK(!"the child held");
+        }
+    }
+    g_stop = 1;
+    long reported = 0;
+    for (int i = 0; i < 2; i++) {
+        void *n;
+        pthread_join(rep[i], &n);
+        reported += (long)n;
+    }
+    CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
+    void *got;
+    pthread_join(rd, &got);
+    CHECK_EQ((long)got, reported); /* nothing lost, nothing written twice by a child */
+    close(p[0]);
+    aclprofDestroySubscribeConfig(c);
+}
+
+/* Under PROFILING_MODE=true: a child that exits normally neither exports the parent's
+ * session nor crashes; the parent exports once at its own exit. */
+static void test_child_of_env_mode_process_exits_cleanly(void) {
+    CHECK_EQ(aclprofExtModelLoad("envforked", 0, &g_model), ACL_SUCCESS);
+    for (int i = 0; i < 100; i++) CHECK_EQ(aclprofExtReportOp(g_model, "op", "Add", (uint64_t)i * 10, (uint64_t)i * 10 + 5), ACL_SUCCESS);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        aclprofExtReportOp(g_model, "child/op", "Add", 1, 2);
+        exit(0); /* runs the atexit handlers */
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "envmode") == 0) {
+        RUN(test_child_of_env_mode_process_exits_cleanly);
+    } else {
+        RUN(test_children_of_a_reporting_process);
+    }
+    DONE();
+}
