@@ -281,12 +281,11 @@ pub fn unsubscribe(model: u32) -> Result<()> {
         unsafe { libc::close(fd) };
         user.set_closed();
     }
-    if c.dropped > 0 {
-        log::warn!(
-            "aclprof: model {model} unsubscribed; {} of {} records were dropped",
-            c.dropped,
+    if let Some((n, why)) = sub.new_losses() {
+        crate::logging::loss(&format!(
+            "model {model} unsubscribed; {n} of its {} records were lost ({why})",
             c.reported
-        );
+        ));
     }
     Ok(())
 }
@@ -299,7 +298,7 @@ pub fn flush() -> Result<()> {
         subs.extend(s.sinks().iter().cloned());
     }
     crate::filemode::flush_host_events();
-    for s in subs {
+    for s in &subs {
         if !s.flush(deadline) {
             return err(
                 ACL_ERROR_PROFILING_FAILURE,
@@ -309,6 +308,19 @@ pub fn flush() -> Result<()> {
                 ),
             );
         }
+    }
+    // Records accepted and then lost since the last look: an error, and a warning.
+    let lost: Vec<String> = subs
+        .iter()
+        .filter_map(|s| {
+            s.new_losses()
+                .map(|(n, why)| format!("{}: {n} records lost ({why})", s.describe()))
+        })
+        .collect();
+    if !lost.is_empty() {
+        let msg = lost.join("; ");
+        crate::logging::loss(&msg);
+        return err(ACL_ERROR_PROFILING_FAILURE, msg);
     }
     Ok(())
 }

@@ -1,8 +1,14 @@
 //! A minimal stderr logger, installed only if the host application has not installed its own
-//! `log` logger and `ACLPROF_LOG` asks for output. By default the library prints nothing.
+//! `log` logger and `ACLPROF_LOG` asks for output. By default the library prints nothing but
+//! one kind of line: records that were accepted and then lost ([`loss`]), which are never
+//! silent unless `ACLPROF_LOG=off` says so.
 
 use log::{LevelFilter, Log, Metadata, Record};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Loss notices go to stderr even with no logger (`ACLPROF_LOG` unset).
+static LOSS_TO_STDERR: AtomicBool = AtomicBool::new(true);
 
 struct Stderr;
 
@@ -22,8 +28,20 @@ impl Log for Stderr {
 
 static LOGGER: Stderr = Stderr;
 
-pub fn init(level: LevelFilter) {
+pub fn init(level: LevelFilter, explicit: bool) {
+    LOSS_TO_STDERR.store(!explicit, Ordering::Relaxed);
     if level != LevelFilter::Off && log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(level);
+    }
+}
+
+/// Says that records were accepted and then lost: a warning through `log`, and on stderr
+/// when nothing would print it (no `ACLPROF_LOG`, no logger of the host's).
+pub fn loss(msg: &str) {
+    if log::log_enabled!(log::Level::Warn) {
+        log::warn!("aclprof: {msg}");
+    } else if LOSS_TO_STDERR.load(Ordering::Relaxed) {
+        let line = format!("[aclprof WARN] {msg}\n");
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 }

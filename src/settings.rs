@@ -19,6 +19,8 @@ pub enum OnFull {
 pub struct Settings {
     pub device_count: u32,
     pub log_level: log::LevelFilter,
+    /// True if `ACLPROF_LOG` was set (even to `off`): then loss notices follow it too.
+    pub log_explicit: bool,
     pub on_full: OnFull,
     pub buffer_records: usize,
     pub unsubscribe_timeout: Duration,
@@ -98,6 +100,7 @@ impl Settings {
         Settings {
             device_count,
             log_level,
+            log_explicit: get("ACLPROF_LOG").is_some(),
             on_full,
             buffer_records,
             unsubscribe_timeout: Duration::from_millis(timeout_ms),
@@ -108,7 +111,7 @@ impl Settings {
 
 static SETTINGS: LazyLock<Settings> = LazyLock::new(|| {
     let s = Settings::from_lookup(|k| std::env::var(k).ok());
-    crate::logging::init(s.log_level);
+    crate::logging::init(s.log_level, s.log_explicit);
     for p in &s.problems {
         log::error!("aclprof configuration: {p}");
     }

@@ -344,3 +344,26 @@ fn fork_children_start_fresh() {
         "the parent's ops, not the child's"
     );
 }
+
+/// File mode under RLIMIT_FSIZE: no SIGXFSZ death; the loss makes flush and stop fail, is
+/// counted in README.txt, and is printed as a warning although ACLPROF_LOG is unset.
+#[test]
+fn file_size_limit_loss_is_never_silent() {
+    let exe = build("file_faults", "aclprof");
+    let dir = out_dir().join("file-faults-results");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut c = Command::new(&exe);
+    c.arg(&dir).env_remove("ACLPROF_LOG");
+    let out = run(&mut c);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stdout.contains("PASSED") && !stdout.contains("FAILED"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("[aclprof WARN]") && stderr.contains("lost"),
+        "a warning without ACLPROF_LOG: {stderr}"
+    );
+}

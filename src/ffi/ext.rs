@@ -195,7 +195,7 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
         || {
             crate::init::ensure();
             let r =
-                (|| crate::filemode::export::export(path_arg(profDir, "profDir")?).map(|_| ()))();
+                (|| crate::filemode::export_quietly(path_arg(profDir, "profDir")?).map(|_| ()))();
             code("aclprofExtExport", r)
         },
     )

@@ -815,6 +815,12 @@ fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<(
     if dir.join("host/data/aclprof_storage_limit_reached").exists() {
         text += "\nNOTE: ACL_PROF_STORAGE_LIMIT was reached; ops after it were not recorded.\n";
     }
+    if let Ok(lost) = fs::read_to_string(dir.join(super::LOST_OPS)) {
+        let mut lines = lost.lines();
+        let n = lines.next().unwrap_or("?");
+        let why = lines.next().unwrap_or("");
+        text += &format!("\nlost_ops: {n}\nNOTE: {n} ops were recorded but lost before they reached the disk ({why}).\n");
+    }
     let p = out.join("README.txt");
     io("cannot write", &p, fs::write(&p, text))
 }

@@ -268,7 +268,7 @@ pub fn host_event(bit: u64, ev: serde_json::Value) {
     if let Some(w) = g.as_mut() {
         let mut line = ev.to_string();
         line.push('\n');
-        if let Err(e) = w.write_all(line.as_bytes()) {
+        if let Err(e) = crate::transport::fd::quietly(|| w.write_all(line.as_bytes())) {
             log::error!("aclprof: cannot record a host event: {e}");
         }
     }
@@ -282,9 +282,15 @@ pub fn end(session: Session) -> Result<PathBuf> {
         .unsubscribe_timeout
         .max(Duration::from_secs(1));
     let mut over_limit = false;
+    let (mut lost, mut why) = (0, String::new());
     for sink in &session.sinks {
-        sink.close(timeout);
+        let c = sink.close(timeout);
         over_limit |= sink.over_storage_limit();
+        let n = c.dropped - sink.over_limit();
+        if n > 0 {
+            lost += n;
+            why = sink.loss_reason();
+        }
     }
     if let Some(mut w) = HOST.lock().unwrap_or_else(|p| p.into_inner()).take() {
         let _ = w.flush();
@@ -306,6 +312,29 @@ pub fn end(session: Session) -> Result<PathBuf> {
         let marker = session.dir.join("host/data/aclprof_storage_limit_reached");
         let _ = fs::write(marker, "ops after the storage limit were not recorded\n");
     }
-    export::export(&session.dir)?;
+    if lost > 0 {
+        // Counted where the user looks: the result directory, the return code, a warning.
+        let marker = session.dir.join(LOST_OPS);
+        let _ = fs::write(&marker, format!("{lost}\n{why}\n"));
+    }
+    export_quietly(&session.dir)?;
+    if lost > 0 {
+        let msg = format!(
+            "{lost} ops were recorded but lost before they reached {} ({why}); the rest was \
+             exported, and README.txt there says so",
+            session.dir.display()
+        );
+        crate::logging::loss(&msg);
+        return err(ACL_ERROR_PROFILING_FAILURE, msg);
+    }
     Ok(session.dir)
 }
+
+/// Exports `dir` with the write signals held off (`SIGXFSZ` under a file-size limit would
+/// kill the host): a write that fails is an error, not a death.
+pub fn export_quietly(dir: &Path) -> Result<export::Summary> {
+    crate::transport::fd::quietly(|| export::export(dir))
+}
+
+/// In a result directory: how many ops were lost and why (written at stop).
+pub const LOST_OPS: &str = "host/data/aclprof_lost_ops";

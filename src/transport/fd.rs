@@ -1,5 +1,5 @@
 //! The application's file descriptor: checks at subscribe time, and whole-record writes
-//! that never raise `SIGPIPE` in the host process.
+//! that never raise `SIGPIPE` (or `SIGXFSZ`) in the host process.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
 use std::os::raw::c_int;
@@ -109,7 +109,7 @@ pub fn write_once(fd: c_int, buf: &[u8]) -> std::result::Result<(), WriteError> 
     let mut off = 0;
     while off < buf.len() {
         let rest = &buf[off..];
-        let n = without_sigpipe(|| {
+        let n = quietly(|| {
             // SAFETY: rest is a valid readable slice.
             unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }
         });
@@ -147,11 +147,35 @@ pub fn wait_writable(fd: c_int, ms: c_int) {
     unsafe { libc::poll(&mut p, 1, ms) };
 }
 
-/// True if the process ignores `SIGPIPE` (Rust programs and Python do, so do most servers):
-/// then a write to a closed pipe only returns `EPIPE` and needs no masking. Asked of the
-/// kernel once per 64 writes per thread, so a program that changes its disposition is seen
-/// soon after.
-fn sigpipe_ignored() -> bool {
+/// The signals a `write()` can raise: `SIGPIPE` (the reader is gone) and `SIGXFSZ` (a file
+/// hit `RLIMIT_FSIZE`). Both kill a process by default.
+const WRITE_SIGNALS: [libc::c_int; 2] = [libc::SIGPIPE, libc::SIGXFSZ];
+
+thread_local! {
+    /// Set on the library's own threads, which block both signals for good.
+    static OWN_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// For a library thread: blocks the write signals for the thread's life, so its writes
+/// need no masking (a signal left pending there is never delivered).
+pub(crate) fn block_write_signals_for_good() {
+    // SAFETY: signal-mask manipulation of the current, library-owned thread.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in WRITE_SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+    OWN_THREAD.with(|t| t.set(true));
+}
+
+/// True if the process ignores both write signals (Rust programs ignore `SIGPIPE`, Python
+/// too; servers often ignore both): then a write only fails with `EPIPE` or `EFBIG` and
+/// needs no masking. Asked of the kernel once per 64 writes per thread, so a program that
+/// changes its dispositions is seen soon after.
+fn signals_ignored() -> bool {
     thread_local! {
         static CACHE: std::cell::Cell<(u32, bool)> = const { std::cell::Cell::new((0, false)) };
     }
@@ -161,69 +185,64 @@ fn sigpipe_ignored() -> bool {
             c.set((n.wrapping_add(1), ignored));
             return ignored;
         }
-        // SAFETY: querying (not changing) the disposition.
-        let ignored = unsafe {
+        // SAFETY: querying (not changing) the dispositions.
+        let ignored = WRITE_SIGNALS.iter().all(|&sig| unsafe {
             let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
+            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
                 && old.sa_sigaction == libc::SIG_IGN
-        };
+        });
         c.set((n.wrapping_add(1), ignored));
         ignored
     })
 }
 
-/// Runs `f` (one `write()`) so that a `SIGPIPE` it raises never reaches the application's
-/// handler or kills it: unless the process ignores the signal, it is blocked on this thread
-/// for the call and taken afterwards. The reporting thread may be an application thread:
-/// its mask is restored.
-fn without_sigpipe(f: impl FnOnce() -> isize) -> isize {
-    if sigpipe_ignored() {
+/// Runs `f` (writes) so that a `SIGPIPE` or `SIGXFSZ` it raises never reaches the
+/// application's handler or kills it: unless the process ignores them, they are blocked on
+/// this thread for the call and any they raised are taken afterwards. The caller may be an
+/// application thread: its mask and `errno` are restored.
+pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    if OWN_THREAD.with(|t| t.get()) || signals_ignored() {
         return f();
     }
     // SAFETY: plain signal-mask manipulation of the current thread, restored below.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
+        for s in WRITE_SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        let n = f();
-        if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPIPE) {
-            let errno = *libc::__errno_location();
-            let pending_before = libc::sigismember(&old, libc::SIGPIPE) == 1;
-            if !pending_before {
-                consume_sigpipe();
+        let r = f();
+        let errno = *libc::__errno_location();
+        for sig in WRITE_SIGNALS {
+            // A signal the thread already blocked is the application's business.
+            if libc::sigismember(&old, sig) != 1 {
+                take_pending(sig);
             }
-            *libc::__errno_location() = errno;
         }
+        *libc::__errno_location() = errno;
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        n
+        r
     }
 }
 
-#[allow(dead_code)]
-fn block_sigpipe() {
-    // SAFETY: plain signal-mask manipulation on the current (library-owned) thread.
+/// Takes `sig` if it is pending on this thread (it is blocked here), so it can never be
+/// delivered later.
+fn take_pending(sig: libc::c_int) {
+    // SAFETY: a zero timeout makes sigtimedwait a non-blocking poll of a blocked signal.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-}
-
-/// Takes the SIGPIPE that the failed write left pending on this thread (it is blocked here),
-/// so it can never be delivered later.
-fn consume_sigpipe() {
-    // SAFETY: as above; a zero timeout makes sigtimedwait a non-blocking poll.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPIPE);
-        let ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
+        libc::sigaddset(&mut set, sig);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        if libc::sigismember(&pending, sig) == 1 {
+            let ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
+        }
     }
 }

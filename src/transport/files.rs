@@ -72,7 +72,8 @@ impl StreamFiles {
                 }
             }
             if take > 0 {
-                self.file(s)?.write_all(&rest[..take * RECORD_SIZE])?;
+                let f = self.file(s)?;
+                super::fd::quietly(|| f.write_all(&rest[..take * RECORD_SIZE]))?;
                 self.written += (take * RECORD_SIZE) as u64;
                 n += take as u64;
             }

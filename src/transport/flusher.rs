@@ -96,6 +96,7 @@ fn schedule_with(sub: Arc<Sub>, idle: u32) {
 }
 
 fn run(barrier: bool) {
+    super::fd::block_write_signals_for_good();
     loop {
         let due: Vec<(Arc<Sub>, u32)> = {
             let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());

@@ -115,6 +115,12 @@ pub struct Sub {
     deadline: Mutex<Option<Instant>>,
     /// Records taken from a lane that never arrived (broken fd, timeout, storage limit).
     lost: AtomicU64,
+    /// Why records were lost last (for the error that reports them).
+    lost_why: Mutex<String>,
+    /// Losses (lost + dropped) already reported by [`Sub::new_losses`].
+    losses_reported: AtomicU64,
+    /// File mode: records not written because ACL_PROF_STORAGE_LIMIT was reached.
+    over_limit: AtomicU64,
     /// Set while the flusher has this subscription on its list.
     armed: AtomicBool,
     /// How long a reporting thread waits for a reader that makes no progress.
@@ -182,6 +188,9 @@ impl Sub {
             state: AtomicU8::new(OPEN),
             deadline: Mutex::new(None),
             lost: AtomicU64::new(0),
+            lost_why: Mutex::new(String::new()),
+            losses_reported: AtomicU64::new(0),
+            over_limit: AtomicU64::new(0),
             armed: AtomicBool::new(false),
             stall_timeout,
             stalled: AtomicBool::new(false),
@@ -425,7 +434,12 @@ impl Sub {
                     },
                     Dest::Files(files) => {
                         match files.lock().unwrap_or_else(|p| p.into_inner()).write(bytes) {
-                            Ok(k) => k,
+                            Ok(k) => {
+                                // Past ACL_PROF_STORAGE_LIMIT: a cap the user set, counted
+                                // (and noted in the result directory), not an error.
+                                self.over_limit.fetch_add(n - k, Ordering::Relaxed);
+                                n
+                            }
                             Err(e) => {
                                 self.set_broken(&format!("cannot write the profiling data: {e}"));
                                 0
@@ -504,7 +518,39 @@ impl Sub {
             .is_some_and(|d| Instant::now() >= d)
     }
 
+    fn note_loss(&self, why: &str) {
+        *self.lost_why.lock().unwrap_or_else(|p| p.into_inner()) = why.to_string();
+    }
+
+    /// Records lost or dropped since the last call, and why (for an error and a warning
+    /// where the user looks: the next aclprofExtFlush or aclprofStop).
+    pub fn new_losses(&self) -> Option<(u64, String)> {
+        let lost = self.counts().dropped - self.over_limit.load(Ordering::Relaxed);
+        let before = self.losses_reported.swap(lost, Ordering::AcqRel);
+        (lost > before).then(|| (lost - before, self.loss_reason()))
+    }
+
+    /// Why records were lost, as far as this subscription knows.
+    pub fn loss_reason(&self) -> String {
+        let why = self
+            .lost_why
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if why.is_empty() {
+            "full buffers under ACLPROF_ON_FULL=drop, or a reader that stopped reading".into()
+        } else {
+            why
+        }
+    }
+
+    /// File mode: records not written because ACL_PROF_STORAGE_LIMIT was reached.
+    pub fn over_limit(&self) -> u64 {
+        self.over_limit.load(Ordering::Relaxed)
+    }
+
     fn set_broken(&self, why: &str) {
+        self.note_loss(why);
         let prev = self.state.swap(BROKEN, Ordering::AcqRel);
         if prev != BROKEN {
             log::error!(
@@ -531,7 +577,7 @@ impl Sub {
                 };
             }
         }
-        let lost = self.lost.load(Ordering::Relaxed);
+        let lost = self.lost.load(Ordering::Relaxed) + self.over_limit.load(Ordering::Relaxed);
         c.delivered = consumed - lost.min(consumed);
         c.dropped += lost;
         c.bytes = c.delivered * RECORD_SIZE as u64;
