@@ -3,6 +3,7 @@
 //! what was reported; strict parses of every file; start/stop/start/stop giving two
 //! directories; re-export from raw data. One test function: the profiler is process-wide.
 
+use aclprof::error::ACL_ERROR_INVALID_FILE;
 use aclprof::ffi::ext::*;
 use aclprof::ffi::prof::*;
 use std::collections::{BTreeMap, HashMap};
@@ -314,6 +315,44 @@ fn check_dir(dir: &Path, expect: &Expect) {
     );
 }
 
+/// Export never deletes or writes through a symbolic link it did not create: a linked
+/// output folder is refused, and so is a link planted among the output files; whatever
+/// they point to is untouched.
+fn export_never_goes_through_links(dir: &Path, dirc: &CString) {
+    let out = dir.join("mindstudio_profiler_output");
+    let victim = dir.with_extension("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let precious = victim.join("op_summary_keep.csv");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let real = dir.join("output.real");
+    std::fs::rename(&out, &real).unwrap();
+    std::os::unix::fs::symlink(&victim, &out).unwrap();
+    assert_eq!(
+        unsafe { aclprofExtExport(dirc.as_ptr()) },
+        ACL_ERROR_INVALID_FILE
+    );
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    assert_eq!(
+        std::fs::read_dir(&victim).unwrap().count(),
+        1,
+        "nothing written there"
+    );
+    std::fs::remove_file(&out).unwrap();
+    std::fs::rename(&real, &out).unwrap();
+    // A link among the output files, named like one of them.
+    let readme = out.join("README.txt");
+    std::fs::remove_file(&readme).unwrap();
+    std::os::unix::fs::symlink(&precious, &readme).unwrap();
+    assert_eq!(
+        unsafe { aclprofExtExport(dirc.as_ptr()) },
+        ACL_ERROR_INVALID_FILE
+    );
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious\n");
+    std::fs::remove_file(&readme).unwrap();
+    std::fs::remove_dir_all(&victim).unwrap();
+    assert_eq!(unsafe { aclprofExtExport(dirc.as_ptr()) }, 0, "clean again");
+}
+
 #[test]
 fn file_mode_end_to_end() {
     std::env::set_var("ACLPROF_DEVICE_COUNT", "2");
@@ -394,6 +433,7 @@ fn file_mode_end_to_end() {
         0,
         "not a result directory"
     );
+    export_never_goes_through_links(&dirs[0], &d);
 
     // start/stop again: a second directory with only the new ops.
     assert_eq!(aclprofStart(cfg), 0);

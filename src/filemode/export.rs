@@ -318,8 +318,34 @@ pub const OP_SUMMARY_HEADER: [&str; 21] = [
     "Context ID",
 ];
 
+/// The names export writes into `mindstudio_profiler_output/`.
+fn is_output_name(n: &str) -> bool {
+    const PREFIXES: [&str; 7] = [
+        "msprof_",
+        "op_summary_",
+        "op_statistic_",
+        "task_time_",
+        "api_statistic_",
+        "step_trace_",
+        "msprof_tx_",
+    ];
+    n == "README.txt" || PREFIXES.iter().any(|p| n.starts_with(p))
+}
+
+/// Creates (or truncates) an output file, refusing to follow a symbolic link: a link there
+/// was not made by us, and writing through it could clobber anything.
+fn create_output(p: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(p)
+}
+
 fn csv_writer(p: &Path) -> Result<csv::Writer<File>> {
-    let f = io("cannot create", p, File::create(p))?;
+    let f = io("cannot create", p, create_output(p))?;
     Ok(csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
         .from_writer(f))
@@ -354,9 +380,23 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let wall0 = session["wallClockNs"].as_u64().unwrap_or(0);
     let pid = session["pid"].as_u64().unwrap_or(0);
     let out = dir.join("mindstudio_profiler_output");
+    if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
+        return err(
+            ACL_ERROR_INVALID_FILE,
+            format!(
+                "{} is a symbolic link: aclprof never writes or deletes through a link it did \
+                 not create; remove the link and export again",
+                out.display()
+            ),
+        );
+    }
     io("cannot create", &out, fs::create_dir_all(&out))?;
+    // A re-export replaces the previous one: our own regular files, nothing else.
     for e in fs::read_dir(&out).into_iter().flatten().flatten() {
-        let _ = fs::remove_file(e.path()); // a re-export replaces the previous one
+        let ours = e.file_name().to_str().is_some_and(is_output_name);
+        if ours && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
     }
     let stamp = local_stamp(false);
     let mut summary = Summary {
@@ -368,7 +408,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let mut tl = Timeline {
         w: BufWriter::with_capacity(
             1 << 20,
-            io("cannot create", &tl_path, File::create(&tl_path))?,
+            io("cannot create", &tl_path, create_output(&tl_path))?,
         ),
         buf: String::with_capacity(1024),
         first: true,
@@ -384,7 +424,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let ops_path = out.join(format!("op_summary_{stamp}.csv"));
     let mut ops_w = BufWriter::with_capacity(
         1 << 20,
-        io("cannot create", &ops_path, File::create(&ops_path))?,
+        io("cannot create", &ops_path, create_output(&ops_path))?,
     );
     io(
         "cannot write",
@@ -394,7 +434,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let tt_path = out.join(format!("task_time_{stamp}.csv"));
     let mut tt_w = BufWriter::with_capacity(
         1 << 20,
-        io("cannot create", &tt_path, File::create(&tt_path))?,
+        io("cannot create", &tt_path, create_output(&tt_path))?,
     );
     io(
         "cannot write",
@@ -822,7 +862,8 @@ fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<(
         text += &format!("\nlost_ops: {n}\nNOTE: {n} ops were recorded but lost before they reached the disk ({why}).\n");
     }
     let p = out.join("README.txt");
-    io("cannot write", &p, fs::write(&p, text))
+    let mut f = io("cannot create", &p, create_output(&p))?;
+    io("cannot write", &p, f.write_all(text.as_bytes()))
 }
 
 #[cfg(test)]
