@@ -179,16 +179,22 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
     })
 }
 
-/// Reads a description, choosing the format by content (JSON starts with `{`).
+/// Reads a description, choosing the format by content (JSON starts with `{`, after an
+/// optional UTF-8 byte-order mark, which editors on Windows write).
 pub fn parse_file(path: &Path) -> Result<SimModel> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) => return bad(path, format!("cannot read: {e}")),
     };
+    parse_text(path, &text)
+}
+
+fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
+    let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     if text.trim_start().starts_with('{') {
-        parse_json(path, &text)
+        parse_json(path, text)
     } else {
-        parse_csv(path, &text)
+        parse_csv(path, text)
     }
 }
 
@@ -322,5 +328,15 @@ mod tests {
         );
         assert_eq!(m.ops[1].wait_ns, 1_000);
         assert!(parse_csv(Path::new("x.csv"), "a,b\n1,2\n").is_err());
+        let bom = format!("\u{FEFF}{text}");
+        assert_eq!(parse_text(Path::new("x.csv"), &bom).unwrap().ops.len(), 2);
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_content() {
+        let json =
+            "\u{FEFF}{\"name\":\"m\",\"ops\":[{\"name\":\"a\",\"type\":\"T\",\"duration_us\":1}]}";
+        let m = parse_text(Path::new("m.json"), json).unwrap();
+        assert_eq!((m.name.as_str(), m.ops.len()), ("m", 1));
     }
 }

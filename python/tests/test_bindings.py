@@ -51,7 +51,39 @@ def test_every_declared_function_is_bound():
     lib = aclprof.load()
     for name, (restype, argtypes) in _bindings.FUNCTIONS.items():
         fn = getattr(lib, name)
+        fn = getattr(fn, "__wrapped__", fn)  # behind the integer range check, if any
         assert fn.restype is restype and fn.argtypes == argtypes, name
+
+
+@pytest.mark.parametrize("value", [2**64 + 1000, -5000, 2**64])
+def test_out_of_range_integers_are_refused_naming_the_parameter(value):
+    """ctypes wraps integers silently (2**64 + 1000 would become 1000): refused instead."""
+    model = aclprof.Model.register("ranges")
+    try:
+        with pytest.raises(OverflowError, match="startNs"):
+            model.report_op("op", "Add", value, 10)
+        with pytest.raises(OverflowError, match="endNs"):
+            model.report_op("op", "Add", 0, value)
+        with pytest.raises(OverflowError, match="modelId"):
+            aclprof.runtime.report_op(value, "op", "Add", 0, 10)
+        model.report_op("op", "Add", 0, 2**64 - 1)  # the largest value is fine
+    finally:
+        model.unload()
+
+
+def test_out_of_range_integers_through_pyacl_are_error_codes_never_wrapped():
+    """pyACL's convention is a return code: out of range is ACL_ERROR_INVALID_PARAM (or 0
+    for a time), never the call made on a wrapped value (2**32 + 5 is not model 5)."""
+    import acl
+
+    model = aclprof.Model.register("pyacl-ranges")
+    try:
+        assert model.id < 2**32
+        assert acl.prof.model_un_subscribe(2**32 + model.id) == _bindings.ACL_ERROR_INVALID_PARAM
+        assert acl.prof.model_un_subscribe(-1) == _bindings.ACL_ERROR_INVALID_PARAM
+        assert acl.prof.get_op_start(0, 512, 2**32 + 1) == 0
+    finally:
+        model.unload()
 
 
 def test_types_follow_the_declarations():

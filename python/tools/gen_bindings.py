@@ -63,6 +63,7 @@ class Header:
         self.aliases: dict[str, str] = {}  # typedef name -> ctypes expression
         self.structs: list[tuple[str, list[tuple[str, str]]]] = []
         self.functions: list[tuple[str, str, list[str]]] = []  # name, restype, argtypes
+        self.arg_names: dict[str, list[str]] = {}  # function name -> parameter names
 
 
 def strip_comments(text: str) -> str:
@@ -192,13 +193,16 @@ class Parser:
             restype = self.ctype(m.group(1), f"{fname} return")
             params = [p.strip() for p in m.group(3).split(",")]
             argtypes = []
+            names = []
             if params != ["void"]:
                 for p in params:
                     pm = re.fullmatch(r"(.+?)\s*(\w+)", p)
                     if not pm:
                         raise HeaderError(f"{fname}: cannot read parameter {p!r}")
                     argtypes.append(self.ctype(pm.group(1), f"{fname}({pm.group(2)})"))
+                    names.append(pm.group(2))
             h.functions.append((fname, restype, argtypes))
+            h.arg_names[fname] = names
             return
         raise HeaderError(f"unrecognised declaration: {stmt[:100]!r}")
 
@@ -224,6 +228,7 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         "Regenerate with: python3 python/tools/gen_bindings.py",
         '"""',
         "",
+        "import ctypes",
         "from ctypes import (",
         *[f"    {name}," for name in _used_ctypes(headers)],
         ")",
@@ -251,17 +256,49 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         out.append(f"    # {h.name}")
         for fname, restype, argtypes in h.functions:
             out.append(f'    "{fname}": ({restype}, [{", ".join(argtypes)}]),')
+    out += ["}", "", "# name -> parameter names, as the headers spell them.", "ARG_NAMES = {"]
+    for h in headers:
+        for fname, _, _ in h.functions:
+            out.append(f'    "{fname}": {h.arg_names[fname]!r},')
     out += [
         "}",
         "# fmt: on",
         "",
         "",
+        "def _int_range(t):",
+        '    """(lowest, highest) value of an integer ctypes type, or None."""',
+        "    if not isinstance(getattr(t, \"_type_\", None), str) or t._type_ not in \"bBhHiIlLqQ\":",
+        "        return None",
+        "    bits = 8 * ctypes.sizeof(t)",
+        "    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t(-1).value < 0 else (0, (1 << bits) - 1)",
+        "",
+        "",
+        "def _checked(name, fn, argtypes):",
+        '    """``fn``, refusing integers its C parameters cannot hold (ctypes would wrap them',
+        '    silently: 2**64 + 1000 becomes 1000, -5000 a huge unsigned value)."""',
+        "    checks = [(i, ARG_NAMES[name][i], r) for i, t in enumerate(argtypes) for r in [_int_range(t)] if r]",
+        "    if not checks:",
+        "        return fn",
+        "",
+        "    def call(*args):",
+        "        for i, arg, (lo, hi) in checks:",
+        "            if i < len(args) and isinstance(args[i], int) and not lo <= args[i] <= hi:",
+        "                raise OverflowError(f\"{name}: {arg}={args[i]} is out of range ({lo}..{hi})\")",
+        "        return fn(*args)",
+        "",
+        "    call.__name__ = name",
+        "    call.__wrapped__ = fn",
+        "    return call",
+        "",
+        "",
         "def bind(lib):",
-        '    """Sets restype and argtypes of every function on the loaded library ``lib``."""',
+        '    """Sets restype and argtypes of every function on the loaded library ``lib``, and',
+        '    wraps those taking integers in a range check naming the parameter."""',
         "    for name, (restype, argtypes) in FUNCTIONS.items():",
         "        fn = getattr(lib, name)",
         "        fn.restype = restype",
         "        fn.argtypes = argtypes",
+        "        setattr(lib, name, _checked(name, fn, argtypes))",
         "    return lib",
         "",
     ]
