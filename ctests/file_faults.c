@@ -2,11 +2,13 @@
  * kills a process): nothing kills the host, and ops lost on the way to the disk are counted
  * where the user looks: aclprofExtFlush and aclprofStop return an error, README.txt in the
  * result directory says how many (lost_ops), and a warning is printed without ACLPROF_LOG.
- *   file_faults DIR */
+ *   file_faults fsize DIR      the file-size limit
+ *   file_faults threads DIR    3000 short-lived threads under RLIMIT_NOFILE 256 */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -70,9 +72,45 @@ static void test_file_size_limit_loss_is_reported(void) {
     CHECK_EQ(aclprofFinalize(), ACL_SUCCESS);
 }
 
+static uint32_t g_model;
+
+static void *short_lived(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 10; i++) {
+        uint64_t t = aclprofExtNowNs();
+        aclprofExtReportOp(g_model, "short/op", "Add", t, t + 100);
+    }
+    return NULL;
+}
+
+/* 3000 threads, a few alive at a time, 10 ops each, with only 256 file descriptors: threads
+ * that have exited hold nothing, and stop exports all 30000 ops. */
+static void test_many_short_lived_threads_hold_no_descriptors(void) {
+    CHECK_EQ(aclprofExtModelLoad("short-lived", 0, &g_model), ACL_SUCCESS);
+    CHECK_EQ(aclprofInit(g_dir, strlen(g_dir)), ACL_SUCCESS);
+    uint32_t dev = 0;
+    aclprofConfig *cfg = aclprofCreateConfig(&dev, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+    CHECK_EQ(aclprofStart(cfg), ACL_SUCCESS);
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_NOFILE, &old);
+    lim = old;
+    lim.rlim_cur = 256;
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+    for (int round = 0; round < 750; round++) {
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++) CHECK_EQ(pthread_create(&t[i], NULL, short_lived, NULL), 0);
+        for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    }
+    CHECK_EQ(aclprofStop(cfg), ACL_SUCCESS);
+    CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+    CHECK_EQ(aclprofDestroyConfig(cfg), ACL_SUCCESS);
+    CHECK_EQ(aclprofFinalize(), ACL_SUCCESS);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) return 2;
-    g_dir = argv[1];
-    RUN(test_file_size_limit_loss_is_reported);
+    if (argc < 3) return 2;
+    g_dir = argv[2];
+    if (strcmp(argv[1], "fsize") == 0) RUN(test_file_size_limit_loss_is_reported);
+    if (strcmp(argv[1], "threads") == 0) RUN(test_many_short_lived_threads_hold_no_descriptors);
     DONE();
 }

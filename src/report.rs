@@ -24,6 +24,20 @@ static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
 static FILE_SINKS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
 static NEXT_OP_INDEX: AtomicU64 = AtomicU64::new(1);
 static NEXT_STREAM: AtomicU32 = AtomicU32::new(1);
+/// Streams of threads that have exited, with the end of their last op, for new threads to
+/// reuse (as a device reuses its streams): the number of streams, and so of file-mode stream
+/// files, follows the number of reporting threads alive at once, not of all that ever ran.
+static FREE_STREAMS: std::sync::Mutex<Vec<(u32, u64)>> = std::sync::Mutex::new(Vec::new());
+
+/// A stream for a thread whose first op starts at `start`: a free one whose ops all ended
+/// by then (so each stream's ops stay in time order), else a new one.
+fn take_stream(start: u64) -> u32 {
+    let mut free = FREE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
+    match free.iter().position(|&(_, end)| end <= start) {
+        Some(i) => free.swap_remove(i).0,
+        None => NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
+    }
+}
 const OP_INDEX_BLOCK: u64 = 4096;
 
 struct Route {
@@ -40,7 +54,10 @@ struct Local {
     fork_gen: u64,
     pid: u32,
     tid: u32,
+    /// 0 until the thread's first op (see [`take_stream`]).
     stream: u32,
+    /// The latest end among this thread's ops.
+    last_end: u64,
     next_index: u64,
     end_index: u64,
 }
@@ -62,7 +79,23 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
-        self.forget_routes();
+        // The thread's records are written before its stream can be reused, so a stream's
+        // records stay in order.
+        for (_, r) in self.routes.drain(..) {
+            if let Some(Route {
+                sub: Some((sub, lane)),
+                ..
+            }) = r
+            {
+                sub.retire_lane(lane);
+            }
+        }
+        if self.stream != 0 {
+            FREE_STREAMS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push((self.stream, self.last_end));
+        }
     }
 }
 
@@ -73,7 +106,8 @@ thread_local! {
         fork_gen: u64::MAX,
         pid: 0,
         tid: 0,
-        stream: NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
+        stream: 0,
+        last_end: 0,
         next_index: 0,
         end_index: 0,
     });
@@ -87,7 +121,9 @@ static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 pub(crate) fn fork_prepare() -> crate::fork::Release {
     let mut subs = SUBS.write().unwrap_or_else(|p| p.into_inner());
     let mut sinks = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
+    let free = FREE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
     Box::new(move |child| {
+        drop(free);
         if child {
             std::mem::forget(subs.take());
             std::mem::forget(sinks.take());
@@ -197,6 +233,10 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
             l.gen = gen;
         }
         let fork_gen = FORK_GEN.load(Ordering::Relaxed);
+        if l.stream == 0 {
+            l.stream = take_stream(start);
+        }
+        l.last_end = l.last_end.max(end);
         if l.fork_gen != fork_gen {
             l.fork_gen = fork_gen;
             l.pid = std::process::id();

@@ -354,7 +354,7 @@ fn file_size_limit_loss_is_never_silent() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut c = Command::new(&exe);
-    c.arg(&dir).env_remove("ACLPROF_LOG");
+    c.arg("fsize").arg(&dir).env_remove("ACLPROF_LOG");
     let out = run(&mut c);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -366,4 +366,20 @@ fn file_size_limit_loss_is_never_silent() {
         stderr.contains("[aclprof WARN]") && stderr.contains("lost"),
         "a warning without ACLPROF_LOG: {stderr}"
     );
+}
+
+/// 3000 short-lived threads (a few at a time) under RLIMIT_NOFILE 256: stop exports them all.
+#[test]
+fn short_lived_threads_hold_no_descriptors() {
+    let exe = build("file_faults", "aclprof");
+    let dir = out_dir().join("short-lived-results");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = exec(&exe, &[Path::new("threads"), &dir], &[]);
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(op_summary_rows(&dirs[0]), 30_000);
 }

@@ -271,6 +271,17 @@ impl Sub {
         self.state.load(Ordering::Acquire) == ORPHANED
     }
 
+    /// Gives back the lane of a thread that is exiting. File mode writes what the lane holds
+    /// first (the thread's stream may be reused next); other destinations leave it to the
+    /// flusher, as [`Sub::release`] does.
+    pub fn retire_lane(self: &Arc<Self>, lane: usize) {
+        if matches!(self.dest, Dest::Files(_)) && !self.orphaned() {
+            let mut c = self.lanes[lane].cons();
+            self.drain(lane, &mut c, false, Wait::No);
+        }
+        self.release(lane);
+    }
+
     /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it).
     #[inline]
     pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) {
