@@ -64,9 +64,15 @@ fn build(name: &str, lib: &str) -> PathBuf {
 }
 
 fn build_c(src: &Path, lib: &str) -> PathBuf {
-    let exe = out_dir().join(src.file_stem().unwrap());
+    build_c_with(src, lib, &[], "")
+}
+
+/// Builds a C test with extra compiler flags, as `<name><suffix>`.
+fn build_c_with(src: &Path, lib: &str, flags: &[&str], suffix: &str) -> PathBuf {
+    let stem = src.file_stem().unwrap().to_string_lossy();
+    let exe = out_dir().join(format!("{stem}{suffix}"));
     let mut c = Command::new("gcc");
-    c.args(["-std=c99", "-g", "-O1"]).args(WARN);
+    c.args(["-std=c99", "-g", "-O1"]).args(WARN).args(flags);
     c.arg("-I")
         .arg(root().join("include"))
         .arg("-I")
@@ -382,4 +388,53 @@ fn short_lived_threads_hold_no_descriptors() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(op_summary_rows(&dirs[0]), 30_000);
+}
+
+/// The C tests that exercise the accessors, the subscription flow, rings, pipe faults and
+/// file-mode faults again, built with AddressSanitizer and UndefinedBehaviorSanitizer: a
+/// read or write out of bounds, a use after free or undefined behaviour on the C side of
+/// the boundary (the tests' buffers, the records the library hands out) stops the test.
+#[test]
+fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
+    let flags = [
+        "-fsanitize=address,undefined",
+        "-fno-sanitize-recover=all",
+        "-fno-omit-frame-pointer",
+    ];
+    // The library is not instrumented; leaks of its process-lifetime state are not bugs.
+    let asan = [
+        ("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0"),
+        ("UBSAN_OPTIONS", "print_stacktrace=1"),
+    ];
+    let ctest = |name: &str| {
+        build_c_with(
+            &root().join("ctests").join(format!("{name}.c")),
+            "aclprof",
+            &flags,
+            "-asan",
+        )
+    };
+    for (name, args, extra) in [
+        ("error_paths", vec![], vec![("ACLPROF_DEVICE_COUNT", "2")]),
+        ("subscribe_flow", vec![data("tiny.json")], vec![]),
+        (
+            "ring",
+            vec![data("tiny.json")],
+            vec![("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "500")],
+        ),
+        (
+            "faults",
+            vec![PathBuf::from("block")],
+            vec![("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "500")],
+        ),
+    ] {
+        let exe = ctest(name);
+        let args: Vec<&Path> = args.iter().map(PathBuf::as_path).collect();
+        let env: Vec<(&str, &str)> = asan.iter().chain(extra.iter()).copied().collect();
+        let out = exec(&exe, &args, &env);
+        assert!(
+            out.contains("PASSED") && !out.contains("FAILED"),
+            "{name}: {out}"
+        );
+    }
 }
