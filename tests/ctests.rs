@@ -438,3 +438,60 @@ fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
         );
     }
 }
+
+/// Fault injection (ctests/inject/shim.c, LD_PRELOAD): writes or opens of the raw-data files
+/// fail with ENOSPC, EIO, EFBIG or EMFILE after some writes. Whatever the fault, every
+/// reported op is either in op_summary or counted as lost_ops, and flush and stop say so.
+#[test]
+fn injected_write_faults_lose_nothing_uncounted() {
+    let shim = out_dir().join("libinject.so");
+    run(Command::new("gcc")
+        .args(["-shared", "-fPIC", "-O1", "-o"])
+        .arg(&shim)
+        .arg(root().join("ctests/inject/shim.c"))
+        .arg("-ldl"));
+    let app = build_c(&root().join("ctests/inject/app.c"), "aclprof");
+    for (errno, after, open) in [
+        ("28", "0", false), // ENOSPC from the first write
+        ("28", "5", false), // ENOSPC later
+        ("5", "20", false), // EIO
+        ("27", "3", false), // EFBIG
+        ("24", "0", true),  // EMFILE opening the raw file
+    ] {
+        let dir = out_dir().join(format!("inject-{errno}-{after}-{open}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let shim_s = shim.to_str().unwrap();
+        let mut env = vec![
+            ("LD_PRELOAD", shim_s),
+            ("INJECT_ERRNO", errno),
+            ("INJECT_AFTER", after),
+        ];
+        if open {
+            env.push(("INJECT_OPEN", "1"));
+        }
+        let out = exec(&app, &[&dir], &env);
+        let case = format!("errno {errno} after {after} open {open}");
+        assert_eq!(
+            out.trim(),
+            "flush 500005 stop 500005",
+            "{case}: flush and stop report the loss"
+        );
+        let prof: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(prof.len(), 1, "{case}");
+        let readme =
+            std::fs::read_to_string(prof[0].join("mindstudio_profiler_output/README.txt")).unwrap();
+        let lost: usize = readme
+            .lines()
+            .find_map(|l| l.strip_prefix("lost_ops: "))
+            .unwrap_or_else(|| panic!("{case}: no lost_ops in README.txt:\n{readme}"))
+            .parse()
+            .unwrap();
+        let rows = op_summary_rows(&prof[0]);
+        assert!(lost > 0, "{case}");
+        assert_eq!(rows + lost, 4000, "{case}: {rows} exported + {lost} lost");
+    }
+}
