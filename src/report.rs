@@ -100,17 +100,19 @@ impl Drop for Local {
 }
 
 thread_local! {
-    static LOCAL: RefCell<Local> = RefCell::new(Local {
-        gen: 0,
-        routes: Vec::new(),
-        fork_gen: u64::MAX,
-        pid: 0,
-        tid: 0,
-        stream: 0,
-        last_end: 0,
-        next_index: 0,
-        end_index: 0,
-    });
+    static LOCAL: RefCell<Local> = const {
+        RefCell::new(Local {
+            gen: 0,
+            routes: Vec::new(),
+            fork_gen: u64::MAX,
+            pid: 0,
+            tid: 0,
+            stream: 0,
+            last_end: 0,
+            next_index: 0,
+            end_index: 0,
+        })
+    };
 }
 
 /// Bumped in a forked child so cached process and thread ids are re-read.

@@ -46,8 +46,9 @@ pub struct Mem {
     ctl: *const LaneCtl,
     slots: *mut u8,
     pub cap: u64,
-    /// Owns heap storage (None for a ring, whose mapping the subscription keeps alive).
-    _heap: Option<(Box<LaneCtl>, Box<[u8]>)>,
+    /// Owns the storage of a private lane (None for a ring, whose mapping the subscription
+    /// keeps alive).
+    _heap: Option<(Box<LaneCtl>, memmap2::MmapMut)>,
 }
 
 // SAFETY: the pointers refer to storage owned by `_heap` or by a mapping that outlives the
@@ -57,16 +58,18 @@ unsafe impl Send for Mem {}
 unsafe impl Sync for Mem {}
 
 impl Mem {
-    /// A lane of `cap` records on the heap (zeroed pages are allocated lazily by the OS).
-    pub fn heap(cap: u64) -> Mem {
+    /// A private lane of `cap` records in an anonymous mapping: pages cost memory only once
+    /// written, and all of it goes back to the system when the lane is dropped (a heap
+    /// allocation this size may come from an arena that zeroes it all and keeps it).
+    pub fn heap(cap: u64) -> std::io::Result<Mem> {
         let ctl = Box::new(LaneCtl::new());
-        let mut slots = vec![0u8; cap as usize * RECORD_SIZE].into_boxed_slice();
-        Mem {
+        let mut slots = memmap2::MmapMut::map_anon(cap as usize * RECORD_SIZE)?;
+        Ok(Mem {
             ctl: &*ctl,
             slots: slots.as_mut_ptr(),
             cap,
             _heap: Some((ctl, slots)),
-        }
+        })
     }
 
     /// # Safety
@@ -111,7 +114,8 @@ pub struct Cons {
 }
 
 pub struct Lane {
-    mem: OnceLock<Mem>,
+    /// The storage; `None` inside if it could not be allocated.
+    mem: OnceLock<Option<Mem>>,
     owned: AtomicBool,
     prod: UnsafeCell<Prod>,
     cons: Mutex<Cons>,
@@ -131,20 +135,29 @@ impl Lane {
             cons: Mutex::new(Cons::default()),
         };
         if let Some(m) = mem {
-            let _ = l.mem.set(m);
+            let _ = l.mem.set(Some(m));
         }
         l
     }
 
-    /// The lane's storage, allocating `cap` heap records on first use.
+    /// The lane's storage, mapping `cap` records on first use; `None` if that failed (the
+    /// failure is logged once).
     #[inline]
-    pub fn mem(&self, cap: u64) -> &Mem {
-        self.mem.get_or_init(|| Mem::heap(cap))
+    pub fn mem(&self, cap: u64) -> Option<&Mem> {
+        self.mem
+            .get_or_init(|| {
+                Mem::heap(cap)
+                    .map_err(|e| {
+                        log::error!("aclprof: cannot map a lane of {cap} records: {e}");
+                    })
+                    .ok()
+            })
+            .as_ref()
     }
 
     /// The storage, if the lane was ever used.
     pub fn used(&self) -> Option<&Mem> {
-        self.mem.get()
+        self.mem.get().and_then(Option::as_ref)
     }
 
     /// Takes the lane for the calling thread; false if another thread has it.

@@ -121,6 +121,8 @@ pub struct Sub {
     losses_reported: AtomicU64,
     /// File mode: records not written because ACL_PROF_STORAGE_LIMIT was reached.
     over_limit: AtomicU64,
+    /// Records reported that never had a slot (their lane could not be allocated).
+    reported_unplaced: AtomicU64,
     /// Set while the flusher has this subscription on its list.
     armed: AtomicBool,
     /// How long a reporting thread waits for a reader that makes no progress.
@@ -191,6 +193,7 @@ impl Sub {
             lost_why: Mutex::new(String::new()),
             losses_reported: AtomicU64::new(0),
             over_limit: AtomicU64::new(0),
+            reported_unplaced: AtomicU64::new(0),
             armed: AtomicBool::new(false),
             stall_timeout,
             stalled: AtomicBool::new(false),
@@ -238,7 +241,7 @@ impl Sub {
     }
 
     #[inline]
-    fn mem(&self, lane: usize) -> &Mem {
+    fn mem(&self, lane: usize) -> Option<&Mem> {
         self.lanes[lane].mem(self.lane_cap)
     }
 
@@ -291,7 +294,13 @@ impl Sub {
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
         let p = unsafe { self.lanes[lane].prod() };
-        let m = self.mem(lane);
+        let Some(m) = self.mem(lane) else {
+            // No memory for the lane: the record is lost, and counted.
+            self.lost.fetch_add(1, Ordering::Relaxed);
+            self.reported_unplaced.fetch_add(1, Ordering::Relaxed);
+            self.note_loss("a lane could not be allocated (out of memory)");
+            return;
+        };
         if p.head - p.cached_tail >= m.cap {
             p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
             if p.head - p.cached_tail >= m.cap && !self.make_room(lane, p) {
@@ -325,7 +334,9 @@ impl Sub {
             if let Some(mut c) = self.lanes[lane].try_cons() {
                 self.drain(lane, &mut c, true, Wait::No);
             }
-            p.cached_tail = self.mem(lane).ctl().tail.load(Ordering::Acquire);
+            if let Some(m) = self.mem(lane) {
+                p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
+            }
         }
         if p.head != p.cached_tail {
             // Publish, then look at `armed`: the flusher clears `armed` and then runs a
@@ -349,7 +360,9 @@ impl Sub {
     /// from then on records are dropped and counted without waiting, until it reads again.
     #[cold]
     fn make_room(&self, lane: usize, p: &mut Prod) -> bool {
-        let m = self.mem(lane);
+        let Some(m) = self.mem(lane) else {
+            return false;
+        };
         let stalled = self.stalled.load(Ordering::Relaxed);
         let room = match &self.dest {
             Dest::Ring(r) => {
@@ -588,8 +601,10 @@ impl Sub {
                 };
             }
         }
+        let unplaced = self.reported_unplaced.load(Ordering::Relaxed);
+        c.reported += unplaced;
         let lost = self.lost.load(Ordering::Relaxed) + self.over_limit.load(Ordering::Relaxed);
-        c.delivered = consumed - lost.min(consumed);
+        c.delivered = consumed - (lost - unplaced).min(consumed);
         c.dropped += lost;
         c.bytes = c.delivered * RECORD_SIZE as u64;
         c
