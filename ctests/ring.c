@@ -7,6 +7,7 @@
  *   ring producer PATH N          (internal) a producer that waits to be killed
  *   ring reader-then-stop PATH    (internal) a reader that stops releasing            */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -269,6 +270,151 @@ static void test_producer_outlives_a_killed_reader(void) {
     CHECK(dropped >= 1000 - 8);
 }
 
+/* A producer that reports until it is killed (two threads, each its own stream). */
+static void *report_forever(void *arg) {
+    uint32_t m = *(uint32_t *)arg;
+    for (uint64_t i = 0;; i++) aclprofExtReportOp(m, "forever/op", "Add", i * 10, i * 10 + 5);
+    return NULL;
+}
+
+static int producer_forever_main(const char *path) {
+    static uint32_t m = 0;
+    int fd = -1;
+    if (aclprofExtModelLoad("forever", 0, &m) != ACL_SUCCESS) return 20;
+    if (aclprofExtRingSubscribe(m, path, 64, &fd) != ACL_SUCCESS) return 21;
+    printf("ready\n");
+    fflush(stdout);
+    pthread_t t;
+    pthread_create(&t, NULL, report_forever, &m);
+    report_forever(&m);
+    return 0;
+}
+
+/* A reader that reads and releases until it is killed. */
+static int reader_forever_main(const char *path) {
+    aclprofExtRing *ring = NULL;
+    if (aclprofExtRingAttach(path, -1, &ring) != ACL_SUCCESS) return 10;
+    for (;;) {
+        const void *recs = NULL;
+        size_t len = 0;
+        if (aclprofExtRingAcquire(ring, 64, 1000, &recs, &len) == ACL_SUCCESS && len > 0)
+            aclprofExtRingRelease(ring, len);
+    }
+}
+
+/* SIGKILL at random points, many seeds: a producer killed while two threads write into
+ * the ring (the reader gets whole, valid, ordered records, then the end of the stream); a
+ * reader killed while it reads (the producer never hangs, and reported = delivered +
+ * dropped). */
+static void test_kills_at_random_points(void) {
+    for (unsigned seed = 1; seed <= 12; seed++) {
+        srand(seed);
+        char path[64];
+        snprintf(path, sizeof path, "/dev/shm/aclprof-kill-%d-%u", (int)getpid(), seed);
+        unlink(path);
+        int out[2];
+        CHECK_EQ(pipe(out), 0);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        char *pargs[] = {(char *)g_self, "producer-forever", path, NULL};
+        pid_t producer;
+        CHECK_EQ(posix_spawn(&producer, g_self, &fa, NULL, pargs, environ), 0);
+        posix_spawn_file_actions_destroy(&fa);
+        close(out[1]);
+        char line[16] = {0};
+        CHECK(read(out[0], line, sizeof line - 1) > 0);
+        aclprofExtRing *ring = NULL;
+        CHECK_EQ(aclprofExtRingAttach(path, -1, &ring), ACL_SUCCESS);
+        long got = 0;
+        uint32_t streams[8];
+        uint64_t last[8];
+        int nstreams = 0;
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        long kill_after_ms = 1 + rand() % 40;
+        int killed = 0;
+        for (;;) {
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (!killed && (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= kill_after_ms) {
+                kill(producer, SIGKILL);
+                killed = 1;
+            }
+            const void *recs = NULL;
+            size_t len = 0;
+            aclError e = aclprofExtRingAcquire(ring, 64, 200, &recs, &len);
+            if (e == ACL_ERROR_PROF_NOT_RUN) break;
+            CHECK_EQ(e, ACL_SUCCESS);
+            if (e != ACL_SUCCESS) break;
+            if (len == 0) continue;
+            /* whole, valid records; each stream (producer thread) in the order reported */
+            aclprofExtOp ops[64];
+            uint32_t num = 0;
+            CHECK_EQ(aclprofExtDecodeOps(recs, len, ops, 64, &num), ACL_SUCCESS);
+            for (uint32_t i = 0; i < num; i++) {
+                int k = 0;
+                while (k < nstreams && streams[k] != ops[i].streamId) k++;
+                if (k == nstreams && nstreams < 8) {
+                    streams[nstreams] = ops[i].streamId;
+                    last[nstreams++] = 0;
+                }
+                if (k < 8) {
+                    CHECK(ops[i].opIndex > last[k]);
+                    last[k] = ops[i].opIndex;
+                }
+            }
+            got += num;
+            CHECK_EQ(aclprofExtRingRelease(ring, len), ACL_SUCCESS);
+        }
+        int status;
+        waitpid(producer, &status, 0);
+        CHECK(killed && WIFSIGNALED(status));
+        CHECK(got > 0);
+        aclprofExtRingDetach(ring);
+        close(out[0]);
+        unlink(path);
+
+        /* the reader dies instead */
+        uint32_t m = 0;
+        int fd = -1;
+        CHECK_EQ(aclprofExtModelLoad("survivor", 0, &m), ACL_SUCCESS);
+        CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 64, &fd), ACL_SUCCESS);
+        char rpath[64];
+        snprintf(rpath, sizeof rpath, "/proc/%d/fd/%d", (int)getpid(), fd);
+        char *rargs[] = {(char *)g_self, "reader-forever", rpath, NULL};
+        pid_t reader;
+        CHECK_EQ(posix_spawn(&reader, g_self, NULL, NULL, rargs, environ), 0);
+        sleep_ms(100);
+        aclprofExtStats before, after;
+        aclprofExtGetStats(&before);
+        int reported = 0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        kill_after_ms = 1 + rand() % 40;
+        killed = 0;
+        while (reported < 20000) {
+            CHECK_EQ(aclprofExtReportOp(m, "survivor/op", "Add", (uint64_t)reported, (uint64_t)reported + 1), ACL_SUCCESS);
+            reported++;
+            struct timespec t;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if (!killed && (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= kill_after_ms) {
+                kill(reader, SIGKILL);
+                waitpid(reader, &status, 0);
+                killed = 1;
+            }
+        }
+        if (!killed) {
+            kill(reader, SIGKILL);
+            waitpid(reader, &status, 0);
+        }
+        CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
+        aclprofExtGetStats(&after);
+        CHECK_EQ((long)(after.recordsReported - before.recordsReported), reported);
+        CHECK_EQ((long)((after.recordsDelivered - before.recordsDelivered) + (after.recordsDropped - before.recordsDropped)), reported);
+        CHECK_EQ(aclprofExtModelUnload(m), ACL_SUCCESS);
+    }
+}
+
 /* The reader that the test above kills: reads one batch and never releases it. */
 static int reader_then_stop_main(const char *path) {
     aclprofExtRing *ring = NULL;
@@ -284,6 +430,8 @@ int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "reader") == 0) return reader_main(argv[2], atol(argv[3]));
     if (argc == 4 && strcmp(argv[1], "producer") == 0) return producer_main(argv[2], atol(argv[3]));
     if (argc == 3 && strcmp(argv[1], "reader-then-stop") == 0) return reader_then_stop_main(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "producer-forever") == 0) return producer_forever_main(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "reader-forever") == 0) return reader_forever_main(argv[2]);
     if (argc < 2) return 2;
     g_model_path = argv[1];
     if (argc > 2 && strcmp(argv[2], "drop") == 0) {
@@ -294,6 +442,7 @@ int main(int argc, char **argv) {
         RUN(test_stalled_reader_unsubscribe_is_bounded);
         RUN(test_reader_outlives_a_killed_producer);
         RUN(test_producer_outlives_a_killed_reader);
+        RUN(test_kills_at_random_points);
         RUN(test_bad_arguments);
     }
     DONE();

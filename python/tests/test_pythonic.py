@@ -84,10 +84,13 @@ def test_callback_errors_are_raised_by_stop_and_the_pipe_is_drained():
 
 def test_reported_ops_from_threads():
     with Model.register("my-runtime") as model, Subscription(model.id) as sub:
+        together = threading.Barrier(3)  # alive at once: one stream each
+
         def work(k):
             for i in range(50):
                 t0 = aclprof.now_ns()
                 model.report_op(f"t{k}/op{i}", "MatMul", t0, t0 + 100)
+            together.wait()
 
         threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
         for t in threads:

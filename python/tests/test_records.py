@@ -89,10 +89,15 @@ def buffer() -> bytes:
     with aclprof.Model.register("reported") as model:
         cap = Capture(model.id)
 
+        # All three threads stay alive until each has reported, so each is a stream of its
+        # own (a thread that has exited hands its stream on to a later one).
+        together = threading.Barrier(3)
+
         def report():
             for name, op_type in REPORTED:
                 t0 = aclprof.now_ns()
                 model.report_op(name, op_type, t0, t0 + 1000 + len(name))
+            together.wait()
 
         threads = [threading.Thread(target=report) for _ in range(3)]
         for t in threads:
