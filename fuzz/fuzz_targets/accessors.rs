@@ -25,6 +25,22 @@ fuzz_target!(|data: &[u8]| {
     unsafe {
         let mut n = 0u32;
         let num_ok = aclprofGetOpNum(p, len, &mut n) == 0;
+        // The batch decoder agrees with aclprofGetOpNum, and its names point into the
+        // buffer and end in a NUL there.
+        let mut ops: Vec<aclprof::ffi::ext::aclprofExtOp> = Vec::with_capacity(8);
+        let mut count = 0u32;
+        let dec = aclprof::ffi::ext::aclprofExtDecodeOps(p, len, ops.as_mut_ptr(), 8, &mut count);
+        if dec == 0 {
+            ops.set_len(count as usize);
+            for o in &ops {
+                let name = std::ffi::CStr::from_ptr(o.name);
+                assert_eq!(name.to_bytes().len(), o.nameLen as usize);
+                assert!((o.name as usize) >= p as usize && (o.name as usize) < p as usize + len);
+            }
+        }
+        let mut verify_only = 0u32;
+        let all = aclprof::ffi::ext::aclprofExtDecodeOps(p, len, std::ptr::null_mut(), 0, &mut verify_only);
+        assert_eq!(all == 0, num_ok, "verify-only decode agrees with aclprofGetOpNum");
         let mut l = 0usize;
         let name_ok = aclprofGetOpNameLen(p, len, index, &mut l) == 0;
         if num_ok {
