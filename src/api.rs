@@ -297,7 +297,7 @@ pub fn flush() -> Result<()> {
     if let Some(s) = SESSION.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         subs.extend(s.sinks().iter().cloned());
     }
-    crate::filemode::flush_host_events();
+    let host_lost = crate::filemode::flush_host_events();
     for s in &subs {
         if !s.flush(deadline) {
             return err(
@@ -310,13 +310,16 @@ pub fn flush() -> Result<()> {
         }
     }
     // Records accepted and then lost since the last look: an error, and a warning.
-    let lost: Vec<String> = subs
+    let mut lost: Vec<String> = subs
         .iter()
         .filter_map(|s| {
             s.new_losses()
                 .map(|(n, why)| format!("{}: {n} records lost ({why})", s.describe()))
         })
         .collect();
+    if let Some((n, why)) = host_lost {
+        lost.push(format!("{n} host events lost ({why})"));
+    }
     if !lost.is_empty() {
         let msg = lost.join("; ");
         crate::logging::loss(&msg);

@@ -440,8 +440,9 @@ fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
 }
 
 /// Fault injection (ctests/inject/shim.c, LD_PRELOAD): writes or opens of the raw-data files
-/// fail with ENOSPC, EIO, EFBIG or EMFILE after some writes. Whatever the fault, every
-/// reported op is either in op_summary or counted as lost_ops, and flush and stop say so.
+/// (or writes of the host event log) fail with ENOSPC, EIO, EFBIG or EMFILE after some
+/// writes. Whatever the fault, every reported op is either in op_summary or counted as
+/// lost_ops, every lost host event is counted, and flush and stop say so.
 #[test]
 fn injected_write_faults_lose_nothing_uncounted() {
     let shim = out_dir().join("libinject.so");
@@ -451,14 +452,15 @@ fn injected_write_faults_lose_nothing_uncounted() {
         .arg(root().join("ctests/inject/shim.c"))
         .arg("-ldl"));
     let app = build_c(&root().join("ctests/inject/app.c"), "aclprof");
-    for (errno, after, open) in [
-        ("28", "0", false), // ENOSPC from the first write
-        ("28", "5", false), // ENOSPC later
-        ("5", "20", false), // EIO
-        ("27", "3", false), // EFBIG
-        ("24", "0", true),  // EMFILE opening the raw file
+    for (errno, after, open, host) in [
+        ("28", "0", false, false), // ENOSPC from the first write
+        ("28", "5", false, false), // ENOSPC later
+        ("5", "20", false, false), // EIO
+        ("27", "3", false, false), // EFBIG
+        ("24", "0", true, false),  // EMFILE opening the raw file
+        ("28", "0", false, true),  // ENOSPC on the host event log
     ] {
-        let dir = out_dir().join(format!("inject-{errno}-{after}-{open}"));
+        let dir = out_dir().join(format!("inject-{errno}-{after}-{open}-{host}"));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let shim_s = shim.to_str().unwrap();
@@ -470,8 +472,11 @@ fn injected_write_faults_lose_nothing_uncounted() {
         if open {
             env.push(("INJECT_OPEN", "1"));
         }
+        if host {
+            env.push(("INJECT_PATH", "aclprof_host"));
+        }
         let out = exec(&app, &[&dir], &env);
-        let case = format!("errno {errno} after {after} open {open}");
+        let case = format!("errno {errno} after {after} open {open} host {host}");
         assert_eq!(
             out.trim(),
             "flush 500005 stop 500005",
@@ -484,14 +489,25 @@ fn injected_write_faults_lose_nothing_uncounted() {
         assert_eq!(prof.len(), 1, "{case}");
         let readme =
             std::fs::read_to_string(prof[0].join("mindstudio_profiler_output/README.txt")).unwrap();
-        let lost: usize = readme
-            .lines()
-            .find_map(|l| l.strip_prefix("lost_ops: "))
-            .unwrap_or_else(|| panic!("{case}: no lost_ops in README.txt:\n{readme}"))
-            .parse()
-            .unwrap();
+        let figure = |key: &str| -> usize {
+            readme
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{case}: no {key} in README.txt:\n{readme}"))
+                .parse()
+                .unwrap()
+        };
+        let (lost, lost_host) = (figure("lost_ops: "), figure("lost_host_events: "));
         let rows = op_summary_rows(&prof[0]);
-        assert!(lost > 0, "{case}");
         assert_eq!(rows + lost, 4000, "{case}: {rows} exported + {lost} lost");
+        if host {
+            assert_eq!(
+                (lost, lost_host),
+                (0, 100),
+                "{case}: every mark counted as lost"
+            );
+        } else {
+            assert!(lost > 0 && lost_host == 0, "{case}");
+        }
     }
 }

@@ -1,6 +1,7 @@
-/* Runs file mode under the fault-injection shim: 4 threads report OPS ops in all, then
- * aclprofExtFlush and aclprofStop. Prints "flush <code> stop <code>"; the caller checks the
- * result directory (op_summary rows + lost_ops == OPS).   app DIR */
+/* Runs file mode under the fault-injection shim: 4 threads report OPS ops in all and the
+ * main thread makes MARKS msproftx marks (host events), then aclprofExtFlush and
+ * aclprofStop. Prints "flush <code> stop <code>"; the caller checks the result directory
+ * (op_summary rows + lost_ops == OPS, lost_host_events).   app DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include "acl/acl_prof_ext.h"
 
 #define OPS 4000
+#define MARKS 100
 static uint32_t g_model;
 
 static void *reporter(void *arg) {
@@ -26,10 +28,15 @@ int main(int argc, char **argv) {
     if (aclprofExtModelLoad("injected", 0, &g_model) != ACL_SUCCESS) return 3;
     if (aclprofInit(argv[1], strlen(argv[1])) != ACL_SUCCESS) return 4;
     uint32_t dev = 0;
-    aclprofConfig *cfg = aclprofCreateConfig(&dev, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+    aclprofConfig *cfg =
+        aclprofCreateConfig(&dev, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME | ACL_PROF_MSPROFTX);
     if (cfg == NULL || aclprofStart(cfg) != ACL_SUCCESS) return 5;
     pthread_t t[4];
     for (int i = 0; i < 4; i++) pthread_create(&t[i], NULL, reporter, NULL);
+    void *stamp = aclprofCreateStamp();
+    aclprofSetStampTraceMessage(stamp, "mark", 4);
+    for (int i = 0; i < MARKS; i++) aclprofMark(stamp);
+    aclprofDestroyStamp(stamp);
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     int flush = aclprofExtFlush();
     int stop = aclprofStop(cfg);

@@ -1,5 +1,6 @@
-/* LD_PRELOAD fault injection for the raw-data files of file mode (paths containing
- * "/data/aclprof_ops."). Environment:
+/* LD_PRELOAD fault injection for file mode's data files: the raw op files (paths containing
+ * "/data/aclprof_ops.") or, with INJECT_PATH, any path containing that text (the host event
+ * log: "aclprof_host"). Environment:
  *   INJECT_ERRNO   errno to fail with (default ENOSPC)
  *   INJECT_AFTER   how many writes to such files succeed before every later one fails
  *   INJECT_OPEN    if set, opening such files fails instead (with INJECT_ERRNO)          */
@@ -13,7 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *MARK = "/data/aclprof_ops.";
+static const char *mark(void) {
+    const char *p = getenv("INJECT_PATH");
+    return p ? p : "/data/aclprof_ops.";
+}
 
 static int fault_errno(void) {
     const char *e = getenv("INJECT_ERRNO");
@@ -26,7 +30,7 @@ static int is_raw_fd(int fd) {
     ssize_t n = readlink(link, path, sizeof path - 1);
     if (n <= 0) return 0;
     path[n] = 0;
-    return strstr(path, MARK) != NULL;
+    return strstr(path, mark()) != NULL;
 }
 
 ssize_t write(int fd, const void *buf, size_t len) {
@@ -44,7 +48,7 @@ ssize_t write(int fd, const void *buf, size_t len) {
 }
 
 static int opened(const char *path, int flags, mode_t mode, int (*real)(const char *, int, ...)) {
-    if (getenv("INJECT_OPEN") && path && strstr(path, MARK)) {
+    if (getenv("INJECT_OPEN") && path && strstr(path, mark())) {
         errno = fault_errno();
         return -1;
     }

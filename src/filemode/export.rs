@@ -859,7 +859,19 @@ fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<(
         let mut lines = lost.lines();
         let n = lines.next().unwrap_or("?");
         let why = lines.next().unwrap_or("");
-        text += &format!("\nlost_ops: {n}\nNOTE: {n} ops were recorded but lost before they reached the disk ({why}).\n");
+        let hosts = lines.next().unwrap_or("0");
+        let host_why = lines.next().unwrap_or("");
+        text += &format!("\nlost_ops: {n}\nlost_host_events: {hosts}\n");
+        if n != "0" {
+            text += &format!(
+                "NOTE: {n} ops were recorded but lost before they reached the disk ({why}).\n"
+            );
+        }
+        if hosts != "0" {
+            text += &format!(
+                "NOTE: {hosts} host events (API calls, msproftx, steps) were lost ({host_why}).\n"
+            );
+        }
     }
     let p = out.join("README.txt");
     let mut f = io("cannot create", &p, create_output(&p))?;

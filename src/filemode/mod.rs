@@ -32,7 +32,40 @@ pub struct Session {
     sinks: Vec<Arc<Sub>>,
 }
 
-static HOST: Mutex<Option<BufWriter<fs::File>>> = Mutex::new(None);
+static HOST: Mutex<Option<HostLog>> = Mutex::new(None);
+
+/// The host event log of the running session, and what it lost.
+struct HostLog {
+    w: BufWriter<fs::File>,
+    /// Events buffered since the last flush that reached the file.
+    pending: u64,
+    /// Events lost to write errors, and why; `reported` of them already said by a flush.
+    lost: u64,
+    reported: u64,
+    why: String,
+}
+
+impl HostLog {
+    /// A write or flush failed: whatever was buffered is lost (counted), and a new buffer
+    /// on the same file starts clean, so a later retry cannot write it twice.
+    fn failed(&mut self, e: std::io::Error, also: u64) {
+        self.lost += self.pending + also;
+        self.pending = 0;
+        self.why = format!("host events: {e}");
+        let file = self.w.get_ref().try_clone();
+        if let Ok(f) = file {
+            let old = std::mem::replace(&mut self.w, BufWriter::new(f));
+            let _ = old.into_parts(); // drop the buffer without writing it
+        }
+    }
+
+    fn flush(&mut self) {
+        match crate::transport::fd::quietly(|| self.w.flush()) {
+            Ok(()) => self.pending = 0,
+            Err(e) => self.failed(e, 0),
+        }
+    }
+}
 static DATA_TYPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Local time as `YYYYMMDDhhmmss` plus `mmm` milliseconds when `millis`.
@@ -218,7 +251,13 @@ pub fn begin(
                 format!("cannot create the host event log: {e}"),
             )
         })?;
-    *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(BufWriter::new(host));
+    *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(HostLog {
+        w: BufWriter::new(host),
+        pending: 0,
+        lost: 0,
+        reported: 0,
+        why: String::new(),
+    });
     DATA_TYPE.store(config.data_type, std::sync::atomic::Ordering::Release);
     crate::report::set_file_sinks(routes);
     log::info!(
@@ -252,11 +291,15 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
     })
 }
 
-/// Writes buffered host events to disk.
-pub fn flush_host_events() {
-    if let Some(w) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-        let _ = w.flush();
-    }
+/// Writes buffered host events to disk. Returns the events lost since the last call, and
+/// why, if any were.
+pub fn flush_host_events() -> Option<(u64, String)> {
+    let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
+    let h = g.as_mut()?;
+    h.flush();
+    let new = h.lost - h.reported;
+    h.reported = h.lost;
+    (new > 0).then(|| (new, h.why.clone()))
 }
 
 /// Appends one host event if its switch is on (`bit` of dataTypeConfig).
@@ -265,11 +308,12 @@ pub fn host_event(bit: u64, ev: serde_json::Value) {
         return;
     }
     let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(w) = g.as_mut() {
+    if let Some(h) = g.as_mut() {
         let mut line = ev.to_string();
         line.push('\n');
-        if let Err(e) = crate::transport::fd::quietly(|| w.write_all(line.as_bytes())) {
-            log::error!("aclprof: cannot record a host event: {e}");
+        match crate::transport::fd::quietly(|| h.w.write_all(line.as_bytes())) {
+            Ok(()) => h.pending += 1,
+            Err(e) => h.failed(e, 1),
         }
     }
 }
@@ -292,8 +336,10 @@ pub fn end(session: Session) -> Result<PathBuf> {
             why = sink.loss_reason();
         }
     }
-    if let Some(mut w) = HOST.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        let _ = w.flush();
+    let mut host_lost = (0, String::new());
+    if let Some(mut h) = HOST.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        h.flush();
+        host_lost = (h.lost, h.why.clone());
     }
     let mono = crate::clock::now_ns();
     let wall = wall_ns();
@@ -312,17 +358,19 @@ pub fn end(session: Session) -> Result<PathBuf> {
         let marker = session.dir.join("host/data/aclprof_storage_limit_reached");
         let _ = fs::write(marker, "ops after the storage limit were not recorded\n");
     }
-    if lost > 0 {
+    let (host_lost, host_why) = host_lost;
+    if lost > 0 || host_lost > 0 {
         // Counted where the user looks: the result directory, the return code, a warning.
         let marker = session.dir.join(LOST_OPS);
-        let _ = fs::write(&marker, format!("{lost}\n{why}\n"));
+        let _ = fs::write(&marker, format!("{lost}\n{why}\n{host_lost}\n{host_why}\n"));
     }
     export_quietly(&session.dir)?;
-    if lost > 0 {
+    if lost > 0 || host_lost > 0 {
         let msg = format!(
-            "{lost} ops were recorded but lost before they reached {} ({why}); the rest was \
-             exported, and README.txt there says so",
-            session.dir.display()
+            "{lost} ops and {host_lost} host events were recorded but lost before they \
+             reached {} ({}); the rest was exported, and README.txt there says so",
+            session.dir.display(),
+            if lost > 0 { &why } else { &host_why }
         );
         crate::logging::loss(&msg);
         return err(ACL_ERROR_PROFILING_FAILURE, msg);
