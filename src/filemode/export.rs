@@ -106,7 +106,11 @@ fn push_u64(o: &mut String, mut v: u64, width: usize) {
         buf[i] = b'0' + (v % 10) as u8;
         v /= 10;
     }
-    o.push_str(std::str::from_utf8(&buf[i..]).unwrap_or("0"));
+    // ASCII digits: pushed as chars, with no UTF-8 validation of a buffer we just filled.
+    o.reserve(buf.len() - i);
+    for &d in &buf[i..] {
+        o.push(d as char);
+    }
 }
 
 /// Appends `ns` as microseconds with `decimals` (3 or 6) decimals.
