@@ -205,23 +205,32 @@ static int producer_main(const char *path, long n) {
     for (;;) pause();
 }
 
+/* Starts this program with `args`, its stdout on a pipe whose read end goes to `*out`. */
+static pid_t spawn_reading_stdout(char **args, int *out) {
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    pid_t child = 0;
+    CHECK_EQ(posix_spawn(&child, g_self, &fa, NULL, args, environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    *out = p[0];
+    return child;
+}
+
 /* The producer dies (SIGKILL) with records in the ring: the reader gets every published
  * record, then the end of the stream ("the producing process died"), not a hang. */
 static void test_reader_outlives_a_killed_producer(void) {
     char path[64];
     snprintf(path, sizeof path, "/dev/shm/aclprof-ctest-%d", (int)getpid());
     unlink(path);
-    int out[2];
-    CHECK_EQ(pipe(out), 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    int out;
     char *args[] = {(char *)g_self, "producer", path, "3000", NULL};
-    pid_t child;
-    CHECK_EQ(posix_spawn(&child, g_self, &fa, NULL, args, environ), 0);
-    close(out[1]);
+    pid_t child = spawn_reading_stdout(args, &out);
     char line[16] = {0};
-    CHECK(read(out[0], line, sizeof line - 1) > 0); /* "ready": 3000 ops published */
+    CHECK(read(out, line, sizeof line - 1) > 0); /* "ready": 3000 ops published */
     aclprofExtRing *ring = NULL;
     CHECK_EQ(aclprofExtRingAttach(path, -1, &ring), ACL_SUCCESS);
     kill(child, SIGKILL);
@@ -230,7 +239,7 @@ static void test_reader_outlives_a_killed_producer(void) {
     uint64_t sum = 0;
     CHECK_EQ(read_all(ring, &sum), 3000);
     aclprofExtRingDetach(ring);
-    close(out[0]);
+    close(out);
     unlink(path);
 }
 
@@ -312,18 +321,11 @@ static void test_kills_at_random_points(void) {
         char path[64];
         snprintf(path, sizeof path, "/dev/shm/aclprof-kill-%d-%u", (int)getpid(), seed);
         unlink(path);
-        int out[2];
-        CHECK_EQ(pipe(out), 0);
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+        int out;
         char *pargs[] = {(char *)g_self, "producer-forever", path, NULL};
-        pid_t producer;
-        CHECK_EQ(posix_spawn(&producer, g_self, &fa, NULL, pargs, environ), 0);
-        posix_spawn_file_actions_destroy(&fa);
-        close(out[1]);
+        pid_t producer = spawn_reading_stdout(pargs, &out);
         char line[16] = {0};
-        CHECK(read(out[0], line, sizeof line - 1) > 0);
+        CHECK(read(out, line, sizeof line - 1) > 0);
         aclprofExtRing *ring = NULL;
         CHECK_EQ(aclprofExtRingAttach(path, -1, &ring), ACL_SUCCESS);
         long got = 0;
@@ -372,7 +374,7 @@ static void test_kills_at_random_points(void) {
         CHECK(killed && WIFSIGNALED(status));
         CHECK(got > 0);
         aclprofExtRingDetach(ring);
-        close(out[0]);
+        close(out);
         unlink(path);
 
         /* the reader dies instead */

@@ -65,13 +65,22 @@ struct Local {
 impl Local {
     /// Gives back this thread's lanes (their records are written soon after).
     fn forget_routes(&mut self) {
+        self.give_back_lanes(false);
+    }
+
+    /// Gives back the lanes; an exiting thread writes its file-mode lanes out first.
+    fn give_back_lanes(&mut self, exiting: bool) {
         for (_, r) in self.routes.drain(..) {
             if let Some(Route {
                 sub: Some((sub, lane)),
                 ..
             }) = r
             {
-                sub.release(lane);
+                if exiting {
+                    sub.retire_lane(lane);
+                } else {
+                    sub.release(lane);
+                }
             }
         }
     }
@@ -81,15 +90,7 @@ impl Drop for Local {
     fn drop(&mut self) {
         // The thread's records are written before its stream can be reused, so a stream's
         // records stay in order.
-        for (_, r) in self.routes.drain(..) {
-            if let Some(Route {
-                sub: Some((sub, lane)),
-                ..
-            }) = r
-            {
-                sub.retire_lane(lane);
-            }
-        }
+        self.give_back_lanes(true);
         if self.stream != 0 {
             FREE_STREAMS
                 .lock()
