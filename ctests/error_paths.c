@@ -1,5 +1,5 @@
-/* The error-path table: every bad input gets CANN's answer (acl_prof_c_api.md §3, as
- * amended by the aclprof contract), and the state machine's legality table holds.
+/* The error-path table: every bad input gets CANN's answer (docs/compatibility.md), and the
+ * state machine's legality table (docs/design.md) holds.
  * Run with ACLPROF_DEVICE_COUNT=2. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -166,7 +166,7 @@ static void test_configs(void) {
     aclprofDestroyConfig(badbits);
 }
 
-/* acl_prof_c_api.md §9 as amended by contract item 8 */
+/* the state machine of docs/design.md, call by call */
 static void test_legality_table(void) {
     char path[] = "/tmp/aclprof-ctest-XXXXXX";
     CHECK(mkdtemp(path) != NULL);

@@ -1,6 +1,6 @@
 //! The decode side: what every `aclprofGetOp*` accessor checks, in safe Rust over byte slices.
 //!
-//! Contract items 2-3: each call checks the buffer length (a whole multiple of the record
+//! docs/design.md ("Accessors", "Decoding"): each call checks the buffer length (a whole multiple of the record
 //! size), the index (64-bit arithmetic) and the signature of the *one* record it reads, so a
 //! read loop is O(n), not CANN's O(n^2). `op_num` checks every record. Names decode in place
 //! and can be read any number of times, in any process.
@@ -240,7 +240,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// The bad-input table of acl_prof_c_api.md §3.11-3.18, as amended by the contract.
+    /// Every kind of bad input gets CANN's answer (docs/design.md, "Accessors").
     #[test]
     fn bad_inputs() {
         let b = make(2);

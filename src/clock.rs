@@ -1,4 +1,4 @@
-//! The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW (contract item 4).
+//! The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW (docs/design.md, "Time").
 
 pub fn now_ns() -> u64 {
     let mut ts = libc::timespec {

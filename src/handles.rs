@@ -3,8 +3,8 @@
 //!
 //! A handle is the address of a boxed Rust value owned by a [`Table`]. The table never
 //! dereferences the pointer it is given: it looks the address up, so a dangling, foreign or
-//! already-destroyed pointer is simply "not found" (CANN crashes or double-frees there; we
-//! return the surrounding check's error, contract item 8).
+//! already-destroyed pointer is simply "not found": CANN crashes or double-frees there; we
+//! return the error the surrounding check uses.
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -1,4 +1,4 @@
-//! Full names of ops whose name or type did not fit inline (contract item 2).
+//! Full names of ops whose name or type did not fit inline (docs/design.md, "The op record").
 //!
 //! Records carry at most 256 bytes of name and 64 of type. When more was reported, the whole
 //! strings are kept here, keyed by `opIndex`, so the producing process can still read them.

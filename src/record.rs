@@ -1,4 +1,4 @@
-//! The 512-byte, self-contained op record (contract item 2).
+//! The 512-byte, self-contained op record (docs/design.md, "The op record").
 //!
 //! ```text
 //! offset size  field
@@ -295,7 +295,7 @@ mod tests {
             .collect()
     }
 
-    /// CANN's own 72-byte test vectors (spec acl_prof_c_api.md §4.2).
+    /// CANN's own 72-byte test vectors, from its signature tests.
     #[test]
     fn crc_matches_canns_vectors() {
         assert_eq!(crc_register(b"123456789"), 0x1CF96D7C);

@@ -1,4 +1,5 @@
-//! The emulated runtime's model registry (contract item 9): model id -> name and device.
+//! The emulated runtime's model registry (docs/design.md, "The emulated runtime"): model
+//! id -> name and device.
 //!
 //! Ids count up from 1 and are never reused within a process, so a subscription or a
 //! recorded op can never silently refer to a different model.

@@ -1,4 +1,4 @@
-//! The reporting hot path: `aclprofExtReportOp` (contract items 9-10).
+//! The reporting hot path: `aclprofExtReportOp`, from any number of threads at once.
 //!
 //! * Nobody listening: argument checks and one atomic load.
 //! * Someone listening: the thread's route cache (validated by one atomic load of a

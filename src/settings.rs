@@ -1,4 +1,4 @@
-//! Configuration by environment, read once at first use (contract item 12).
+//! Configuration by environment, read once at first use (the table is in the README).
 //!
 //! Invalid values are reported (one `log` line, and kept for `aclGetRecentErrMsg` of the
 //! thread that first touched the library) and the default is kept.

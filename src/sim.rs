@@ -1,4 +1,5 @@
-//! The model simulator (contract item 9): loads a model description and "executes" it by
+//! The model simulator (docs/design.md, "The emulated runtime"): loads a model description
+//! and "executes" it by
 //! reporting every op, in order, on the calling thread's stream.
 //!
 //! Two formats:

@@ -1,4 +1,4 @@
-//! The process-wide profiling state machine (acl_prof_c_api.md §2, §9, contract item 8).
+//! The process-wide profiling state machine (docs/design.md, "The state machine").
 //!
 //! ```text
 //!            aclprofInit                 aclprofStart            aclprofStop
@@ -131,7 +131,8 @@ pub fn check_config(c: &ProfConfig) -> Result<()> {
     Ok(())
 }
 
-/// `aclprofCreateConfig`'s checks (§3.4), given the emulated device count.
+/// `aclprofCreateConfig`'s checks (as CANN's; see docs/compatibility.md), given the
+/// emulated device count.
 pub fn new_config(
     devices: &[u32],
     aicore_metrics: u32,
@@ -183,7 +184,7 @@ pub fn new_config(
     })
 }
 
-/// Validates one `aclprofSetConfig` value as CANN does at the next start (§1.4, §6.3).
+/// Validates one `aclprofSetConfig` value as CANN does at the next start.
 pub fn validate_set_config(ty: i32, v: &str) -> std::result::Result<(), String> {
     let int_in = |lo: u64, hi: u64| match v.parse::<u64>() {
         Ok(n) if (lo..=hi).contains(&n) && v.bytes().all(|b| b.is_ascii_digit()) => Ok(()),
@@ -453,7 +454,8 @@ impl Core {
     }
 }
 
-/// `mkdir -p` with mode 0750, then the checks CANN makes; every failure is 500005 (§3.1).
+/// `mkdir -p` with mode 0750, then the checks CANN makes; every failure is 500005, as in
+/// CANN.
 pub(crate) fn prepare_result_dir(path: &Path) -> Result<PathBuf> {
     let abs = if path.is_absolute() {
         path.to_path_buf()
@@ -539,7 +541,7 @@ mod tests {
         }
     }
 
-    /// acl_prof_c_api.md §9, amended by contract item 8, in executable form.
+    /// Every call in every state (docs/design.md, "The state machine"), in executable form.
     #[test]
     fn legality_table() {
         let d = tmp();

@@ -1,13 +1,14 @@
-//! msproftx stamps, marks, push/pop, ranges (acl_prof_c_api.md §3.21) and step info (§3.20).
+//! msproftx stamps, marks, push/pop, ranges and step info.
 //!
 //! The stamp API is live only while a file-mode session started with `ACL_PROF_MSPROFTX`
 //! and until `aclprofFinalize`, as in CANN. Every failure returns -1 (CANN's internal code).
-//! Where CANN is memory-unsafe we validate instead (contract item 8): stamp pointers are
+//! Where CANN is memory-unsafe we validate instead (docs/design.md, "The state machine"):
+//! stamp pointers are
 //! looked up, never dereferenced; range ids are unique, and `aclprofRangeStop` accepts only
 //! a started range; the push/pop stack is per thread.
 //!
-//! The events themselves are written by file mode (issue 3); until then they are validated
-//! and timed, and [`Event`]s go to [`emit`].
+//! Finished events go to [`emit`], which records them in the running file-mode session's
+//! host event log.
 
 use crate::error::*;
 use crate::handles::Table;

@@ -1,4 +1,5 @@
-"""``acl.prof``: pyACL's profiling module over aclprof (spec: pyacl_surface.md §2).
+"""``acl.prof``: pyACL's profiling module over aclprof, with pyACL's call forms and return
+conventions (docs/compatibility.md, "Python").
 
 Every function keeps pyACL's call form and return shape: a bare ``ret`` for C functions
 returning aclError, ``(value, ret)`` when there is an output, a bare int handle (0 on

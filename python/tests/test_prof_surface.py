@@ -1,4 +1,4 @@
-"""Every acl.prof function of pyacl_surface.md §2: present, with pyACL's call form and return
+"""Every acl.prof function of pyACL: present, with pyACL's call form and return
 shape, doing what the C library does."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_subscription_shapes(tiny_model, datasets, capture):
         ):
             assert is_pair(got, str) and got == (op["type"], 0)
         for got in (
-            acl.prof.get_op_name(ptr, length, i, 275),  # what real callers pass (§6.3)
+            acl.prof.get_op_name(ptr, length, i, 275),  # what real callers pass
             acl.prof.get_op_name(ptr, length, i, 257),
             acl.prof.get_op_name_v2(ptr, length, i),
             acl.prof.get_op_name_v2(ptr, length, i),  # reads are repeatable
@@ -132,7 +132,7 @@ def test_both_unsubscribe_spellings(tiny_model):
 
 
 def test_unsubscribe_closes_the_write_end_so_closing_it_again_fails(tiny_model):
-    """The documented caveat (§6.2): after unsubscribe, the sample's os.close(w) hits EBADF."""
+    """pyACL's documented caveat: after unsubscribe, the sample's os.close(w) hits EBADF."""
     r, w = os.pipe()
     config = acl.prof.create_subscribe_config(1, ACL_AICORE_NONE, w)
     assert acl.prof.model_subscribe(tiny_model, config) == 0
@@ -186,7 +186,7 @@ def end_session(config):
 
 
 def test_msproftx_sample_loops(tmp_path):
-    """The three loops of the official msproftx sample (§5.3), with their return shapes."""
+    """The three loops of the official msproftx sample, with their return shapes."""
     assert acl.prof.create_stamp() == 0  # not started yet
     config = msproftx_session(tmp_path)
     try:

@@ -1,5 +1,5 @@
-//! Turns a result directory's raw data into `mindstudio_profiler_output/` (output_formats.md
-//! §2-§4): `op_summary`, `op_statistic`, `task_time`, `api_statistic` (ACL_PROF_ACL_API),
+//! Turns a result directory's raw data into `mindstudio_profiler_output/` (docs/design.md,
+//! "The result directory"): `op_summary`, `op_statistic`, `task_time`, `api_statistic` (ACL_PROF_ACL_API),
 //! `step_trace` (ACL_PROF_TRAINING_TRACE) and the `msprof` timeline, all sharing one
 //! 14-digit local-time stamp.
 //!

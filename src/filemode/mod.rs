@@ -99,7 +99,7 @@ pub fn wall_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
-/// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>` (output_formats.md §1.1).
+/// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>`, as CANN names them.
 pub fn dir_name(index: u64) -> String {
     use std::hash::{BuildHasher, RandomState};
     let mut h = RandomState::new().hash_one((index, wall_ns()));
