@@ -329,7 +329,7 @@ pub fn end(session: Session) -> Result<PathBuf> {
     let (mut lost, mut why) = (0, String::new());
     for sink in &session.sinks {
         let c = sink.close(timeout);
-        over_limit |= sink.over_storage_limit();
+        over_limit |= sink.over_limit() > 0;
         let n = c.dropped - sink.over_limit();
         if n > 0 {
             lost += n;

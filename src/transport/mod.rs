@@ -5,9 +5,9 @@
 //!  reporting thread ── encode + sign in place ──▶ its lane of the subscription
 //!      │                                            │
 //!      │ ring: the lane is in the shared mapping ───┴──▶ reader (any process) decodes in place
-//!      │ pipe: a full batch (8 records, 4 KiB) ──────────▶ write() by the reporting thread
-//!      │ file mode: a full batch (128 records) ──────────▶ write() to the stream's raw file
-//!      └ partial batches ──▶ the flusher thread, ~1 ms later, only while data waits
+//!      │ pipe: batches of 8 records (4 KiB) ─────────────▶ write() by the flusher thread,
+//!      │ file mode: batches of 128 records ──────────────▶ ~1 ms later, while records wait;
+//!      └ a lane half full ──▶ the reporting thread writes it itself
 //! ```
 //!
 //! * Each reporting thread owns one lane per subscription (lane 0 is shared, under a lock,
@@ -20,7 +20,7 @@
 //! * A full lane waits (`OnFull::Block`, lossless) or drops and counts (`OnFull::Drop`).
 //! * Nothing polls: an idle subscription costs nothing.
 //!
-//! See `docs/design.md` ("The data path") for why writes happen on the reporting thread.
+//! See `docs/design.md` ("The data path") for why the flusher writes, measured both ways.
 
 pub mod fd;
 pub mod files;
@@ -232,14 +232,6 @@ impl Sub {
         self.state.load(Ordering::Acquire) == BROKEN
     }
 
-    /// True if file mode hit ACL_PROF_STORAGE_LIMIT.
-    pub fn over_storage_limit(&self) -> bool {
-        match &self.dest {
-            Dest::Files(f) => f.lock().unwrap_or_else(|p| p.into_inner()).over_limit,
-            _ => false,
-        }
-    }
-
     #[inline]
     fn mem(&self, lane: usize) -> Option<&Mem> {
         self.lanes[lane].mem(self.lane_cap)
@@ -288,9 +280,8 @@ impl Sub {
     /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it).
     #[inline]
     pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) {
-        if self.orphaned() {
-            return;
-        }
+        // (No orphan check here: a forked child invalidates its routes, so it never pushes
+        // to a subscription it inherited.)
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
         let p = unsafe { self.lanes[lane].prod() };
@@ -307,9 +298,6 @@ impl Sub {
                 let c = m.ctl();
                 c.dropped
                     .store(c.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                if let Dest::Ring(r) = &self.dest {
-                    r.count_dropped(1);
-                }
                 return;
             }
         }
@@ -470,7 +458,7 @@ impl Sub {
                             }
                         }
                     }
-                    Dest::Ring(_) => n,
+                    Dest::Ring(_) => n, // never drained here: the reader consumes ring lanes
                 }
             };
             if arrived < n {
@@ -666,12 +654,6 @@ pub(crate) fn fork_prepare_fds() -> crate::fork::Release {
 /// Holds the flusher's locks across `fork()` (see [`crate::fork`]).
 pub(crate) fn fork_prepare_flusher() -> crate::fork::Release {
     flusher::fork_prepare()
-}
-
-/// Starts the transport's background thread if it is not running (subscriptions call this;
-/// it is exposed for callers that want the failure early).
-pub fn start_flusher() -> Result<()> {
-    flusher::ensure_started()
 }
 
 #[cfg(test)]

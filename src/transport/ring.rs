@@ -8,8 +8,8 @@
 //!         32  u32 producer pid, u32 flags (bit 0: producer closed)
 //!         64  u32 doorbell (futex word), u32 readers waiting
 //!        128  u32 reader pid, u32 reader state (0 none yet, 1 attached, 2 detached)
-//!        256  u64 records dropped, all lanes (drop policy, reader gone)
 //!       4096  lanes x 192-byte lane control blocks: head @0, tail @64, dropped @128
+//!             (records the lane's producer could not place: drop policy, reader gone)
 //!   data_off  lanes x capacity x 512-byte records; lane l's record i is slot i % capacity
 //! ```
 //!
@@ -30,7 +30,7 @@ use memmap2::MmapRaw;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 pub const MAGIC: &[u8; 8] = b"ACLPRNG2";
@@ -44,7 +44,6 @@ const OFF_DOORBELL: usize = 64;
 const OFF_WAITERS: usize = 68;
 const OFF_READER_PID: usize = 128;
 const OFF_READER_STATE: usize = 132;
-const OFF_DROPPED: usize = 256;
 const FLAG_CLOSED: u32 = 1;
 const READER_ATTACHED: u32 = 1;
 const READER_DETACHED: u32 = 2;
@@ -130,10 +129,6 @@ impl Ring {
     fn u32_at(&self, off: usize) -> &AtomicU32 {
         // SAFETY: off is a 4-aligned offset inside the header page of a live mapping.
         unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU32) }
-    }
-    fn u64_at(&self, off: usize) -> &AtomicU64 {
-        // SAFETY: off is an 8-aligned offset inside the header page of a live mapping.
-        unsafe { &*(self.map.as_mut_ptr().add(off) as *const AtomicU64) }
     }
     fn ctl(&self, lane: u32) -> &LaneCtl {
         // SAFETY: lane < lanes; control blocks are 64-aligned inside the mapping.
@@ -303,7 +298,9 @@ impl Ring {
 
     /// Records dropped by producers, all lanes.
     pub fn dropped(&self) -> u64 {
-        self.u64_at(OFF_DROPPED).load(Ordering::Relaxed)
+        (0..self.lanes)
+            .map(|l| self.ctl(l).dropped.load(Ordering::Relaxed))
+            .sum()
     }
 
     // ---- producer side ----
@@ -326,11 +323,6 @@ impl Ring {
             READER_ATTACHED => !pid_alive(self.u32_at(OFF_READER_PID).load(Ordering::Acquire)),
             _ => false,
         }
-    }
-
-    /// Counts `n` records a producer could not place.
-    pub fn count_dropped(&self, n: u64) {
-        self.u64_at(OFF_DROPPED).fetch_add(n, Ordering::Relaxed);
     }
 
     /// Wakes a reader sleeping in `acquire`, if there is one. Called after every publish:
