@@ -13,7 +13,7 @@
 use super::Sub;
 use crate::error::{err, Result, ACL_ERROR_PROFILING_FAILURE};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 struct Queue {
@@ -29,7 +29,6 @@ static WAKE: Condvar = Condvar::new();
 /// The process whose flusher thread is running (0: none); a forked child starts its own.
 static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
 static START: Mutex<()> = Mutex::new(());
-static MEMBARRIER: OnceLock<bool> = OnceLock::new();
 
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
@@ -48,7 +47,8 @@ pub fn ensure_started() -> Result<()> {
     if RUNNING_IN.load(Ordering::Acquire) == pid {
         return Ok(());
     }
-    let barrier = *MEMBARRIER.get_or_init(|| membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED));
+    // Registration belongs to the process (a forked child must register again).
+    let barrier = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
     match std::thread::Builder::new()
         .name("aclprof-flush".into())
         .spawn(move || run(barrier))
