@@ -72,58 +72,47 @@ pub fn of_record(rec: &[u8; 512]) -> u32 {
 }
 
 /// Reflected CRC-32C polynomial.
+#[cfg(any(test, target_arch = "x86_64"))]
 const POLY: u32 = 0x82F6_3B78;
-
-/// x^k mod P in the reflected representation (bit 31 is x^0).
-const fn xpow(k: u32) -> u32 {
-    let mut p: u32 = 0x8000_0000;
-    let mut i = 0;
-    while i < k {
-        p = if p & 1 != 0 { (p >> 1) ^ POLY } else { p >> 1 };
-        i += 1;
-    }
-    p
-}
-
-/// Multiplies by x (reflected).
-const fn mulx(p: u32) -> u32 {
-    if p & 1 != 0 {
-        (p >> 1) ^ POLY
-    } else {
-        p >> 1
-    }
-}
-
-/// `SHIFT[n]` = x^(8n−33) mod P: shifts a register over `n` zero bytes (n ≥ 5).
-#[allow(dead_code)]
-const SHIFT: [u32; 513] = {
-    let mut t = [0u32; 513];
-    let mut p = xpow(8 * 5 - 33);
-    let mut n = 5;
-    while n <= 512 {
-        t[n] = p;
-        let mut i = 0;
-        while i < 8 {
-            p = mulx(p);
-            i += 1;
-        }
-        n += 1;
-    }
-    t
-};
-
-/// Bytes per chain after the first 4: 504 = 3 × 168, each 21 eight-byte words.
-const THIRD: usize = 168;
-/// Shift constants for 336 and 168 zero bytes.
-#[allow(dead_code)] // only the x86-64 path multiplies
-const K_TWO_THIRDS: u32 = xpow(8 * 2 * THIRD as u32 - 33);
-#[allow(dead_code)]
-const K_ONE_THIRD: u32 = xpow(8 * THIRD as u32 - 33);
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{K_ONE_THIRD, K_TWO_THIRDS, SHIFT, THIRD};
+    use super::POLY;
     use std::arch::x86_64::*;
+
+    /// Multiplies by x (reflected: bit 31 is x^0).
+    const fn mulx(p: u32) -> u32 {
+        if p & 1 != 0 {
+            (p >> 1) ^ POLY
+        } else {
+            p >> 1
+        }
+    }
+
+    /// `SHIFT[n]` = x^(8n−33) mod P: shifts a register over `n` zero bytes (n ≥ 5).
+    const SHIFT: [u32; 513] = {
+        let mut t = [0u32; 513];
+        let mut p: u32 = 0x8000_0000; // x^0
+        let mut i = 0;
+        while i < 8 * 5 - 33 {
+            p = mulx(p);
+            i += 1;
+        }
+        let mut n = 5;
+        while n <= 512 {
+            t[n] = p;
+            let mut i = 0;
+            while i < 8 {
+                p = mulx(p);
+                i += 1;
+            }
+            n += 1;
+        }
+        t
+    };
+
+    /// Bytes per chain after the first 4: 504 = 3 × 168, each 21 eight-byte words.
+    const THIRD: usize = 168;
 
     #[inline]
     #[target_feature(enable = "sse4.2,pclmulqdq")]
@@ -192,7 +181,7 @@ mod x86 {
             c = _mm_crc32_u64(c, word(2 * THIRD + off));
             off += 8;
         }
-        (shift(a, K_TWO_THIRDS) ^ shift(b, K_ONE_THIRD) ^ c) as u32
+        (shift(a, SHIFT[2 * THIRD]) ^ shift(b, SHIFT[THIRD]) ^ c) as u32
     }
 }
 
