@@ -46,9 +46,7 @@ pub fn op_num(buf: &[u8]) -> Result<u32> {
             format!("{n} records do not fit the uint32_t count"),
         )
     })?;
-    for (i, rec) in buf.chunks_exact(RECORD_SIZE).enumerate() {
-        check_signature(rec, i as u64)?;
-    }
+    each_verified(buf, n, false, |_, _| ()).map_err(|(_, e)| e)?;
     Ok(n32)
 }
 
