@@ -236,10 +236,6 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
             l.gen = gen;
         }
         let fork_gen = FORK_GEN.load(Ordering::Relaxed);
-        if l.stream == 0 {
-            l.stream = take_stream(start);
-        }
-        l.last_end = l.last_end.max(end);
         if l.fork_gen != fork_gen {
             l.fork_gen = fork_gen;
             l.pid = std::process::id();
@@ -262,6 +258,10 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
         let Some((sub, lane)) = &route.sub else {
             return Ok(());
         };
+        if l.stream == 0 {
+            l.stream = take_stream(start);
+        }
+        l.last_end = l.last_end.max(end);
         if l.next_index == l.end_index {
             l.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
             l.end_index = l.next_index + OP_INDEX_BLOCK;
