@@ -15,14 +15,6 @@ use std::time::Instant;
 static CORE: Mutex<Option<Core>> = Mutex::new(None);
 pub static CONFIGS: Table<ProfConfig> = Table::new();
 pub static SUB_CONFIGS: Table<SubConfig> = Table::new();
-
-/// What `aclprofCreateSubscribeConfig` built.
-#[derive(Clone, Copy, Debug)]
-pub struct SubConfig {
-    pub time_info: bool,
-    pub aicore_metrics: u32,
-    pub fd: UserFd,
-}
 static NEXT_CONFIG_ID: AtomicU64 = AtomicU64::new(1);
 /// Every subscription not yet retired (subscribed, or flushing in an unsubscribe).
 static LIVE: Mutex<Vec<Arc<Sub>>> = Mutex::new(Vec::new());
@@ -33,6 +25,14 @@ static RETIRED: Mutex<Counts> = Mutex::new(Counts {
     dropped: 0,
     bytes: 0,
 });
+
+/// What `aclprofCreateSubscribeConfig` built.
+#[derive(Clone, Copy, Debug)]
+pub struct SubConfig {
+    pub time_info: bool,
+    pub aicore_metrics: u32,
+    pub fd: UserFd,
+}
 
 fn core() -> MutexGuard<'static, Option<Core>> {
     CORE.lock().unwrap_or_else(|p| p.into_inner())
