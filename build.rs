@@ -1,8 +1,7 @@
 //! Build script: generates the C headers from `src/ffi/` with cbindgen into
 //! `$OUT_DIR/include/acl/` (the committed copies in `include/acl/` are checked against them
 //! by `tests/header_drift.rs`; `ACLPROF_BLESS=1 cargo test --test header_drift` updates
-//! them), and gives the shared library CANN's name, `libmsprofiler.so`, beside
-//! `libaclprof.so` in the target directory.
+//! them), and sets the shared library's SONAME.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +15,20 @@ const ENUMS: &[(&str, &str)] = &[
     ("aclprofSubscribeOpFlagValues", "aclprofSubscribeOpFlag"),
     ("aclprofSubscribeOpAttriValues", "aclprofSubscribeOpAttri"),
     ("aclprofConfigTypeValues", "aclprofConfigType"),
+    ("aclrtRunModeValues", "aclrtRunMode"),
+    ("aclrtMemcpyKindValues", "aclrtMemcpyKind"),
+    ("aclrtMemMallocPolicyValues", "aclrtMemMallocPolicy"),
 ];
+
+/// Shows the header-only enums under their C names in place of the integer types that
+/// carry them across the ABI.
+fn rename_enums(c: &mut cbindgen::Config) {
+    for (rust, name) in ENUMS {
+        c.export.rename.insert(rust.to_string(), name.to_string());
+        c.export.include.push(rust.to_string());
+        c.export.exclude.push(name.to_string());
+    }
+}
 
 fn config(guard: &str, includes: &[&str], after: &str, prefix: Option<&str>) -> cbindgen::Config {
     let mut c = cbindgen::Config {
@@ -47,6 +59,22 @@ fn generate(src: &str, out: &Path, c: cbindgen::Config) {
     b.write_to_file(out);
 }
 
+fn major() -> String {
+    std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap()
+}
+
+/// `ACLPROF_VERSION*` for acl_prof_ext.h, from Cargo.toml's version.
+fn version_macros() -> String {
+    let v = |part: &str| std::env::var(format!("CARGO_PKG_VERSION_{part}")).unwrap();
+    format!(
+        "#define ACLPROF_VERSION_MAJOR {}\n#define ACLPROF_VERSION_MINOR {}\n#define ACLPROF_VERSION_PATCH {}\n#define ACLPROF_VERSION \"{}\"",
+        v("MAJOR"),
+        v("MINOR"),
+        v("PATCH"),
+        std::env::var("CARGO_PKG_VERSION").unwrap()
+    )
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=build.rs");
@@ -60,7 +88,11 @@ fn main() {
         Some("ACL_FUNC_VISIBILITY"),
     );
     let mut base = base;
-    base.export.include = vec!["aclError".into(), "aclrtStream".into()];
+    base.export.include = vec![
+        "aclError".into(),
+        "aclrtStream".into(),
+        "aclDataBuffer".into(),
+    ];
     generate("src/ffi/base.rs", &out.join("acl_base.h"), base);
 
     let mut prof = config(
@@ -69,11 +101,9 @@ fn main() {
         "#ifndef MSVP_PROF_API\n#define MSVP_PROF_API __attribute__((visibility(\"default\")))\n#endif",
         Some("MSVP_PROF_API"),
     );
-    for (rust, c) in ENUMS {
-        prof.export.rename.insert(rust.to_string(), c.to_string());
-        prof.export.include.push(rust.to_string());
-        prof.export.exclude.push(c.to_string());
-    }
+    rename_enums(&mut prof);
+    prof.export.exclude.retain(|e| e.starts_with("aclprof"));
+    prof.export.include.retain(|e| e.starts_with("aclprof"));
     prof.export.include.push("aclprofStopConfig".into());
     generate("src/ffi/prof.rs", &out.join("acl_prof.h"), prof);
 
@@ -83,18 +113,43 @@ fn main() {
         "",
         Some("MSVP_PROF_API"),
     );
+    ext.after_includes = Some(version_macros());
     ext.style = cbindgen::Style::Both; // `typedef struct aclprofExtStats {...} aclprofExtStats;`
     generate("src/ffi/ext.rs", &out.join("acl_prof_ext.h"), ext);
 
-    // CANN's library name for programs linked with -lmsprofiler: a symlink that resolves
-    // once cargo has linked libaclprof.so into the same directory.
-    if let Some(profile_dir) = PathBuf::from(std::env::var("OUT_DIR").unwrap())
-        .ancestors()
-        .nth(3)
-    {
-        let link = profile_dir.join("libmsprofiler.so");
-        if std::fs::symlink_metadata(&link).is_err() {
-            let _ = std::os::unix::fs::symlink("libaclprof.so", &link);
-        }
-    }
+    // The emulated runtime: acl_rt.h, acl_mdl.h, and acl.h, which includes both.
+    let mut rt = config(
+        "INC_EXTERNAL_ACL_ACL_RT_H_",
+        &["acl_base.h"],
+        "",
+        Some("ACL_FUNC_VISIBILITY"),
+    );
+    rename_enums(&mut rt);
+    rt.export.exclude.retain(|e| e.starts_with("aclrt"));
+    rt.export.include.retain(|e| e.starts_with("aclrt"));
+    rt.export.include.push("aclrtContext".into());
+    generate("src/ffi/rt.rs", &out.join("acl_rt.h"), rt);
+    let mut mdl = config(
+        "INC_EXTERNAL_ACL_ACL_MODEL_H_",
+        &["acl_base.h", "acl_rt.h"],
+        "",
+        Some("ACL_FUNC_VISIBILITY"),
+    );
+    mdl.export.exclude = vec!["aclDataBuffer".into(), "aclrtStream".into()];
+    generate("src/ffi/mdl.rs", &out.join("acl_mdl.h"), mdl);
+    let acl = config(
+        "INC_EXTERNAL_ACL_ACL_H_",
+        &["acl_rt.h", "acl_mdl.h"],
+        "",
+        Some("ACL_FUNC_VISIBILITY"),
+    );
+    generate("src/ffi/acl.rs", &out.join("acl.h"), acl);
+
+    // The shared library's SONAME carries the major version, so an installed
+    // libaclprof.so.0 is what programs record and load; scripts/install makes the other
+    // names (libaclprof.so, libmsprofiler.so, libascendcl.so) as links to it.
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,-soname,libaclprof.so.{}",
+        major()
+    );
 }

@@ -54,7 +54,10 @@ op("trans_TransData_1", "TransData", 3.1)
 
 outdir = sys.argv[1] if len(sys.argv) > 1 else "models"
 for device, name in [(0, "resnet50"), (1, "resnet50_device1")]:
-    model = {"name": name, "device": device, "wait_us": 1.5, "ops": ops}
+    # Inputs and outputs as the real model's: one 1x3x224x224 float32 image, 1000 float32
+    # class scores (what aclmdlGetInputSizeByIndex / aclmdlGetOutputSizeByIndex report).
+    model = {"name": name, "device": device, "wait_us": 1.5, "inputs": [3 * 224 * 224 * 4],
+             "outputs": [1000 * 4], "ops": ops}
     out = f"{outdir}/{name}.json"
     with open(out, "w") as f:
         json.dump(model, f, indent=1)

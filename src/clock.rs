@@ -20,6 +20,8 @@ pub fn sleep_until(t: u64) {
 
 /// The calling thread's OS thread id (a system call: cache it on hot paths).
 pub fn thread_id() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
+    // The raw system call, not glibc's gettid() wrapper: that wrapper is glibc 2.30, and the
+    // library supports glibc 2.28 (docs/design.md, "Building and installing").
+    // SAFETY: SYS_gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
 }

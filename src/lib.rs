@@ -7,6 +7,7 @@
 //! |---|---|
 //! | [`ffi`] | the C boundary |
 //! | [`init`] | first use: settings, environment-variable profiling |
+//! | [`runtime`] | the emulated AscendCL runtime (`acl.h`: devices, memory, datasets, models) |
 //! | [`sim`] | the model simulator |
 //! | [`api`] | global state, handles and subscriptions glued together |
 //! | [`tx`], [`filemode`] | msproftx stamps and step info; file mode's sessions and export |
@@ -31,6 +32,7 @@ pub mod panic;
 pub mod record;
 pub mod registry;
 pub mod report;
+pub mod runtime;
 pub mod settings;
 pub mod signature;
 pub mod sim;

@@ -4,7 +4,8 @@
 //!
 //! Two formats:
 //! * JSON: `{"name": str, "device": int, "wait_us"?: number,
-//!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number}, ...]}`
+//!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number}, ...],
+//!   "inputs"?: [bytes, ...], "outputs"?: [bytes, ...]}`
 //! * an exported `op_summary_*.csv` (columns `Op Name`, `OP Type`, `Task Duration(us)`, and
 //!   optionally `Task Wait Time(us)`, `Device_id`, `Model Name`), replayed row by row.
 //!
@@ -33,6 +34,10 @@ pub struct SimModel {
     pub name: String,
     pub device: u32,
     pub ops: Vec<SimOp>,
+    /// Byte sizes of the model's inputs and outputs (what aclmdlGetInputSizeByIndex and
+    /// aclmdlGetOutputSizeByIndex report); none unless the description lists them.
+    pub inputs: Vec<u64>,
+    pub outputs: Vec<u64>,
 }
 
 fn bad<T>(path: &Path, why: impl std::fmt::Display) -> Result<T> {
@@ -109,10 +114,24 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
             wait_ns: w,
         });
     }
+    let sizes = |key: &str| -> Result<Vec<u64>> {
+        match v.get(key) {
+            None => Ok(Vec::new()),
+            Some(a) => a
+                .as_array()
+                .and_then(|a| a.iter().map(|x| x.as_u64()).collect::<Option<Vec<u64>>>())
+                .map_or_else(
+                    || bad(path, format!("\"{key}\" must be an array of byte sizes")),
+                    Ok,
+                ),
+        }
+    };
     Ok(SimModel {
         name,
         device,
         ops: out,
+        inputs: sizes("inputs")?,
+        outputs: sizes("outputs")?,
     })
 }
 
@@ -177,6 +196,8 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
         name,
         device: device.unwrap_or(0),
         ops,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
     })
 }
 
@@ -207,7 +228,13 @@ fn models() -> std::sync::MutexGuard<'static, Option<HashMap<u32, Arc<SimModel>>
 
 /// Loads the description as a model of the emulated runtime; returns its model id.
 pub fn load(path: &Path) -> Result<u32> {
-    let m = parse_file(path)?;
+    load_on(path, None)
+}
+
+/// Loads the description onto `device`, or the device it names if `None`.
+pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
+    let mut m = parse_file(path)?;
+    m.device = device.unwrap_or(m.device);
     let id = crate::api::model_load(&m.name, m.device)?;
     models()
         .get_or_insert_with(HashMap::new)

@@ -2,25 +2,27 @@
 //! library cargo just built, runs them, and asserts they pass. Also compiles each header
 //! alone, as C99 and as C++, with -Wall -Wextra -Werror -pedantic, included twice.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod common;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// target/<profile>/, where cargo puts libaclprof.so (and build.rs the libmsprofiler.so link).
+/// target/<profile>/, where cargo puts libaclprof.so (and scripts/build-lib its other names).
 /// `cargo test` builds the library only as an rlib, so the first test to need the shared
-/// library builds it (same profile, same target directory).
+/// library builds it with scripts/build-lib (same profile, same target directory).
 fn lib_dir() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
             let exe = std::env::current_exe().unwrap();
             let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let mut c = Command::new(cargo);
-            c.args(["build", "--lib", "--quiet"]).current_dir(root());
+            let mut c = Command::new(root().join("scripts/build-lib"));
+            c.env("CARGO_TARGET_DIR", dir.parent().unwrap());
             if dir.file_name().is_some_and(|n| n == "release") {
                 c.arg("--release");
             }
@@ -106,6 +108,79 @@ fn documented_subscription_flow_linked_as_msprofiler() {
     let exe = build("subscribe_flow", "msprofiler");
     let out = exec(&exe, &[&data("tiny.json")], &[]);
     assert!(out.contains("PASSED test_documented_flow"), "{out}");
+}
+
+/// Per op type: (count, total ns) of `executions` runs of a model description.
+fn expected_per_type(model: &Path, executions: u64) -> BTreeMap<String, (u64, u64)> {
+    let m = aclprof::sim::parse_file(model).unwrap();
+    let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for op in &m.ops {
+        let e = want.entry(op.op_type.clone()).or_default();
+        e.0 += executions;
+        e.1 += executions * op.duration_ns;
+    }
+    want
+}
+
+/// A program written like CANN's resnet50 sample (acl/acl.h runtime and model calls, then
+/// profiling by subscription and by file mode), linked with -lascendcl, as CANN programs
+/// are: every op reaches the subscriber, and op_summary and op_statistic hold exactly the
+/// model's ops.
+#[test]
+fn cann_resnet50_sample_links_with_ascendcl() {
+    let exe = build_c(&root().join("examples/cann_resnet50_sample.c"), "ascendcl");
+    let out_dir = out_dir().join("cann_sample_prof");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let om = root().join("models/resnet50.om");
+    assert!(
+        !om.exists(),
+        "the .om path stands for the description beside it"
+    );
+    let out = exec(&exe, &[&om, &out_dir, Path::new("3")], &[]);
+    let model = root().join("models/resnet50.json");
+    let ops = aclprof::sim::parse_file(&model).unwrap().ops.len();
+    assert!(
+        out.contains(&format!("subscription: {} ops from 3 executions", 3 * ops)),
+        "{out}"
+    );
+    assert!(out.contains("top-1 class 0 of 1000"), "{out}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("PROF_")
+        })
+        .collect();
+    assert_eq!(dirs.len(), 1, "one result directory: {dirs:?}");
+    let want = expected_per_type(&model, 3);
+
+    let (_, rows) = common::read_csv(&common::output(&dirs[0], "op_summary_"));
+    let mut got: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for r in &rows {
+        assert_eq!(r["Device_id"], "0");
+        let e = got.entry(r["OP Type"].clone()).or_default();
+        e.0 += 1;
+        e.1 += common::us(&r["Task Duration(us)"]);
+    }
+    assert_eq!(got, want, "op_summary holds exactly the executed ops");
+
+    let (_, rows) = common::read_csv(&common::output(&dirs[0], "op_statistic_"));
+    let got: BTreeMap<String, (u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["OP Type"].clone(),
+                (
+                    r["Count"].parse().unwrap(),
+                    common::us(&r["Total Time(us)"]),
+                ),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "op_statistic agrees");
 }
 
 #[test]

@@ -10,6 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
+mod common;
+use common::{output, read_csv, us};
+
 const THREADS_PER_DEVICE: u64 = 2;
 const OPS_PER_THREAD: u64 = 500;
 const TYPES: [&str; 3] = ["Conv2D", "Relu", "MatMulV2"];
@@ -32,55 +35,6 @@ fn prof_dirs(root: &Path) -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
-}
-
-fn output(dir: &Path, prefix: &str) -> PathBuf {
-    let out = dir.join("mindstudio_profiler_output");
-    let found: Vec<PathBuf> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let n = p.file_name().unwrap().to_str().unwrap();
-            let rest = n.strip_prefix(prefix).unwrap_or("");
-            let ext = if prefix == "msprof_" { ".json" } else { ".csv" };
-            rest.len() == 14 + ext.len()
-                && rest.ends_with(ext)
-                && rest[..14].bytes().all(|b| b.is_ascii_digit())
-        })
-        .collect();
-    assert_eq!(
-        found.len(),
-        1,
-        "exactly one {prefix}<ts14> in {}",
-        out.display()
-    );
-    found[0].clone()
-}
-
-fn read_csv(p: &Path) -> (Vec<String>, Vec<HashMap<String, String>>) {
-    let mut r = csv::ReaderBuilder::new()
-        .flexible(false)
-        .from_path(p)
-        .unwrap();
-    let h: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
-    let rows = r
-        .records()
-        .map(|rec| {
-            let rec = rec.expect("well-formed CSV row");
-            h.iter()
-                .cloned()
-                .zip(rec.iter().map(str::to_string))
-                .collect()
-        })
-        .collect();
-    (h, rows)
-}
-
-fn us(s: &str) -> u64 {
-    let s = s.trim_end_matches('\t');
-    let (a, b) = s.split_once('.').unwrap_or((s, "0"));
-    let frac = format!("{b:0<3}");
-    a.parse::<u64>().unwrap() * 1000 + frac[..3].parse::<u64>().unwrap()
 }
 
 /// Reported per device: (type -> (count, total ns)).

@@ -10,7 +10,14 @@ fn committed_headers_match_the_source() {
     let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("include/acl");
     let bless = std::env::var_os("ACLPROF_BLESS").is_some();
     let mut drift = Vec::new();
-    for h in ["acl_base.h", "acl_prof.h", "acl_prof_ext.h"] {
+    for h in [
+        "acl.h",
+        "acl_base.h",
+        "acl_mdl.h",
+        "acl_prof.h",
+        "acl_prof_ext.h",
+        "acl_rt.h",
+    ] {
         let want =
             std::fs::read_to_string(generated.join(h)).expect("build.rs generated the header");
         let have = std::fs::read_to_string(committed.join(h)).unwrap_or_default();

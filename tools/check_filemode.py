@@ -42,7 +42,7 @@ def run(cmd, **kw):
 
 
 def build_and_profile():
-    run(["cargo", "build", "--release", "--quiet"], cwd=ROOT)
+    run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
     exe = os.path.join(ROOT, "target", "release", "examples-c", "filemode_profile")
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     lib = os.path.join(ROOT, "target", "release")

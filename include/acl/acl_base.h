@@ -11,6 +11,11 @@
 #endif
 
 /**
+ * A buffer of data (address and size) given to a model as an input or output.
+ */
+typedef struct aclDataBuffer aclDataBuffer;
+
+/**
  * AscendCL's error code: 0 is success, anything else an `ACL_ERROR_*` value.
  */
 typedef int aclError;
@@ -83,6 +88,11 @@ typedef void *aclrtStream;
 #define ACL_ERROR_PROF_API_CONFLICT 148047
 
 /**
+ * aclFinalize without aclInit.
+ */
+#define ACL_ERROR_REPEAT_FINALIZE 100037
+
+/**
  * The device does not exist.
  */
 #define ACL_ERROR_INVALID_DEVICE 200002
@@ -108,13 +118,92 @@ typedef void *aclrtStream;
 #define ACL_ERROR_GE_FAILURE 500002
 
 /**
+ * Internal failure of the emulated runtime.
+ */
+#define ACL_ERROR_INTERNAL_ERROR 500000
+
+/**
  * Internal profiling failure (including an unusable result directory).
  */
 #define ACL_ERROR_PROFILING_FAILURE 500005
 
+/**
+ * The runtime rejected a parameter.
+ */
+#define ACL_ERROR_RT_PARAM_INVALID 107000
+
+/**
+ * The device id does not exist.
+ */
+#define ACL_ERROR_RT_INVALID_DEVICEID 107001
+
+/**
+ * The calling thread has no current device or context.
+ */
+#define ACL_ERROR_RT_CONTEXT_NULL 107002
+
+/**
+ * Out of memory.
+ */
+#define ACL_ERROR_RT_MEMORY_ALLOCATION 207001
+
+/**
+ * The model loader or executor rejected a parameter (e.g. a dataset too small).
+ */
+#define ACL_ERROR_GE_PARAM_INVALID 145000
+
+/**
+ * The model file does not exist.
+ */
+#define ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID 145002
+
+/**
+ * The model id is not loaded.
+ */
+#define ACL_ERROR_GE_EXEC_MODEL_ID_INVALID 145003
+
+/**
+ * The model file is not a model the loader can read.
+ */
+#define ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID 145006
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * A data buffer over `size` bytes at `data` (the memory is not copied, nor freed with the
+ * buffer). NULL only if out of memory.
+ */
+ACL_FUNC_VISIBILITY aclDataBuffer *aclCreateDataBuffer(void *data, size_t size);
+
+/**
+ * Frees a data buffer (not its memory). NULL or not a live buffer -> ACL_ERROR_INVALID_PARAM.
+ */
+ACL_FUNC_VISIBILITY aclError aclDestroyDataBuffer(const aclDataBuffer *dataBuffer);
+
+/**
+ * Points a data buffer at other memory.
+ */
+ACL_FUNC_VISIBILITY
+aclError aclUpdateDataBuffer(aclDataBuffer *dataBuffer,
+                             void *data,
+                             size_t size);
+
+/**
+ * The buffer's address (NULL for a bad handle).
+ */
+ACL_FUNC_VISIBILITY void *aclGetDataBufferAddr(const aclDataBuffer *dataBuffer);
+
+/**
+ * The buffer's size in bytes (0 for a bad handle).
+ */
+ACL_FUNC_VISIBILITY size_t aclGetDataBufferSizeV2(const aclDataBuffer *dataBuffer);
+
+/**
+ * The buffer's size, truncated to 32 bits (CANN deprecates it for aclGetDataBufferSizeV2).
+ */
+ACL_FUNC_VISIBILITY uint32_t aclGetDataBufferSize(const aclDataBuffer *dataBuffer);
 
 /**
  * The explanation of the most recent failing AscendCL profiling call on this thread.

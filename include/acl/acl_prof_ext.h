@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include "acl_base.h"
 #include "acl_prof.h"
+#define ACLPROF_VERSION_MAJOR 0
+#define ACLPROF_VERSION_MINOR 1
+#define ACLPROF_VERSION_PATCH 0
+#define ACLPROF_VERSION "0.1.0"
 
 /**
  * A reader's handle on a shared-memory ring (aclprofExtRingAttach).
@@ -113,6 +117,12 @@ aclError aclprofExtReportOp(uint32_t modelId,
                             const char *opType,
                             uint64_t startNs,
                             uint64_t endNs);
+
+/**
+ * The library's version, "MAJOR.MINOR.PATCH" (ACLPROF_VERSION of the headers it was built
+ * with): a static string, never NULL.
+ */
+MSVP_PROF_API const char *aclprofExtVersion(void);
 
 /**
  * The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW.

@@ -103,6 +103,13 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     )
 }
 
+/// The library's version, "MAJOR.MINOR.PATCH" (ACLPROF_VERSION of the headers it was built
+/// with): a static string, never NULL.
+#[no_mangle]
+pub extern "C" fn aclprofExtVersion() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
 /// The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW.
 #[no_mangle]
 pub extern "C" fn aclprofExtNowNs() -> u64 {

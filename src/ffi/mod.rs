@@ -5,13 +5,18 @@
 //! stores it for `aclGetRecentErrMsg`).
 //!
 //! One file per generated header: `base.rs` -> `acl/acl_base.h`, `prof.rs` ->
-//! `acl/acl_prof.h`, `ext.rs` -> `acl/acl_prof_ext.h` (see build.rs).
+//! `acl/acl_prof.h`, `ext.rs` -> `acl/acl_prof_ext.h`, and for the emulated runtime
+//! `acl.rs` -> `acl/acl.h`, `rt.rs` -> `acl/acl_rt.h`, `mdl.rs` -> `acl/acl_mdl.h` (see
+//! build.rs).
 
 #![allow(non_camel_case_types, non_snake_case, clippy::missing_safety_doc)]
 
+pub mod acl;
 pub mod base;
 pub mod ext;
+pub mod mdl;
 pub mod prof;
+pub mod rt;
 
 use crate::error::{self, Error, Result};
 use std::ffi::{c_char, c_void};
@@ -25,6 +30,24 @@ pub(crate) fn code(func: &str, r: Result<()>) -> i32 {
         Ok(()) => 0,
         Err(e) => error::fail(func, &e),
     }
+}
+
+/// The whole body of an emulated-runtime call that returns an aclError: initialise on first
+/// use, run `body` under [`guard`], turn its result into the code.
+#[inline]
+pub(crate) fn runtime_call(func: &str, body: impl FnOnce() -> Result<()>) -> i32 {
+    guard(func, error::ACL_ERROR_INTERNAL_ERROR, || {
+        crate::init::ensure();
+        code(func, body())
+    })
+}
+
+/// An output pointer argument, or an error naming it if it is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for writes of a `T`.
+pub(crate) unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    p.as_mut().ok_or_else(|| invalid(format!("{what} is NULL")))
 }
 
 /// Logs and stores `e`, returning `value` (for functions that report errors as NULL/0).
