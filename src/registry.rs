@@ -1,4 +1,4 @@
-//! The emulated runtime's model registry (docs/design.md, "The emulated runtime"): model
+//! The emulated runtime's model registry (docs/design.md, "The emulated device"): model
 //! id -> name and device.
 //!
 //! Ids count up from 1 and are never reused within a process, so a subscription or a

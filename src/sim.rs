@@ -1,4 +1,4 @@
-//! The model simulator (docs/design.md, "The emulated runtime"): loads a model description
+//! The model simulator (docs/design.md, "The emulated device"): loads a model description
 //! and "executes" it by
 //! reporting every op, in order, on the calling thread's stream.
 //!

@@ -1,5 +1,5 @@
 //! `acl/acl_prof_ext.h`: aclprof's extension API for runtimes and simulators that are not
-//! CANN (docs/design.md, "The emulated runtime"): load models, report executed ops, read delivery statistics, and
+//! CANN (docs/design.md, "The emulated device"): load models, report executed ops, read delivery statistics, and
 //! run the model simulator.
 
 use super::base::aclError;
