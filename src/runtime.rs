@@ -407,7 +407,9 @@ fn loaded(model: u32) -> Result<Arc<SimModel>> {
 
 pub fn unload_model(model: u32) -> Result<()> {
     loaded(model)?;
-    crate::api::model_unload(model)
+    crate::api::model_unload(model)?;
+    crate::sim::forget(model);
+    Ok(())
 }
 
 pub fn query_size(path: &Path) -> Result<(usize, usize)> {
@@ -592,6 +594,17 @@ mod tests {
         destroy_dataset(d).unwrap();
         assert!(destroy_dataset(d).is_err());
         assert_eq!(dataset_num_buffers(d), 0);
+    }
+
+    #[test]
+    fn an_unloaded_model_is_gone() {
+        let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("ctests/data/tiny.json");
+        let m = load_model(&tiny).unwrap();
+        let (i, o) = (create_dataset(), create_dataset());
+        execute(m, i, o, 0).unwrap();
+        unload_model(m).unwrap();
+        assert_eq!(unload_model(m).unwrap_err().code, ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
+        assert_eq!(execute(m, i, o, 0).unwrap_err().code, ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
     }
 
     #[test]

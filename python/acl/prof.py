@@ -18,12 +18,12 @@ import ctypes
 import operator
 import os
 import threading
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, SupportsIndex, Tuple, Union
 
 from aclprof import _bindings
-from aclprof._lib import load
 
-_lib = load()
+from ._c import PathArg
+from ._c import lib as _lib
 
 _INVALID = _bindings.ACL_ERROR_INVALID_PARAM
 _TX_FAILED = -1  # the msproftx calls' failure value
@@ -36,7 +36,7 @@ _PTR = (0, 2**64 - 1)
 _I8 = (-128, 127)
 
 
-def _int(value, bounds: Tuple[int, int]) -> Optional[int]:
+def _int(value: SupportsIndex, bounds: Tuple[int, int]) -> Optional[int]:
     """``value`` as an int if it fits ``bounds``, else None (TypeError if not an integer)."""
     v = operator.index(value)
     return v if bounds[0] <= v <= bounds[1] else None
@@ -52,7 +52,7 @@ _model_fds: Dict[int, ctypes.c_int] = {}
 
 # ---- file mode ---------------------------------------------------------------------------
 
-def init(profiler_result_path) -> int:
+def init(profiler_result_path: PathArg) -> int:
     """``ret = acl.prof.init(path)``: pyACL passes the path's byte length itself."""
     path = os.fsencode(profiler_result_path)
     return _lib.aclprofInit(path, len(path))
@@ -62,26 +62,28 @@ def finalize() -> int:
     return _lib.aclprofFinalize()
 
 
-def create_config(device_list, aicore_metrics, aicore_events, data_type_config) -> int:
+def create_config(device_list: Sequence[int], aicore_metrics: int, aicore_events: int,
+                  data_type_config: int) -> int:
     """``prof_config = acl.prof.create_config([0], metrics, 0, ACL_PROF_...)``; 0 on failure.
 
     ``aicore_events`` 0 is passed as NULL (anything else is passed as a pointer, which the
     library rejects, as CANN's does)."""
-    ids = [_int(d, _U32) for d in device_list]
+    checked = [_int(d, _U32) for d in device_list]
+    ids = [d for d in checked if d is not None]
     metrics = _int(aicore_metrics, _I32)
     events = _int(aicore_events, _PTR)
     data_types = _int(data_type_config, _U64)
-    if None in ids or metrics is None or events is None or data_types is None:
+    if len(ids) != len(checked) or metrics is None or events is None or data_types is None:
         return 0
     array = (ctypes.c_uint32 * len(ids))(*ids) if ids else None
     return _lib.aclprofCreateConfig(array, len(ids), metrics, events, data_types) or 0
 
 
-def destroy_config(profiler_config) -> int:
+def destroy_config(profiler_config: int) -> int:
     return _lib.aclprofDestroyConfig(_int(profiler_config, _PTR))
 
 
-def set_config(config_type, config) -> int:
+def set_config(config_type: int, config: Union[str, bytes, bytearray]) -> int:
     """``ret = acl.prof.set_config(ACL_PROF_SYS_HARDWARE_MEM_FREQ, "15")``."""
     kind = _int(config_type, _I32)
     if kind is None:
@@ -95,17 +97,17 @@ def set_config(config_type, config) -> int:
     return _lib.aclprofSetConfig(kind, value, len(value))
 
 
-def start(profiler_config) -> int:
+def start(profiler_config: int) -> int:
     return _lib.aclprofStart(_int(profiler_config, _PTR))
 
 
-def stop(profiler_config) -> int:
+def stop(profiler_config: int) -> int:
     return _lib.aclprofStop(_int(profiler_config, _PTR))
 
 
 # ---- subscription ------------------------------------------------------------------------
 
-def create_subscribe_config(time_info_switch, aicore_metrics, fd) -> int:
+def create_subscribe_config(time_info_switch: int, aicore_metrics: int, fd: int) -> int:
     """``subscribe_config = acl.prof.create_subscribe_config(1, ACL_AICORE_NONE, w)``.
 
     ``fd`` is the pipe's write end itself (not a dup): the library closes it at unsubscribe,
@@ -123,22 +125,22 @@ def create_subscribe_config(time_info_switch, aicore_metrics, fd) -> int:
     return handle
 
 
-def destroy_subscribe_config(subscribe_config) -> int:
+def destroy_subscribe_config(subscribe_config: int) -> int:
     handle = _int(subscribe_config, _PTR)
     ret = _lib.aclprofDestroySubscribeConfig(handle)
-    if ret == 0:
+    if ret == 0 and handle is not None:
         with _fd_lock:
             _config_fds.pop(handle, None)  # subscriptions made with it keep their own reference
     return ret
 
 
-def model_subscribe(model_id, subscribe_config) -> int:
+def model_subscribe(model_id: int, subscribe_config: int) -> int:
     model = _int(model_id, _U32)
     handle = _int(subscribe_config, _PTR)
     if model is None:
         return _INVALID
     ret = _lib.aclprofModelSubscribe(model, handle)
-    if ret == 0:
+    if ret == 0 and handle is not None:
         with _fd_lock:
             cell = _config_fds.get(handle)
             if cell is not None:
@@ -146,7 +148,7 @@ def model_subscribe(model_id, subscribe_config) -> int:
     return ret
 
 
-def model_un_subscribe(model_id) -> int:
+def model_un_subscribe(model_id: int) -> int:
     """``ret = acl.prof.model_un_subscribe(model_id)``: everything reported is written, then
     the write end is closed (so a later ``os.close(w)`` raises OSError EBADF)."""
     model = _int(model_id, _U32)
@@ -170,7 +172,7 @@ def get_op_desc_size() -> Tuple[int, int]:
     return (size.value if ret == 0 else 0), ret
 
 
-def get_op_num(op_info, op_info_len) -> Tuple[int, int]:
+def get_op_num(op_info: int, op_info_len: int) -> Tuple[int, int]:
     """``op_number, ret = acl.prof.get_op_num(ptr, size)``: checks every record."""
     ptr, length = _int(op_info, _PTR), _int(op_info_len, _SIZE)
     if ptr is None or length is None:
@@ -180,12 +182,20 @@ def get_op_num(op_info, op_info_len) -> Tuple[int, int]:
     return (count.value if ret == 0 else 0), ret
 
 
-def _record_args(op_info, op_info_len, index):
-    args = (_int(op_info, _PTR), _int(op_info_len, _SIZE), _int(index, _U32))
-    return None if None in args else args
+def _record_args(op_info: int, op_info_len: int, index: int) -> Optional[Tuple[int, int, int]]:
+    ptr, length, i = _int(op_info, _PTR), _int(op_info_len, _SIZE), _int(index, _U32)
+    return None if ptr is None or length is None or i is None else (ptr, length, i)
 
 
-def _string_len(fn, op_info, op_info_len, index) -> Tuple[int, int]:
+#: aclprofGetOpTypeLen, aclprofGetOpNameLen: (opInfo, opInfoLen, index, out length).
+_LenFn = Callable[[int, int, int, "ctypes._CArgObject"], int]
+#: aclprofGetOpType, aclprofGetOpName: (opInfo, opInfoLen, index, buffer, buffer size).
+_StrFn = Callable[[int, int, int, Optional["ctypes.Array[ctypes.c_char]"], int], int]
+#: aclprofGetOpStart and the other getters of one value: (opInfo, opInfoLen, index).
+_ValueFn = Callable[[int, int, int], int]
+
+
+def _string_len(fn: _LenFn, op_info: int, op_info_len: int, index: int) -> Tuple[int, int]:
     args = _record_args(op_info, op_info_len, index)
     if args is None:
         return 0, _INVALID
@@ -194,7 +204,8 @@ def _string_len(fn, op_info, op_info_len, index) -> Tuple[int, int]:
     return (size.value if ret == 0 else 0), ret
 
 
-def _string(fn, op_info, op_info_len, index, buffer_len) -> Tuple[str, int]:
+def _string(fn: _StrFn, op_info: int, op_info_len: int, index: int,
+            buffer_len: int) -> Tuple[str, int]:
     args = _record_args(op_info, op_info_len, index)
     size = _int(buffer_len, _SIZE)
     if args is None or size is None:
@@ -206,18 +217,20 @@ def _string(fn, op_info, op_info_len, index, buffer_len) -> Tuple[str, int]:
     return (out.value.decode("utf-8", "replace") if ret == 0 else ""), ret
 
 
-def get_op_type_len(op_info, op_info_len, index) -> Tuple[int, int]:
+def get_op_type_len(op_info: int, op_info_len: int, index: int) -> Tuple[int, int]:
     """``op_type_len, ret``: the length includes the NUL."""
     return _string_len(_lib.aclprofGetOpTypeLen, op_info, op_info_len, index)
 
 
-def get_op_type(op_info, op_info_len, index, op_type_len) -> Tuple[str, int]:
+def get_op_type(op_info: int, op_info_len: int, index: int, op_type_len: int) -> Tuple[str, int]:
     """``op_type, ret``: ``op_type_len`` is the buffer size (e.g. 65); a type that does not
     fit with its NUL fails with ACL_ERROR_INVALID_PARAM and gives ``""``."""
     return _string(_lib.aclprofGetOpType, op_info, op_info_len, index, op_type_len)
 
 
-def _sized_string(length_of, get, op_info, op_info_len, index) -> Tuple[str, int]:
+def _sized_string(length_of: Callable[[int, int, int], Tuple[int, int]],
+                  get: Callable[[int, int, int, int], Tuple[str, int]],
+                  op_info: int, op_info_len: int, index: int) -> Tuple[str, int]:
     """Asks for the string's length first, then reads it, so any string fits."""
     size, ret = length_of(op_info, op_info_len, index)
     if ret:
@@ -225,50 +238,50 @@ def _sized_string(length_of, get, op_info, op_info_len, index) -> Tuple[str, int
     return get(op_info, op_info_len, index, size)
 
 
-def get_op_type_v2(op_info, op_info_len, index) -> Tuple[str, int]:
+def get_op_type_v2(op_info: int, op_info_len: int, index: int) -> Tuple[str, int]:
     """``op_type, ret``: asks for the length first, so any type fits."""
     return _sized_string(get_op_type_len, get_op_type, op_info, op_info_len, index)
 
 
-def get_op_name_len(op_info, op_info_len, index) -> Tuple[int, int]:
+def get_op_name_len(op_info: int, op_info_len: int, index: int) -> Tuple[int, int]:
     """``op_name_len, ret``: the length includes the NUL."""
     return _string_len(_lib.aclprofGetOpNameLen, op_info, op_info_len, index)
 
 
-def get_op_name(op_info, op_info_len, index, op_name_len) -> Tuple[str, int]:
+def get_op_name(op_info: int, op_info_len: int, index: int, op_name_len: int) -> Tuple[str, int]:
     """``op_name, ret``: ``op_name_len`` is the buffer size; not limited to 257 (real
     callers pass 275), the library only needs the name and its NUL to fit."""
     return _string(_lib.aclprofGetOpName, op_info, op_info_len, index, op_name_len)
 
 
-def get_op_name_v2(op_info, op_info_len, index) -> Tuple[str, int]:
+def get_op_name_v2(op_info: int, op_info_len: int, index: int) -> Tuple[str, int]:
     """``op_name, ret``: asks for the length first, so any name fits."""
     return _sized_string(get_op_name_len, get_op_name, op_info, op_info_len, index)
 
 
-def _time(fn, op_info, op_info_len, index) -> int:
+def _time(fn: _ValueFn, op_info: int, op_info_len: int, index: int) -> int:
     args = _record_args(op_info, op_info_len, index)
     if args is None:
         return 0
     return fn(args[0], args[1], args[2])
 
 
-def get_op_start(op_info, op_info_len, index) -> int:
+def get_op_start(op_info: int, op_info_len: int, index: int) -> int:
     """Start time in ns (bare int); 0 on error."""
     return _time(_lib.aclprofGetOpStart, op_info, op_info_len, index)
 
 
-def get_op_end(op_info, op_info_len, index) -> int:
+def get_op_end(op_info: int, op_info_len: int, index: int) -> int:
     """End time in ns (bare int); 0 on error."""
     return _time(_lib.aclprofGetOpEnd, op_info, op_info_len, index)
 
 
-def get_op_duration(op_info, op_info_len, index) -> int:
+def get_op_duration(op_info: int, op_info_len: int, index: int) -> int:
     """Duration in ns (bare int); 0 on error."""
     return _time(_lib.aclprofGetOpDuration, op_info, op_info_len, index)
 
 
-def get_model_id(op_info, op_info_len, index) -> int:
+def get_model_id(op_info: int, op_info_len: int, index: int) -> int:
     """The model id (bare int); ACL_ERROR_INVALID_PARAM (100000) on error, as in C."""
     args = _record_args(op_info, op_info_len, index)
     if args is None:
@@ -283,11 +296,12 @@ def create_stamp() -> int:
     return _lib.aclprofCreateStamp() or 0
 
 
-def destroy_stamp(stamp) -> None:
+def destroy_stamp(stamp: int) -> None:
     _lib.aclprofDestroyStamp(_int(stamp, _PTR))
 
 
-def set_stamp_trace_message(stamp, msg, msg_len) -> int:
+def set_stamp_trace_message(stamp: int, msg: Union[str, bytes, bytearray, int],
+                            msg_len: int) -> int:
     """``ret = acl.prof.set_stamp_trace_message(stamp, "text", len("text"))``.
 
     ``msg`` may be a str (UTF-8), bytes, or an int address as in pyACL's docs. For a str or
@@ -306,22 +320,22 @@ def set_stamp_trace_message(stamp, msg, msg_len) -> int:
     return _lib.aclprofSetStampTraceMessage(handle, ctypes.c_char_p(address), length)
 
 
-def mark(stamp) -> int:
+def mark(stamp: int) -> int:
     return _lib.aclprofMark(_int(stamp, _PTR))
 
 
-def push(stamp) -> int:
+def push(stamp: int) -> int:
     return _lib.aclprofPush(_int(stamp, _PTR))
 
 
-def pop(*_stamp) -> int:
+def pop(*_stamp: int) -> int:
     """``ret = acl.prof.pop()``; a stamp argument, as some callers pass, is ignored."""
     if len(_stamp) > 1:
         raise TypeError(f"pop() takes at most 1 argument ({len(_stamp)} given)")
     return _lib.aclprofPop()
 
 
-def range_start(stamp) -> Tuple[int, int]:
+def range_start(stamp: int) -> Tuple[int, int]:
     """``range_id, ret = acl.prof.range_start(stamp)``."""
     handle = _int(stamp, _PTR)
     if handle is None:
@@ -331,7 +345,7 @@ def range_start(stamp) -> Tuple[int, int]:
     return (range_id.value if ret == 0 else 0), ret
 
 
-def range_stop(range_id) -> int:
+def range_stop(range_id: int) -> int:
     rid = _int(range_id, _U32)
     return _TX_FAILED if rid is None else _lib.aclprofRangeStop(rid)
 
@@ -343,7 +357,7 @@ def create_step_info() -> Optional[int]:
     return _lib.aclprofCreateStepInfo() or None
 
 
-def get_step_timestamp(stepinfo, tag, stream) -> int:
+def get_step_timestamp(stepinfo: int, tag: int, stream: int) -> int:
     """``ret = acl.prof.get_step_timestamp(info, ACL_STEP_START or ACL_STEP_END, stream)``."""
     handle, step_tag, stream_ptr = _int(stepinfo, _PTR), _int(tag, _I32), _int(stream, _PTR)
     if handle is None or step_tag is None or stream_ptr is None:
@@ -351,5 +365,5 @@ def get_step_timestamp(stepinfo, tag, stream) -> int:
     return _lib.aclprofGetStepTimestamp(handle, step_tag, stream_ptr)
 
 
-def destroy_step_info(stepinfo) -> None:
+def destroy_step_info(stepinfo: int) -> None:
     _lib.aclprofDestroyStepInfo(_int(stepinfo, _PTR))

@@ -1,121 +1,172 @@
-"""``acl.rt``: a thin emulation of the runtime calls the profiling samples make.
+"""``acl.rt``: the emulated AscendCL runtime (acl/acl_rt.h), with pyACL's call forms.
+
+Every function calls its C counterpart (``aclrtSetDevice``, ``aclrtCreateContext``,
+``aclrtMalloc``...), so the codes are CANN's: a device that does not exist is
+ACL_ERROR_RT_INVALID_DEVICEID (107001); a thread without a current device or context asking
+for one (``get_device``, ``get_context``, ``create_stream``) gets ACL_ERROR_RT_CONTEXT_NULL
+(107002); a wrong or destroyed handle, ACL_ERROR_INVALID_PARAM (100000).
 
 There is no NPU: devices are the library's emulated devices (``ACLPROF_DEVICE_COUNT``),
-contexts and streams are handles that only remember their device, and "device memory" is
-host memory. Each call keeps pyACL's call form and return shape.
+contexts and streams only remember their device, "device memory" is zeroed host memory and
+execution is synchronous. A call with an output returns ``(value, ret)``, the value 0 on
+failure.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 from typing import Tuple
 
-from ._handles import INVALID_DEVICE, INVALID_PARAM, SUCCESS, Registry, device_count, valid_device
+from aclprof import _bindings
 
-# Memory copy kinds and malloc policies (accepted, not needed without a device).
-ACL_MEMCPY_HOST_TO_HOST = 0
-ACL_MEMCPY_HOST_TO_DEVICE = 1
-ACL_MEMCPY_DEVICE_TO_HOST = 2
-ACL_MEMCPY_DEVICE_TO_DEVICE = 3
+from ._c import I32, INVALID_PARAM, PTR, SIZE, SUCCESS, integer, lib
 
-_contexts = Registry("context")
-_streams = Registry("stream")
-_allocations = {}  # address -> the ctypes buffer that owns the memory
-_alloc_lock = threading.Lock()
-_current = threading.local()  # .device, .context of the calling thread
+# Memory copy kinds (every kind is a host copy here).
+ACL_MEMCPY_HOST_TO_HOST = _bindings.ACL_MEMCPY_HOST_TO_HOST
+ACL_MEMCPY_HOST_TO_DEVICE = _bindings.ACL_MEMCPY_HOST_TO_DEVICE
+ACL_MEMCPY_DEVICE_TO_HOST = _bindings.ACL_MEMCPY_DEVICE_TO_HOST
+ACL_MEMCPY_DEVICE_TO_DEVICE = _bindings.ACL_MEMCPY_DEVICE_TO_DEVICE
 
+
+def _handle(value: ctypes.c_void_p, ret: int) -> Tuple[int, int]:
+    """``(handle, ret)`` from an output parameter: 0 unless the call succeeded."""
+    return ((value.value or 0) if ret == SUCCESS else 0), ret
+
+
+# ---- devices -----------------------------------------------------------------------------
 
 def get_device_count() -> Tuple[int, int]:
-    return device_count(), SUCCESS
+    """``count, ret = acl.rt.get_device_count()``."""
+    count = ctypes.c_uint32()
+    ret = lib.aclrtGetDeviceCount(ctypes.byref(count))
+    return (count.value if ret == SUCCESS else 0), ret
 
 
-def set_device(device_id) -> int:
-    if not valid_device(device_id):
-        return INVALID_DEVICE
-    _current.device = device_id
-    return SUCCESS
+def set_device(device_id: int) -> int:
+    """Makes ``device_id`` the calling thread's device."""
+    device = integer(device_id, I32)
+    return INVALID_PARAM if device is None else lib.aclrtSetDevice(device)
 
 
 def get_device() -> Tuple[int, int]:
-    device = getattr(_current, "device", None)
-    return (device, SUCCESS) if device is not None else (0, INVALID_DEVICE)
+    """``device_id, ret = acl.rt.get_device()``: the calling thread's device."""
+    device = ctypes.c_int32()
+    ret = lib.aclrtGetDevice(ctypes.byref(device))
+    return (device.value if ret == SUCCESS else 0), ret
 
 
-def reset_device(device_id) -> int:
-    if not valid_device(device_id):
-        return INVALID_DEVICE
-    if getattr(_current, "device", None) == device_id:
-        _current.device = None
-    return SUCCESS
+def reset_device(device_id: int) -> int:
+    """Releases the device for the calling thread (and its current context)."""
+    device = integer(device_id, I32)
+    return INVALID_PARAM if device is None else lib.aclrtResetDevice(device)
 
 
-def create_context(device_id) -> Tuple[int, int]:
+def get_run_mode() -> Tuple[int, int]:
+    """``run_mode, ret = acl.rt.get_run_mode()``: ACL_HOST (1), the program runs on the host."""
+    mode = ctypes.c_int()
+    ret = lib.aclrtGetRunMode(ctypes.byref(mode))
+    return (mode.value if ret == SUCCESS else 0), ret
+
+
+def synchronize_device() -> int:
+    """Returns at once: execution is synchronous."""
+    return lib.aclrtSynchronizeDevice()
+
+
+# ---- contexts ----------------------------------------------------------------------------
+
+def create_context(device_id: int) -> Tuple[int, int]:
     """``context, ret``: the new context is also made current on this thread."""
-    if not valid_device(device_id):
-        return 0, INVALID_DEVICE
-    context = _contexts.add(device_id)
-    _current.context, _current.device = context, device_id
-    return context, SUCCESS
-
-
-def set_context(context) -> int:
-    """Binds ``context`` to the calling thread (the last call wins)."""
-    device = _contexts.get(context)
+    device = integer(device_id, I32)
     if device is None:
-        return INVALID_PARAM
-    _current.context, _current.device = context, device
-    return SUCCESS
+        return 0, INVALID_PARAM
+    context = ctypes.c_void_p()
+    return _handle(context, lib.aclrtCreateContext(ctypes.byref(context), device))
+
+
+def destroy_context(context: int) -> int:
+    handle = integer(context, PTR)
+    return INVALID_PARAM if handle is None else lib.aclrtDestroyContext(handle)
+
+
+def set_context(context: int) -> int:
+    """Binds ``context`` (and its device) to the calling thread; the last call wins."""
+    handle = integer(context, PTR)
+    return INVALID_PARAM if handle is None else lib.aclrtSetCurrentContext(handle)
 
 
 def get_context() -> Tuple[int, int]:
-    context = getattr(_current, "context", None)
-    return (context, SUCCESS) if context in _contexts else (0, INVALID_PARAM)
+    """``context, ret = acl.rt.get_context()``: the calling thread's current context."""
+    context = ctypes.c_void_p()
+    return _handle(context, lib.aclrtGetCurrentContext(ctypes.byref(context)))
 
 
-def destroy_context(context) -> int:
-    if not _contexts.remove(context):
-        return INVALID_PARAM
-    if getattr(_current, "context", None) == context:
-        _current.context = None
-    return SUCCESS
-
+# ---- streams -----------------------------------------------------------------------------
 
 def create_stream() -> Tuple[int, int]:
-    return _streams.add(getattr(_current, "device", 0)), SUCCESS
+    """``stream, ret``: a stream on the calling thread's device."""
+    stream = ctypes.c_void_p()
+    return _handle(stream, lib.aclrtCreateStream(ctypes.byref(stream)))
 
 
-def synchronize_stream(stream) -> int:
-    """Execution is synchronous, so there is never anything to wait for."""
-    return SUCCESS if stream in _streams else INVALID_PARAM
+def destroy_stream(stream: int) -> int:
+    handle = integer(stream, PTR)
+    return INVALID_PARAM if handle is None else lib.aclrtDestroyStream(handle)
 
 
-def destroy_stream(stream) -> int:
-    return SUCCESS if _streams.remove(stream) else INVALID_PARAM
+def synchronize_stream(stream: int) -> int:
+    """Execution is synchronous, so there is never anything to wait for; 0 is the default
+    stream."""
+    handle = integer(stream, PTR)
+    return INVALID_PARAM if handle is None else lib.aclrtSynchronizeStream(handle)
 
 
-def malloc(size, policy=0) -> Tuple[int, int]:
-    """``dev_ptr, ret``: zeroed host memory standing in for device memory."""
-    if not isinstance(size, int) or size <= 0:
+# ---- memory ------------------------------------------------------------------------------
+
+def malloc(size: int, policy: int = _bindings.ACL_MEM_MALLOC_HUGE_FIRST) -> Tuple[int, int]:
+    """``dev_ptr, ret = acl.rt.malloc(size, policy)``: zeroed host memory standing in for
+    device memory (``size`` > 0); free it with :func:`free`."""
+    length, how = integer(size, SIZE), integer(policy, I32)
+    if length is None or how is None:
         return 0, INVALID_PARAM
-    buffer = ctypes.create_string_buffer(size)
-    address = ctypes.addressof(buffer)
-    with _alloc_lock:
-        _allocations[address] = buffer
-    return address, SUCCESS
+    ptr = ctypes.c_void_p()
+    return _handle(ptr, lib.aclrtMalloc(ctypes.byref(ptr), length, how))
 
 
-def free(dev_ptr) -> int:
-    with _alloc_lock:
-        return SUCCESS if _allocations.pop(dev_ptr, None) is not None else INVALID_PARAM
+def free(dev_ptr: int) -> int:
+    """Frees memory from :func:`malloc`; anything else is ACL_ERROR_INVALID_PARAM."""
+    address = integer(dev_ptr, PTR)
+    return INVALID_PARAM if address is None else lib.aclrtFree(address)
 
 
-malloc_host = malloc
-free_host = free
+def malloc_host(size: int) -> Tuple[int, int]:
+    """``host_ptr, ret = acl.rt.malloc_host(size)``; free it with :func:`free_host`."""
+    length = integer(size, SIZE)
+    if length is None:
+        return 0, INVALID_PARAM
+    ptr = ctypes.c_void_p()
+    return _handle(ptr, lib.aclrtMallocHost(ctypes.byref(ptr), length))
 
 
-def memcpy(dst, dest_max, src, count, kind) -> int:
-    if not dst or not src or count < 0 or count > dest_max or not 0 <= kind <= 3:
+def free_host(host_ptr: int) -> int:
+    address = integer(host_ptr, PTR)
+    return INVALID_PARAM if address is None else lib.aclrtFreeHost(address)
+
+
+def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int) -> int:
+    """Copies ``count`` bytes (at most ``dest_max``) from address ``src`` to ``dst``; every
+    kind is a host copy. The addresses must be valid memory, as in C."""
+    d, dmax, s = integer(dst, PTR), integer(dest_max, SIZE), integer(src, PTR)
+    n, k = integer(count, SIZE), integer(kind, I32)
+    if d is None or dmax is None or s is None or n is None or k is None:
         return INVALID_PARAM
-    ctypes.memmove(dst, src, count)
-    return SUCCESS
+    return lib.aclrtMemcpy(d, dmax, s, n, k)
+
+
+def memset(dev_ptr: int, max_count: int, value: int, count: int) -> int:
+    """Sets ``count`` bytes (at most ``max_count``) at ``dev_ptr`` to ``value``."""
+    address, limit, byte, n = (integer(dev_ptr, PTR), integer(max_count, SIZE),
+                               integer(value, I32), integer(count, SIZE))
+    if address is None or limit is None or byte is None or n is None:
+        return INVALID_PARAM
+    return lib.aclrtMemset(address, limit, byte, n)

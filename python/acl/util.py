@@ -6,14 +6,15 @@ import ctypes
 import math
 import threading
 import warnings
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, List, Tuple, Type, Union
 
 import numpy as np
 
-from ._handles import INVALID_PARAM, SUCCESS
+from aclprof._bindings import ACL_ERROR_INVALID_PARAM as INVALID_PARAM
+from aclprof._bindings import ACL_SUCCESS as SUCCESS
 
 # NumPy type numbers accepted by ptr_to_numpy (pyACL's table).
-_NPY_TYPES = {
+_NPY_TYPES: Dict[int, Type[np.generic]] = {
     0: np.bool_,
     1: np.int8,
     2: np.uint8,
@@ -40,10 +41,11 @@ def numpy_to_ptr(data: np.ndarray) -> int:
         raise TypeError(f"numpy_to_ptr expects a numpy.ndarray, not {type(data).__name__}")
     if not data.flags.c_contiguous:
         warnings.warn("numpy_to_ptr: the array is not C-contiguous", RuntimeWarning, stacklevel=2)
-    return data.__array_interface__["data"][0]
+    address: int = data.__array_interface__["data"][0]
+    return address
 
 
-def bytes_to_ptr(data: bytes) -> int:
+def bytes_to_ptr(data: Union[bytes, bytearray]) -> int:
     """The address of the bytes' buffer (no copy); the object must outlive the address."""
     if isinstance(data, bytes):
         return ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value or 0
@@ -71,14 +73,14 @@ def ptr_to_numpy(ptr: int, shape: Tuple[int, ...], npy_type: int) -> np.ndarray:
     dtype = np.dtype(_NPY_TYPES[npy_type])
     shape = tuple(shape)
     memory = (ctypes.c_char * (math.prod(shape) * dtype.itemsize)).from_address(ptr)
-    return np.frombuffer(memory, dtype=dtype).reshape(shape)
+    return np.frombuffer(memoryview(memory), dtype=dtype).reshape(shape)
 
 
 _threads: Dict[int, threading.Thread] = {}
 _threads_lock = threading.Lock()
 
 
-def start_thread(thr_func: Callable[[Any], Any], args_list: list) -> Tuple[int, int]:
+def start_thread(thr_func: Callable[[List[Any]], Any], args_list: List[Any]) -> Tuple[int, int]:
     """``thr_id, ret = acl.util.start_thread(func, [fd, context])``: runs ``func(args_list)``
     on a new thread. Like pyACL's, the thread has no current context: it must call
     ``acl.rt.set_context`` itself."""
@@ -86,9 +88,11 @@ def start_thread(thr_func: Callable[[Any], Any], args_list: list) -> Tuple[int, 
         raise TypeError("start_thread: thr_func must be callable")
     thread = threading.Thread(target=thr_func, args=(args_list,), daemon=True)
     thread.start()
+    thr_id = thread.ident
+    assert thr_id is not None  # set by start()
     with _threads_lock:
-        _threads[thread.ident] = thread
-    return thread.ident, SUCCESS
+        _threads[thr_id] = thread
+    return thr_id, SUCCESS
 
 
 def stop_thread(thr_id: int) -> int:

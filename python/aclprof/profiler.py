@@ -8,7 +8,8 @@ import csv
 import ctypes
 import os
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set
+from types import TracebackType
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Type
 
 from . import _bindings
 from ._lib import load, recent_error
@@ -146,7 +147,8 @@ class Profiler(contextlib.ContextDecorator):
         self.start()
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if exc_type is None:
             self.stop()
         else:
@@ -155,7 +157,7 @@ class Profiler(contextlib.ContextDecorator):
 
 
 @contextlib.contextmanager
-def _finalize_on_error(lib) -> Iterator[None]:
+def _finalize_on_error(lib: ctypes.CDLL) -> Iterator[None]:
     try:
         yield
     except BaseException:

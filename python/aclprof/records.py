@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 from functools import cached_property
-from typing import Iterator, List, NamedTuple, Optional, Sequence, Union, overload
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union, overload
 
 import numpy as np
 
@@ -92,13 +92,13 @@ class RecordError(ValueError):
         self.index = index
 
 
-def _address(buf: Buffer) -> tuple:
+def _address(buf: Buffer) -> Tuple[np.ndarray, int]:
     """(a uint8 view keeping ``buf`` alive, its address)."""
     view = np.frombuffer(buf, dtype=np.uint8)
     return view, view.__array_interface__["data"][0]
 
 
-def _check_signatures(lib, address: int, length: int) -> None:
+def _check_signatures(lib: ctypes.CDLL, address: int, length: int) -> None:
     """aclprofExtDecodeOps in its verify-only form: every record's signature and string
     fields in one call in C; on failure it names the first bad record."""
     count = ctypes.c_uint32()
@@ -146,7 +146,7 @@ class OpBatch(Sequence[OpRecord]):
     def __getitem__(self, i: int) -> OpRecord: ...
     @overload
     def __getitem__(self, i: slice) -> List[OpRecord]: ...
-    def __getitem__(self, i):
+    def __getitem__(self, i: Union[int, slice]) -> Union[OpRecord, List[OpRecord]]:
         return self.records()[i]
 
     def __iter__(self) -> Iterator[OpRecord]:

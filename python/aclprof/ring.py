@@ -41,7 +41,8 @@ import threading
 import time
 import warnings
 import weakref
-from typing import Callable, Iterator, List, Optional, Tuple, Union
+from types import TracebackType
+from typing import Any, Callable, Iterator, List, Optional, Tuple, Type, Union
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class RingBatch(OpBatch):
     A context manager: leaving the ``with`` block releases it."""
 
     def __init__(self, reader: Optional["RingReader"], array: np.ndarray, address: int,
-                 nbytes: int, anchor: Optional[ctypes.Array]):
+                 nbytes: int, anchor: Optional[ctypes.Array[ctypes.c_ubyte]]):
         self._array: Optional[np.ndarray] = None
         super().__init__(array, address)
         self._reader = reader
@@ -131,14 +132,15 @@ class RingBatch(OpBatch):
     def __enter__(self) -> "RingBatch":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if self._reader is None:
             self._invalidate()
         else:  # with an exception in flight, do not mask it: a leak is reported later
             self._reader._release(self, strict=exc_type is None)
 
 
-def _late_release(lib, handle: int, nbytes: int) -> None:
+def _late_release(lib: ctypes.CDLL, handle: int, nbytes: int) -> None:
     """Runs when the last view of a batch that outlived its reader's close() is gone."""
     lib.aclprofExtRingRelease(handle, nbytes)
     lib.aclprofExtRingDetach(handle)
@@ -167,12 +169,14 @@ class RingReader:
         self.ended = False
         self._handle: Optional[int] = None
         self._current: Optional[RingBatch] = None
-        self._held: Optional[Tuple[weakref.ref, int]] = None  # acquired, not yet given back
+        # acquired, not yet given back: (the ring slots' ctypes array, its length)
+        self._held: Optional[Tuple[weakref.ref[ctypes.Array[ctypes.c_ubyte]], int]] = None
         self._lib = lib = load()
         handle = ctypes.c_void_p()
         if fd is not None:
             ret = lib.aclprofExtRingAttach(None, fd, ctypes.byref(handle))
         else:
+            assert path is not None  # exactly one of fd and path, checked above
             ret = lib.aclprofExtRingAttach(os.fsencode(path), -1, ctypes.byref(handle))
         if ret:
             raise AclError("aclprofExtRingAttach", ret, recent_error())
@@ -200,7 +204,7 @@ class RingReader:
         self._held = (weakref.ref(anchor), nbytes)
         # A RecordError here leaves the records held until the exception (whose traceback
         # holds the views) is gone; the next acquire then skips them.
-        batch = decode(anchor, verify=self.verify)
+        batch = decode(memoryview(anchor), verify=self.verify)  # its views hold the anchor
         batch.array.flags.writeable = False  # never scribble on shared memory
         ring_batch = RingBatch(self, batch.array, ptr, nbytes, anchor)
         self._current = ring_batch
@@ -280,7 +284,8 @@ class RingReader:
     def __enter__(self) -> "RingReader":
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         self.close()
 
     def __del__(self) -> None:
@@ -321,7 +326,7 @@ class RingReader:
             if ret:
                 raise AclError("aclprofExtRingAcquire", ret, recent_error())
             if length.value:
-                return ptr.value, length.value
+                return ptr.value or 0, length.value
             if deadline is not None and time.monotonic() >= deadline:
                 return 0, 0
 
@@ -436,7 +441,7 @@ class RingSubscription(_Started):
         """Every op the reader thread (``collect=True``) received so far, in arrival order."""
         return [op for batch in self.batches for op in batch.records()]
 
-    def reader(self, **kwargs) -> RingReader:
+    def reader(self, **kwargs: Any) -> RingReader:
         """A :class:`RingReader` attached in this process by the ring's fd."""
         if not self._subscribed:
             raise RuntimeError("this ring subscription is not started")

@@ -61,7 +61,7 @@ class Model:
     def __enter__(self) -> "Model":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.unload()
 
     def __repr__(self) -> str:
@@ -77,7 +77,7 @@ def report_op(model_id: int, name: str, op_type: str, start_ns: int, end_ns: int
 
 def now_ns() -> int:
     """The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW."""
-    return load().aclprofExtNowNs()
+    return _bindings.typed(load()).aclprofExtNowNs()
 
 
 def flush() -> None:

@@ -7,7 +7,8 @@ import contextlib
 import ctypes
 import os
 import threading
-from typing import Callable, List, Optional
+from types import TracebackType
+from typing import Callable, List, Optional, Type, TypeVar
 
 from . import _bindings
 from ._lib import load, recent_error
@@ -15,14 +16,28 @@ from .errors import AclError, check
 from .records import OpBatch, OpReader, OpRecord
 
 
+_S = TypeVar("_S", bound="_Started")
+
+
 class _Started:
     """``with`` support for objects with ``start()``, ``stop()`` and ``active``: leaving the
     block stops them; on an exception, a failing stop does not mask the original error."""
 
-    def __enter__(self):
+    @property
+    def active(self) -> bool:
+        raise NotImplementedError
+
+    def start(self: _S) -> _S:
+        raise NotImplementedError
+
+    def stop(self) -> List[OpRecord]:
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
         return self.start()
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
         if self.active:
             if exc_type is None:
                 self.stop()

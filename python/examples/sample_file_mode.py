@@ -1,6 +1,8 @@
 """CANN's official pyACL sample "collect performance data to disk" (采集并落盘性能数据), as a
 pyACL user writes it. Only the model path differs: aclprof's simulator runs a model
-description where an NPU would run an .om file. Results go under ./prof_output.
+description where an NPU would run an .om file. The input and output datasets, which the
+official sample leaves to the reader, are built from the model's description as in the
+subscription sample. Results go under ./prof_output.
 
 Run: python3 python/examples/sample_file_mode.py
 """
@@ -13,11 +15,32 @@ MODEL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."
                           "resnet50.json")
 PROF_INIT_PATH = os.path.abspath("prof_output")
 DEVICE_ID = 0
+ACL_MEM_MALLOC_HUGE_FIRST = 0
 
 
 def check_ret(message, ret):
     if ret != 0:
         raise Exception("{} failed ret={}".format(message, ret))
+
+
+def create_dataset(model_desc, count, size_of):
+    dataset = acl.mdl.create_dataset()
+    for i in range(count):
+        size = size_of(model_desc, i)
+        dev_ptr, ret = acl.rt.malloc(size, ACL_MEM_MALLOC_HUGE_FIRST)
+        check_ret("acl.rt.malloc", ret)
+        data = acl.create_data_buffer(dev_ptr, size)
+        _, ret = acl.mdl.add_dataset_buffer(dataset, data)
+        check_ret("acl.mdl.add_dataset_buffer", ret)
+    return dataset
+
+
+def destroy_dataset(dataset):
+    for i in range(acl.mdl.get_dataset_num_buffers(dataset)):
+        data_buffer = acl.mdl.get_dataset_buffer(dataset, i)
+        acl.rt.free(acl.get_data_buffer_addr(data_buffer))
+        acl.destroy_data_buffer(data_buffer)
+    acl.mdl.destroy_dataset(dataset)
 
 
 def main():
@@ -32,8 +55,13 @@ def main():
 
     model_id, ret = acl.mdl.load_from_file(MODEL_PATH)
     check_ret("acl.mdl.load_from_file", ret)
-    input = acl.mdl.create_dataset()
-    output = acl.mdl.create_dataset()
+    model_desc = acl.mdl.create_desc()
+    ret = acl.mdl.get_desc(model_desc, model_id)
+    check_ret("acl.mdl.get_desc", ret)
+    input = create_dataset(model_desc, acl.mdl.get_num_inputs(model_desc),
+                           acl.mdl.get_input_size_by_index)
+    output = create_dataset(model_desc, acl.mdl.get_num_outputs(model_desc),
+                            acl.mdl.get_output_size_by_index)
 
     ret = acl.prof.init(PROF_INIT_PATH)
     check_ret("acl.prof.init", ret)
@@ -54,8 +82,9 @@ def main():
     ret = acl.mdl.execute(model_id, input, output)
     check_ret("acl.mdl.execute", ret)
 
-    acl.mdl.destroy_dataset(input)
-    acl.mdl.destroy_dataset(output)
+    destroy_dataset(input)
+    destroy_dataset(output)
+    acl.mdl.destroy_desc(model_desc)
     ret = acl.mdl.unload(model_id)
     check_ret("acl.mdl.unload", ret)
 

@@ -3,11 +3,12 @@ leaves the process-wide file-mode state as it found it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from pathlib import Path
-from typing import List
+from typing import Iterator, List, Tuple
 
 # A test that breaks the reader must fail in seconds, not wait the default 30 s.
 os.environ.setdefault("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "10000")
@@ -49,6 +50,46 @@ def datasets():
     yield pair
     for ds in pair:
         acl.mdl.destroy_dataset(ds)
+
+
+@pytest.fixture
+def device():
+    """Device 0 as this thread's device, as CANN requires before creating a stream."""
+    assert acl.rt.set_device(0) == 0
+    yield 0
+    assert acl.rt.reset_device(0) == 0
+
+
+@contextlib.contextmanager
+def model_datasets(model_id: int) -> Iterator[Tuple[int, int]]:
+    """(input, output) datasets as the samples build them from the model's description: one
+    buffer of acl.rt.malloc memory per input and output, of the size the description gives."""
+    desc = acl.mdl.create_desc()
+    assert acl.mdl.get_desc(desc, model_id) == 0
+    made = []
+    try:
+        for count, size_of in (
+            (acl.mdl.get_num_inputs, acl.mdl.get_input_size_by_index),
+            (acl.mdl.get_num_outputs, acl.mdl.get_output_size_by_index),
+        ):
+            dataset = acl.mdl.create_dataset()
+            assert dataset
+            made.append(dataset)
+            for i in range(count(desc)):
+                size = size_of(desc, i)
+                dev_ptr, ret = acl.rt.malloc(size, 0)
+                assert ret == 0
+                _, ret = acl.mdl.add_dataset_buffer(dataset, acl.create_data_buffer(dev_ptr, size))
+                assert ret == 0
+        yield made[0], made[1]
+    finally:
+        for dataset in made:
+            for i in range(acl.mdl.get_dataset_num_buffers(dataset)):
+                data_buffer = acl.mdl.get_dataset_buffer(dataset, i)
+                assert acl.rt.free(acl.get_data_buffer_addr(data_buffer)) == 0
+                assert acl.destroy_data_buffer(data_buffer) == 0
+            assert acl.mdl.destroy_dataset(dataset) == 0
+        assert acl.mdl.destroy_desc(desc) == 0
 
 
 class Capture:

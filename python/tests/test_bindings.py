@@ -97,10 +97,30 @@ def test_types_follow_the_declarations():
     assert _bindings.ACL_SUBSCRIBE_NONE == 0xFF
     assert [name for name, _ in _bindings.aclprofExtStats._fields_] == [
         "recordsReported", "recordsDelivered", "recordsDropped", "bytesWritten"]
+    # The emulated runtime: a pointer to a handle typedef is an out-parameter for a handle;
+    # an enum is passed as an int, and a pointer to one is a pointer to an int.
+    assert f["aclrtCreateContext"] == (
+        ctypes.c_int, [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int32])
+    assert f["aclrtCreateStream"][1] == [ctypes.POINTER(ctypes.c_void_p)]
+    assert f["aclrtMalloc"][1] == [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, ctypes.c_int]
+    assert f["aclrtGetRunMode"][1] == [ctypes.POINTER(ctypes.c_int)]
+    assert f["aclmdlCreateDataset"] == (ctypes.c_void_p, [])
+    assert f["aclmdlGetInputSizeByIndex"] == (ctypes.c_size_t, [ctypes.c_void_p, ctypes.c_size_t])
+    assert f["aclInit"] == (ctypes.c_int, [ctypes.c_char_p])
+    assert _bindings.ACL_ERROR_RT_CONTEXT_NULL == 107002
+    assert _bindings.ACL_MEMCPY_DEVICE_TO_HOST == 2
+
+
+def test_the_typed_library_is_the_bound_one():
+    lib = aclprof.load()
+    assert _bindings.typed(lib) is lib
+    assert set(_bindings.FUNCTIONS) <= set(vars(_bindings.Library))  # every function declared
+    with pytest.raises(TypeError, match="not bound"):
+        _bindings.typed(ctypes.CDLL(None))  # this process, never passed to bind()
 
 
 def test_generator_refuses_what_it_does_not_understand(gen, tmp_path):
-    for header in ("acl_base.h", "acl_prof.h", "acl_prof_ext.h"):
+    for header in gen.HEADERS:
         (tmp_path / header).write_text((HEADERS / header).read_text())
     with open(tmp_path / "acl_prof_ext.h", "a") as f:
         f.write("\nMSVP_PROF_API aclError aclprofExtNew(struct timespec *ts);\n")
@@ -151,5 +171,8 @@ def test_a_library_missing_declared_functions_is_refused():
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode != 0
-    assert "does not export aclGetRecentErrMsg" in proc.stderr
+    missing = re.search(
+        r"does not export ((?:acl\w+, )*acl\w+), which the headers declare", proc.stderr)
+    assert missing, proc.stderr
+    assert set(missing.group(1).split(", ")) == set(_bindings.FUNCTIONS)
     assert "rebuild it" in proc.stderr

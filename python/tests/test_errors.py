@@ -173,8 +173,9 @@ def test_msproftx_errors(tmp_path):
         assert acl.prof.finalize() == 0
 
 
-def test_step_errors():
-    stream, _ = acl.rt.create_stream()
+def test_step_errors(device):
+    stream, ret = acl.rt.create_stream()
+    assert ret == 0
     assert acl.prof.get_step_timestamp(0, 0, stream) == INVALID
     info = acl.prof.create_step_info()
     assert acl.prof.get_step_timestamp(info, 0, stream) == 0

@@ -223,7 +223,7 @@ def test_set_stamp_trace_message_accepts_bytes_and_addresses(tmp_path):
         end_session(config)
 
 
-def test_step_info_shapes():
+def test_step_info_shapes(device):
     info = acl.prof.create_step_info()
     assert type(info) is int and info != 0
     stream, ret = acl.rt.create_stream()

@@ -74,17 +74,16 @@ def resign(buf: bytearray, index: int) -> None:
 def buffer() -> bytes:
     """Records of a simulated ResNet-50 (twice) and of ops reported from three threads with
     unusual names, concatenated as two pipes' worth of data."""
-    from conftest import Capture
+    from conftest import Capture, model_datasets
 
     model_id, ret = acl.mdl.load_from_file(str(RESNET50))
     assert ret == 0
     cap = Capture(model_id)
-    ds = acl.mdl.create_dataset()
-    for _ in range(2):
-        assert acl.mdl.execute(model_id, ds, ds) == 0
+    with model_datasets(model_id) as (inputs, outputs):
+        for _ in range(2):
+            assert acl.mdl.execute(model_id, inputs, outputs) == 0
     simulated = cap.finish()
     acl.mdl.unload(model_id)
-    acl.mdl.destroy_dataset(ds)
 
     with aclprof.Model.register("reported") as model:
         cap = Capture(model.id)

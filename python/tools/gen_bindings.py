@@ -2,9 +2,12 @@
 """Generates python/aclprof/_bindings.py from the committed C headers in include/acl/.
 
 The generated module holds, for every function the headers declare, its ctypes ``restype``
-and ``argtypes``; every integer macro and enum value; and the one public struct. The C
-headers are themselves generated from the Rust sources (and checked for drift there), so
-the chain Rust -> header -> Python has no hand-written step that could disagree.
+and ``argtypes``; every integer macro and enum value; and the public structs. It is
+annotated for ``mypy --strict``: ``Library``, a Protocol declaring every function with the
+Python types ctypes converts to and from, is the static type of the loaded library
+(``typed(load())``). The C headers are themselves generated from the Rust sources (and
+checked for drift there), so the chain Rust -> header -> Python has no hand-written step
+that could disagree.
 
 Usage:
     python3 python/tools/gen_bindings.py           # rewrite python/aclprof/_bindings.py
@@ -19,13 +22,15 @@ that needs a new type mapping fails here first.
 from __future__ import annotations
 
 import argparse
+import keyword
 import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-HEADERS = ("acl_base.h", "acl_prof.h", "acl_prof_ext.h")
+# In dependency order: each header only uses types declared by those before it.
+HEADERS = ("acl_base.h", "acl_prof.h", "acl_prof_ext.h", "acl_rt.h", "acl_mdl.h", "acl.h")
 INCLUDE_DIR = REPO / "include" / "acl"
 OUTPUT = REPO / "python" / "aclprof" / "_bindings.py"
 
@@ -105,6 +110,8 @@ class Parser:
             return "c_void_p"
         if base in self.structs:
             return f"POINTER({base})"
+        if self.types.get(base) == "c_void_p":
+            return "POINTER(c_void_p)"  # e.g. aclrtContext *: an out-parameter receiving a handle
         if base in self.types and self.types[base] not in ("None", "c_void_p"):
             return f"POINTER({self.types[base]})"
         raise HeaderError(f"{what}: unknown pointer type {decl!r}")
@@ -217,6 +224,40 @@ def _used_ctypes(headers: list[Header]) -> list[str]:
     return sorted(names, key=lambda n: (not n[0].isupper(), n))
 
 
+# ctypes' integer types: a Python int crosses in both directions.
+_INT_CTYPES = {
+    "c_int", "c_int8", "c_int16", "c_int32", "c_int64",
+    "c_uint8", "c_uint16", "c_uint32", "c_uint64", "c_size_t",
+}
+
+
+def pytype(ct: str, what: str, result: bool) -> str:
+    """The Python type, for a type checker, of a value of ctypes type ``ct`` as ctypes
+    converts it: what a call returns (``result``) or what an argument accepts."""
+    if ct in _INT_CTYPES:
+        return "int"
+    if result:
+        if ct == "None":
+            return "None"
+        if ct == "c_void_p":
+            return "Optional[int]"  # NULL is None
+        if ct == "c_char_p":
+            return "Optional[bytes]"
+    else:
+        if ct == "c_void_p":
+            return "VoidP"
+        if ct == "c_char_p":
+            return "CharP"
+        m = re.fullmatch(r"POINTER\((\w+)\)", ct)
+        if m:
+            return f"Ptr[{m.group(1)}]"
+    raise HeaderError(f"{what}: no Python type for ctypes {ct}")
+
+
+def _param(name: str) -> str:
+    return name + "_" if keyword.iskeyword(name) else name
+
+
 def render(include_dir: Path = INCLUDE_DIR) -> str:
     """The text of _bindings.py for the headers in ``include_dir``."""
     parser = Parser()
@@ -228,10 +269,28 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         "Regenerate with: python3 python/tools/gen_bindings.py",
         '"""',
         "",
+        "from __future__ import annotations",
+        "",
         "import ctypes",
         "from ctypes import (",
         *[f"    {name}," for name in _used_ctypes(headers)],
         ")",
+        "from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Tuple, cast",
+        "",
+        "if TYPE_CHECKING:",
+        "    from typing import Type, TypeVar, Union",
+        "",
+        "    _T = TypeVar(\"_T\", bound=ctypes._CData)",
+        "    #: A ctypes type, as restype and argtypes take them.",
+        "    CType = Type[ctypes._CDataType]",
+        "    #: What a ``void *`` argument accepts: an address, None (NULL), bytes, a ctypes object or",
+        "    #: a byref().",
+        "    VoidP = Union[int, bytes, None, ctypes._CData, ctypes._CArgObject]",
+        "    #: What a ``const char *`` argument accepts: bytes, None (NULL) or a ctypes string.",
+        "    CharP = Union[bytes, None, ctypes.c_char_p, ctypes.Array[ctypes.c_char]]",
+        "    #: What a ``T *`` argument accepts: a ``T`` (passed by reference), a pointer to or an array",
+        "    #: of ``T``, a byref(), or None (NULL).",
+        "    Ptr = Union[_T, ctypes._Pointer[_T], ctypes.Array[_T], ctypes._CArgObject, None]",
         "",
         "# fmt: off",
     ]
@@ -250,48 +309,68 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         "]",
         "",
         "# name -> (restype, argtypes), in header order.",
-        "FUNCTIONS = {",
+        "FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {",
     ]
     for h in headers:
         out.append(f"    # {h.name}")
         for fname, restype, argtypes in h.functions:
             out.append(f'    "{fname}": ({restype}, [{", ".join(argtypes)}]),')
-    out += ["}", "", "# name -> parameter names, as the headers spell them.", "ARG_NAMES = {"]
+    out += ["}", "", "# name -> parameter names, as the headers spell them.",
+            "ARG_NAMES: Dict[str, List[str]] = {"]
     for h in headers:
         for fname, _, _ in h.functions:
             out.append(f'    "{fname}": {h.arg_names[fname]!r},')
     out += [
         "}",
+        "",
+        "",
+        "class Library(Protocol):",
+        '    """The loaded library as :func:`bind` leaves it, for a type checker: every function of',
+        "    the headers, taking and returning the Python values ctypes converts (an integer",
+        "    outside its C type's range raises OverflowError). Get one with :func:`typed`.\"\"\"",
+    ]
+    for h in headers:
+        out += ["", f"    # {h.name}"]
+        for fname, restype, argtypes in h.functions:
+            params = [
+                f"{_param(n)}: {pytype(t, f'{fname}({n})', result=False)}"
+                for n, t in zip(h.arg_names[fname], argtypes)
+            ]
+            ret = pytype(restype, f"{fname} return", result=True)
+            out.append(f"    def {fname}({', '.join(['self', *params, '/'])}) -> {ret}: ...")
+    out += [
         "# fmt: on",
         "",
         "",
-        "def _int_range(t):",
+        "def _int_range(t: Optional[CType]) -> Optional[Tuple[int, int]]:",
         '    """(lowest, highest) value of an integer ctypes type, or None."""',
-        "    if not isinstance(getattr(t, \"_type_\", None), str) or t._type_ not in \"bBhHiIlLqQ\":",
+        "    if not (isinstance(t, type) and issubclass(t, ctypes._SimpleCData)):",
+        "        return None",
+        "    if getattr(t, \"_type_\", None) not in tuple(\"bBhHiIlLqQ\"):  # the struct module's integer codes",
         "        return None",
         "    bits = 8 * ctypes.sizeof(t)",
         "    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t(-1).value < 0 else (0, (1 << bits) - 1)",
         "",
         "",
-        "def _checked(name, fn, argtypes):",
+        "def _checked(name: str, fn: Callable[..., Any], argtypes: List[CType]) -> Callable[..., Any]:",
         '    """``fn``, refusing integers its C parameters cannot hold (ctypes would wrap them',
         '    silently: 2**64 + 1000 becomes 1000, -5000 a huge unsigned value)."""',
         "    checks = [(i, ARG_NAMES[name][i], r) for i, t in enumerate(argtypes) for r in [_int_range(t)] if r]",
         "    if not checks:",
         "        return fn",
         "",
-        "    def call(*args):",
+        "    def call(*args: Any) -> Any:",
         "        for i, arg, (lo, hi) in checks:",
         "            if i < len(args) and isinstance(args[i], int) and not lo <= args[i] <= hi:",
         "                raise OverflowError(f\"{name}: {arg}={args[i]} is out of range ({lo}..{hi})\")",
         "        return fn(*args)",
         "",
         "    call.__name__ = name",
-        "    call.__wrapped__ = fn",
+        "    setattr(call, \"__wrapped__\", fn)  # as functools.wraps does (not a declared attribute)",
         "    return call",
         "",
         "",
-        "def bind(lib):",
+        "def bind(lib: ctypes.CDLL) -> ctypes.CDLL:",
         '    """Sets restype and argtypes of every function on the loaded library ``lib``, and',
         '    wraps those taking integers in a range check naming the parameter."""',
         "    for name, (restype, argtypes) in FUNCTIONS.items():",
@@ -299,7 +378,16 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         "        fn.restype = restype",
         "        fn.argtypes = argtypes",
         "        setattr(lib, name, _checked(name, fn, argtypes))",
+        "    setattr(lib, \"_aclprof_bound\", True)",
         "    return lib",
+        "",
+        "",
+        "def typed(lib: ctypes.CDLL) -> Library:",
+        '    """``lib``, which :func:`bind` has bound (``aclprof._lib.load()`` returns it so), as',
+        '    the :class:`Library` it is: only its static type changes."""',
+        "    if not getattr(lib, \"_aclprof_bound\", False):",
+        "        raise TypeError(f\"{lib!r} is not bound: pass it to bind() first\")",
+        "    return cast(Library, lib)",
         "",
     ]
     return "\n".join(out)
