@@ -603,8 +603,14 @@ mod tests {
         let (i, o) = (create_dataset(), create_dataset());
         execute(m, i, o, 0).unwrap();
         unload_model(m).unwrap();
-        assert_eq!(unload_model(m).unwrap_err().code, ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
-        assert_eq!(execute(m, i, o, 0).unwrap_err().code, ACL_ERROR_GE_EXEC_MODEL_ID_INVALID);
+        assert_eq!(
+            unload_model(m).unwrap_err().code,
+            ACL_ERROR_GE_EXEC_MODEL_ID_INVALID
+        );
+        assert_eq!(
+            execute(m, i, o, 0).unwrap_err().code,
+            ACL_ERROR_GE_EXEC_MODEL_ID_INVALID
+        );
     }
 
     #[test]

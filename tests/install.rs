@@ -75,16 +75,35 @@ fn install_then_build_with_pkg_config_cmake_and_static() {
     );
 
     let dynamic = run(Command::new("readelf").arg("-d").arg(&so));
-    assert!(dynamic.contains("Library soname: [libaclprof.so.0]"), "{dynamic}");
+    assert!(
+        dynamic.contains("Library soname: [libaclprof.so.0]"),
+        "{dynamic}"
+    );
     let sections = run(Command::new("readelf").arg("-S").arg(&so));
-    assert!(!sections.contains(".debug_info"), "the installed library is stripped");
-    assert!(sections.contains(".gnu_debuglink"), "and points to its debug info");
-    let debug = run(Command::new("readelf").arg("-S").arg(
-        lib.join(".debug")
-            .join(format!("{}.debug", so.file_name().unwrap().to_string_lossy())),
-    ));
-    assert!(debug.contains(".debug_info"), "the debug info is kept beside it");
-    for name in ["libaclprof.so", "libaclprof.so.0", "libmsprofiler.so", "libascendcl.so"] {
+    assert!(
+        !sections.contains(".debug_info"),
+        "the installed library is stripped"
+    );
+    assert!(
+        sections.contains(".gnu_debuglink"),
+        "and points to its debug info"
+    );
+    let debug = run(Command::new("readelf")
+        .arg("-S")
+        .arg(lib.join(".debug").join(format!(
+            "{}.debug",
+            so.file_name().unwrap().to_string_lossy()
+        ))));
+    assert!(
+        debug.contains(".debug_info"),
+        "the debug info is kept beside it"
+    );
+    for name in [
+        "libaclprof.so",
+        "libaclprof.so.0",
+        "libmsprofiler.so",
+        "libascendcl.so",
+    ] {
         assert!(lib.join(name).exists(), "{name}");
     }
 
@@ -103,7 +122,10 @@ fn install_then_build_with_pkg_config_cmake_and_static() {
            LD_LIBRARY_PATH="$PREFIX/lib" "$W/sample" "$MODEL" "$W/prof-c" 2"#,
         env,
     );
-    assert!(out.contains("subscription: 250 ops from 2 executions"), "{out}");
+    assert!(
+        out.contains("subscription: 250 ops from 2 executions"),
+        "{out}"
+    );
 
     // C++.
     let out = sh(
@@ -128,7 +150,10 @@ fn install_then_build_with_pkg_config_cmake_and_static() {
            "$W/sample_static" "$MODEL" "$W/prof-static" 1"#,
         env,
     );
-    assert!(out.contains("subscription: 125 ops from 1 executions"), "{out}");
+    assert!(
+        out.contains("subscription: 125 ops from 1 executions"),
+        "{out}"
+    );
 
     // CMake's find_package, shared and static targets (cmake from scripts/tools).
     let tools = run(&mut Command::new(root().join("scripts/tools")));
@@ -142,7 +167,8 @@ fn install_then_build_with_pkg_config_cmake_and_static() {
         &[env, &[("CMAKE", cmake.as_path())]].concat(),
     );
     assert_eq!(
-        out.matches("subscription: 125 ops from 1 executions").count(),
+        out.matches("subscription: 125 ops from 1 executions")
+            .count(),
         2,
         "{out}"
     );
