@@ -1,5 +1,6 @@
-/* fork(): children of a process whose threads are reporting into a subscription, forked again
- * and again (so some forks land while a library lock is held). A child must never hang: it
+/* fork(): children of a process whose threads are reporting into a subscription (and using
+ * the emulated runtime: memory, datasets, model descriptions), forked again and again (so
+ * some forks land while a library lock is held). A child must never hang: it
  * starts with fresh profiling state of its own, can subscribe anew, and never writes the
  * parent's records. The parent's reader gets exactly the parent's records.
  *   fork            the tests
@@ -8,17 +9,42 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "acl/acl.h"
 #include "acl/acl_prof.h"
 #include "acl/acl_prof_ext.h"
 #include "harness.h"
 
 static volatile int g_stop;
 static uint32_t g_model;
+static uint32_t g_simModel;
+
+/* One round of the emulated runtime's calls: each takes one of its tables' locks. */
+static int runtime_round(void) {
+    void *p = NULL;
+    if (aclrtMalloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return 1;
+    aclmdlDataset *ds = aclmdlCreateDataset();
+    aclDataBuffer *b = aclCreateDataBuffer(p, 64);
+    if (ds == NULL || b == NULL || aclmdlAddDatasetBuffer(ds, b) != ACL_SUCCESS) return 2;
+    aclmdlDesc *desc = aclmdlCreateDesc();
+    if (desc == NULL || aclmdlGetDesc(desc, g_simModel) != ACL_SUCCESS) return 3;
+    if (aclmdlDestroyDesc(desc) != ACL_SUCCESS || aclDestroyDataBuffer(b) != ACL_SUCCESS ||
+        aclmdlDestroyDataset(ds) != ACL_SUCCESS || aclrtFree(p) != ACL_SUCCESS) return 4;
+    return 0;
+}
+
+static void *runtime_user(void *arg) {
+    (void)arg;
+    while (!g_stop)
+        if (runtime_round() != 0) return (void *)1;
+    return NULL;
+}
 
 static void *reporter(void *arg) {
     (void)arg;
@@ -43,6 +69,7 @@ static void *drain(void *arg) {
  * held, 3 + the step that failed otherwise. The watchdog (alarm) turns a hang into SIGALRM. */
 static int child(void) {
     alarm(10);
+    if (runtime_round() != 0) return 11;
     if (aclprofExtReportOp(g_model, "child/op", "Add", 1, 2) != ACL_SUCCESS) return 3;
     if (aclprofExtFlush() != ACL_SUCCESS) return 4;
     /* the subscription was the parent's: the child has none of its own */
@@ -65,15 +92,24 @@ static int child(void) {
 
 static void test_children_of_a_reporting_process(void) {
     CHECK_EQ(aclprofExtModelLoad("forked", 0, &g_model), ACL_SUCCESS);
+    char desc[] = "/tmp/aclprof-fork-XXXXXX";
+    int dfd = mkstemp(desc);
+    CHECK(dfd >= 0);
+    const char *json = "{\"name\": \"sim\", \"ops\": [{\"name\": \"a\", \"type\": \"Add\", \"duration_us\": 1}]}";
+    CHECK_EQ(write(dfd, json, strlen(json)), (ssize_t)strlen(json));
+    close(dfd);
+    CHECK_EQ(aclprofExtSimModelLoad(desc, &g_simModel), ACL_SUCCESS);
+    unlink(desc);
     int p[2];
     CHECK_EQ(pipe(p), 0);
     static int w;
     w = p[1];
     aclprofSubscribeConfig *c = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &w);
     CHECK_EQ(aclprofModelSubscribe(g_model, c), ACL_SUCCESS);
-    pthread_t rd, rep[2];
+    pthread_t rd, rep[2], rt;
     pthread_create(&rd, NULL, drain, &p[0]);
     for (int i = 0; i < 2; i++) pthread_create(&rep[i], NULL, reporter, NULL);
+    pthread_create(&rt, NULL, runtime_user, NULL);
     for (int k = 0; k < 30; k++) {
         pid_t pid = fork();
         if (pid == 0) _exit(child());
@@ -86,6 +122,9 @@ static void test_children_of_a_reporting_process(void) {
         }
     }
     g_stop = 1;
+    void *rtFailed;
+    pthread_join(rt, &rtFailed);
+    CHECK(rtFailed == NULL);
     long reported = 0;
     for (int i = 0; i < 2; i++) {
         void *n;

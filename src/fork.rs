@@ -22,7 +22,8 @@ thread_local! {
 
 extern "C" fn prepare() {
     crate::panic::guard_void("aclprof fork handler", || {
-        let mut held: Vec<Release> = Vec::new();
+        let mut held: Vec<Release> = crate::runtime::fork_prepare();
+        held.push(crate::sim::fork_prepare());
         held.extend(crate::tx::fork_prepare());
         held.extend(crate::api::fork_prepare());
         held.push(crate::registry::fork_prepare());

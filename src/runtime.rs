@@ -73,6 +73,20 @@ thread_local! {
     static CURRENT_CONTEXT: Cell<usize> = const { Cell::new(0) };
 }
 
+/// Holds the runtime's locks across `fork()` (see [`crate::fork`]); its handles and memory
+/// stay valid in the child. They are leaves: no other lock is taken while one is held.
+pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
+    let memory = memory();
+    vec![
+        CONTEXTS.fork_prepare(),
+        STREAMS.fork_prepare(),
+        BUFFERS.fork_prepare(),
+        DATASETS.fork_prepare(),
+        DESCS.fork_prepare(),
+        Box::new(move |_child| drop(memory)),
+    ]
+}
+
 fn invalid<T>(msg: impl Into<String>) -> Result<T> {
     err(ACL_ERROR_INVALID_PARAM, msg)
 }

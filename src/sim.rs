@@ -226,6 +226,12 @@ fn models() -> std::sync::MutexGuard<'static, Option<HashMap<u32, Arc<SimModel>>
     MODELS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Holds the simulated models' lock across `fork()` (see [`crate::fork`]); a leaf lock.
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    let g = models();
+    Box::new(move |_child| drop(g))
+}
+
 /// Loads the description as a model of the emulated runtime; returns its model id.
 pub fn load(path: &Path) -> Result<u32> {
     load_on(path, None)
