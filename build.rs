@@ -20,10 +20,10 @@ const ENUMS: &[(&str, &str)] = &[
     ("aclrtMemMallocPolicyValues", "aclrtMemMallocPolicy"),
 ];
 
-/// Shows the header-only enums under their C names in place of the integer types that
-/// carry them across the ABI.
-fn rename_enums(c: &mut cbindgen::Config) {
-    for (rust, name) in ENUMS {
+/// Shows the header-only enums whose C names start with `prefix` under those names, in
+/// place of the integer types that carry them across the ABI.
+fn rename_enums(c: &mut cbindgen::Config, prefix: &str) {
+    for (rust, name) in ENUMS.iter().filter(|(_, name)| name.starts_with(prefix)) {
         c.export.rename.insert(rust.to_string(), name.to_string());
         c.export.include.push(rust.to_string());
         c.export.exclude.push(name.to_string());
@@ -101,9 +101,7 @@ fn main() {
         "#ifndef MSVP_PROF_API\n#define MSVP_PROF_API __attribute__((visibility(\"default\")))\n#endif",
         Some("MSVP_PROF_API"),
     );
-    rename_enums(&mut prof);
-    prof.export.exclude.retain(|e| e.starts_with("aclprof"));
-    prof.export.include.retain(|e| e.starts_with("aclprof"));
+    rename_enums(&mut prof, "aclprof");
     prof.export.include.push("aclprofStopConfig".into());
     generate("src/ffi/prof.rs", &out.join("acl_prof.h"), prof);
 
@@ -124,18 +122,14 @@ fn main() {
         "",
         Some("ACL_FUNC_VISIBILITY"),
     );
-    rename_enums(&mut rt);
-    rt.export.exclude.retain(|e| e.starts_with("aclrt"));
-    rt.export.include.retain(|e| e.starts_with("aclrt"));
-    rt.export.include.push("aclrtContext".into());
+    rename_enums(&mut rt, "aclrt");
     generate("src/ffi/rt.rs", &out.join("acl_rt.h"), rt);
-    let mut mdl = config(
+    let mdl = config(
         "INC_EXTERNAL_ACL_ACL_MODEL_H_",
         &["acl_base.h", "acl_rt.h"],
         "",
         Some("ACL_FUNC_VISIBILITY"),
     );
-    mdl.export.exclude = vec!["aclDataBuffer".into(), "aclrtStream".into()];
     generate("src/ffi/mdl.rs", &out.join("acl_mdl.h"), mdl);
     let acl = config(
         "INC_EXTERNAL_ACL_ACL_H_",
