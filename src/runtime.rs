@@ -91,6 +91,20 @@ fn invalid<T>(msg: impl Into<String>) -> Result<T> {
     err(ACL_ERROR_INVALID_PARAM, msg)
 }
 
+/// ACL_ERROR_INVALID_PARAM for a handle that is not a live `what`.
+fn not_a(h: usize, what: &str) -> Error {
+    Error::new(ACL_ERROR_INVALID_PARAM, format!("{h:#x} is not {what}"))
+}
+
+/// Destroys the object behind handle `h` of `table`, or says it is not a live `what`.
+fn destroy<T>(table: &Table<T>, h: usize, what: &str) -> Result<()> {
+    if table.remove(h) {
+        Ok(())
+    } else {
+        Err(not_a(h, what))
+    }
+}
+
 // ---- init -------------------------------------------------------------------------------
 
 /// `aclInit`: once per process until `aclFinalize`. The config file must exist (its
@@ -177,9 +191,7 @@ pub fn create_context(device: i32) -> Result<usize> {
 }
 
 pub fn destroy_context(h: usize) -> Result<()> {
-    if !CONTEXTS.remove(h) {
-        return invalid(format!("{h:#x} is not a context from aclrtCreateContext"));
-    }
+    destroy(&CONTEXTS, h, "a context from aclrtCreateContext")?;
     if CURRENT_CONTEXT.get() == h {
         CURRENT_CONTEXT.set(0);
     }
@@ -187,9 +199,9 @@ pub fn destroy_context(h: usize) -> Result<()> {
 }
 
 pub fn set_current_context(h: usize) -> Result<()> {
-    let Some(device) = CONTEXTS.with(h, |c| c.device) else {
-        return invalid(format!("{h:#x} is not a live context"));
-    };
+    let device = CONTEXTS
+        .with(h, |c| c.device)
+        .ok_or_else(|| not_a(h, "a live context"))?;
     CURRENT_CONTEXT.set(h);
     CURRENT_DEVICE.set(Some(device));
     Ok(())
@@ -215,17 +227,14 @@ pub fn create_stream() -> Result<usize> {
 }
 
 pub fn destroy_stream(h: usize) -> Result<()> {
-    if !STREAMS.remove(h) {
-        return invalid(format!("{h:#x} is not a stream from aclrtCreateStream"));
-    }
-    Ok(())
+    destroy(&STREAMS, h, "a stream from aclrtCreateStream")
 }
 
 /// Execution is synchronous, so there is never anything to wait for. NULL is the default
 /// stream, as in CANN.
 pub fn synchronize_stream(h: usize) -> Result<()> {
     if h != 0 && STREAMS.with(h, |_| ()).is_none() {
-        return invalid(format!("{h:#x} is not a live stream"));
+        return Err(not_a(h, "a live stream"));
     }
     Ok(())
 }
@@ -297,10 +306,7 @@ pub fn create_data_buffer(addr: usize, size: usize) -> usize {
 }
 
 pub fn destroy_data_buffer(h: usize) -> Result<()> {
-    if !BUFFERS.remove(h) {
-        return invalid(format!("{h:#x} is not a data buffer"));
-    }
-    Ok(())
+    destroy(&BUFFERS, h, "a data buffer")
 }
 
 /// The buffer's (address, size), or None for a handle that is not a live data buffer.
@@ -311,12 +317,7 @@ pub fn data_buffer(h: usize) -> Option<(usize, usize)> {
 pub fn update_data_buffer(h: usize, addr: usize, size: usize) -> Result<()> {
     BUFFERS
         .with(h, |b| *b = DataBuffer { addr, size })
-        .ok_or_else(|| {
-            Error::new(
-                ACL_ERROR_INVALID_PARAM,
-                format!("{h:#x} is not a data buffer"),
-            )
-        })
+        .ok_or_else(|| not_a(h, "a data buffer"))
 }
 
 pub fn create_dataset() -> usize {
@@ -326,24 +327,16 @@ pub fn create_dataset() -> usize {
 }
 
 pub fn destroy_dataset(h: usize) -> Result<()> {
-    if !DATASETS.remove(h) {
-        return invalid(format!("{h:#x} is not a dataset"));
-    }
-    Ok(())
+    destroy(&DATASETS, h, "a dataset")
 }
 
 pub fn add_dataset_buffer(dataset: usize, buffer: usize) -> Result<()> {
     if data_buffer(buffer).is_none() {
-        return invalid(format!("{buffer:#x} is not a data buffer"));
+        return Err(not_a(buffer, "a data buffer"));
     }
     DATASETS
         .with(dataset, |d| d.buffers.push(buffer))
-        .ok_or_else(|| {
-            Error::new(
-                ACL_ERROR_INVALID_PARAM,
-                format!("{dataset:#x} is not a dataset"),
-            )
-        })
+        .ok_or_else(|| not_a(dataset, "a dataset"))
 }
 
 pub fn dataset_num_buffers(h: usize) -> usize {
@@ -401,13 +394,16 @@ pub fn description_of(path: &Path) -> Result<PathBuf> {
 pub fn load_model(path: &Path) -> Result<u32> {
     let desc = description_of(path)?;
     let device = CURRENT_DEVICE.get().map(|d| d as u32);
-    crate::sim::load_on(&desc, device).map_err(|e| {
-        if e.code == ACL_ERROR_INVALID_FILE {
-            Error::new(ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID, e.msg)
-        } else {
-            e
-        }
-    })
+    crate::sim::load_on(&desc, device).map_err(as_loader_error)
+}
+
+/// The model loader's code for a description the simulator cannot read.
+fn as_loader_error(e: Error) -> Error {
+    if e.code == ACL_ERROR_INVALID_FILE {
+        Error::new(ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID, e.msg)
+    } else {
+        e
+    }
 }
 
 fn loaded(model: u32) -> Result<Arc<SimModel>> {
@@ -428,8 +424,7 @@ pub fn unload_model(model: u32) -> Result<()> {
 
 pub fn query_size(path: &Path) -> Result<(usize, usize)> {
     let desc = description_of(path)?;
-    crate::sim::parse_file(&desc)
-        .map_err(|e| Error::new(ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID, e.msg))?;
+    crate::sim::parse_file(&desc).map_err(as_loader_error)?;
     Ok((SIM_WORK_SIZE, SIM_WEIGHT_SIZE))
 }
 
@@ -455,20 +450,14 @@ pub fn create_desc() -> usize {
 }
 
 pub fn destroy_desc(h: usize) -> Result<()> {
-    if !DESCS.remove(h) {
-        return invalid(format!("{h:#x} is not a model description"));
-    }
-    Ok(())
+    destroy(&DESCS, h, "a model description")
 }
 
 pub fn get_desc(h: usize, model: u32) -> Result<()> {
     let m = loaded(model)?;
-    DESCS.with(h, |d| d.model = Some(m)).ok_or_else(|| {
-        Error::new(
-            ACL_ERROR_INVALID_PARAM,
-            format!("{h:#x} is not a model description"),
-        )
-    })
+    DESCS
+        .with(h, |d| d.model = Some(m))
+        .ok_or_else(|| not_a(h, "a model description"))
 }
 
 /// The input (or output) sizes of the model a description was filled from; empty for a
