@@ -43,6 +43,14 @@ fn out_dir() -> PathBuf {
     d
 }
 
+/// An empty directory `name` under out_dir(), for a test's results.
+fn fresh_dir(name: &str) -> PathBuf {
+    let d = out_dir().join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 fn run(cmd: &mut Command) -> std::process::Output {
     let out = cmd
         .output()
@@ -129,8 +137,7 @@ fn expected_per_type(model: &Path, executions: u64) -> BTreeMap<String, (u64, u6
 #[test]
 fn cann_resnet50_sample_links_with_ascendcl() {
     let exe = build_c(&root().join("examples/cann_resnet50_sample.c"), "ascendcl");
-    let out_dir = out_dir().join("cann_sample_prof");
-    let _ = std::fs::remove_dir_all(&out_dir);
+    let out_dir = fresh_dir("cann_sample_prof");
     let om = root().join("models/resnet50.om");
     assert!(
         !om.exists(),
@@ -295,8 +302,7 @@ fn op_summary_rows(prof: &Path) -> usize {
 #[test]
 fn environment_variable_mode() {
     let exe = build("env_mode_app", "aclprof");
-    let out = out_dir().join("env-mode-results");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = fresh_dir("env-mode-results");
     let opts = format!(
         r#"{{"output": "{}", "task_trace": "on", "training_trace": "on", "aic_metrics": "PipeUtilization"}}"#,
         out.display()
@@ -333,8 +339,7 @@ fn environment_variable_mode() {
 #[test]
 fn killed_process_is_exported_afterwards() {
     let exe = build("killed_app", "aclprof");
-    let out = out_dir().join("killed-results");
-    let _ = std::fs::remove_dir_all(&out);
+    let out = fresh_dir("killed-results");
     let status = Command::new(&exe)
         .arg(&out)
         .arg(data("tiny.json"))
@@ -395,8 +400,7 @@ fn fork_children_start_fresh() {
     let exe = build("fork", "aclprof");
     let out = exec(&exe, &[], &[]);
     assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
-    let results = out_dir().join("fork-env-results");
-    let _ = std::fs::remove_dir_all(&results);
+    let results = fresh_dir("fork-env-results");
     let opts = format!(
         r#"{{"output": "{}", "task_trace": "on"}}"#,
         results.display()
@@ -431,9 +435,7 @@ fn fork_children_start_fresh() {
 #[test]
 fn file_size_limit_loss_is_never_silent() {
     let exe = build("file_faults", "aclprof");
-    let dir = out_dir().join("file-faults-results");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("file-faults-results");
     let mut c = Command::new(&exe);
     c.arg("fsize").arg(&dir).env_remove("ACLPROF_LOG");
     let out = run(&mut c);
@@ -453,9 +455,7 @@ fn file_size_limit_loss_is_never_silent() {
 #[test]
 fn short_lived_threads_hold_no_descriptors() {
     let exe = build("file_faults", "aclprof");
-    let dir = out_dir().join("short-lived-results");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("short-lived-results");
     let out = exec(&exe, &[Path::new("threads"), &dir], &[]);
     assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
     let dirs: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -535,9 +535,7 @@ fn injected_write_faults_lose_nothing_uncounted() {
         ("24", "0", true, false),  // EMFILE opening the raw file
         ("28", "0", false, true),  // ENOSPC on the host event log
     ] {
-        let dir = out_dir().join(format!("inject-{errno}-{after}-{open}-{host}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = fresh_dir(&format!("inject-{errno}-{after}-{open}-{host}"));
         let shim_s = shim.to_str().unwrap();
         let mut env = vec![
             ("LD_PRELOAD", shim_s),
