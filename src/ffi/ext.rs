@@ -3,7 +3,7 @@
 //! run the model simulator.
 
 use super::base::aclError;
-use super::{code, cstr, guard, invalid, opt_path_arg, path_arg};
+use super::{code, cstr, entry, guard, invalid, opt_path_arg, path_arg};
 use std::ffi::{c_char, c_void};
 
 /// Delivery statistics since the process started (all subscriptions together).
@@ -32,21 +32,18 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
     deviceId: u32,
     modelId: *mut u32,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofExtModelLoad",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let r = (|| {
-                let name = cstr(modelName, "modelName")?;
-                if modelId.is_null() {
-                    return Err(invalid("modelId is NULL"));
-                }
-                let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
-                *modelId = id;
-                Ok(())
-            })();
-            code("aclprofExtModelLoad", r)
+            let name = cstr(modelName, "modelName")?;
+            if modelId.is_null() {
+                return Err(invalid("modelId is NULL"));
+            }
+            let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
+            *modelId = id;
+            Ok(())
         },
     )
 }
@@ -89,16 +86,13 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active() {
         return 0;
     }
-    guard(
+    entry(
         "aclprofExtReportOp",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = (|| {
-                let name = cstr(opName, "opName")?;
-                let ty = cstr(opType, "opType")?;
-                crate::report::report_op(modelId, name, ty, startNs, endNs)
-            })();
-            code("aclprofExtReportOp", r)
+            let name = cstr(opName, "opName")?;
+            let ty = cstr(opType, "opType")?;
+            crate::report::report_op(modelId, name, ty, startNs, endNs)
         },
     )
 }
@@ -121,10 +115,10 @@ pub extern "C" fn aclprofExtNowNs() -> u64 {
 /// -> ACL_ERROR_PROFILING_FAILURE (nothing is dropped by the flush itself).
 #[no_mangle]
 pub extern "C" fn aclprofExtFlush() -> aclError {
-    guard(
+    entry(
         "aclprofExtFlush",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || code("aclprofExtFlush", crate::api::flush()),
+        crate::api::flush,
     )
 }
 
@@ -159,21 +153,18 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(
     path: *const c_char,
     modelId: *mut u32,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofExtSimModelLoad",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let r = (|| {
-                let p = path_arg(path, "path")?;
-                if modelId.is_null() {
-                    return Err(invalid("modelId is NULL"));
-                }
-                let id = crate::sim::load(p)?;
-                *modelId = id;
-                Ok(())
-            })();
-            code("aclprofExtSimModelLoad", r)
+            let p = path_arg(path, "path")?;
+            if modelId.is_null() {
+                return Err(invalid("modelId is NULL"));
+            }
+            let id = crate::sim::load(p)?;
+            *modelId = id;
+            Ok(())
         },
     )
 }
@@ -183,10 +174,10 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(
 /// simulated execution has finished, like aclmdlExecute.
 #[no_mangle]
 pub extern "C" fn aclprofExtSimModelExecute(modelId: u32) -> aclError {
-    guard(
+    entry(
         "aclprofExtSimModelExecute",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || code("aclprofExtSimModelExecute", crate::sim::execute(modelId)),
+        || crate::sim::execute(modelId),
     )
 }
 
@@ -231,21 +222,18 @@ pub unsafe extern "C" fn aclprofExtRingSubscribe(
     capacityRecords: u32,
     ringFd: *mut i32,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofExtRingSubscribe",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let r = (|| {
-                if ringFd.is_null() {
-                    return Err(invalid("ringFd is NULL"));
-                }
-                let p = opt_path_arg(path, "path")?;
-                let fd = crate::api::ring_subscribe(modelId, p, capacityRecords as u64)?;
-                *ringFd = fd;
-                Ok(())
-            })();
-            code("aclprofExtRingSubscribe", r)
+            if ringFd.is_null() {
+                return Err(invalid("ringFd is NULL"));
+            }
+            let p = opt_path_arg(path, "path")?;
+            let fd = crate::api::ring_subscribe(modelId, p, capacityRecords as u64)?;
+            *ringFd = fd;
+            Ok(())
         },
     )
 }
@@ -258,21 +246,18 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
     fd: i32,
     ring: *mut *mut aclprofExtRing,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofExtRingAttach",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = (|| {
-                if ring.is_null() {
-                    return Err(invalid("ring is NULL"));
-                }
-                let p = opt_path_arg(path, "path")?;
-                let rg = crate::transport::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
-                let rg = crate::transport::ring::Reader::attach(rg)?;
-                *ring = RINGS.insert(std::sync::Arc::new(rg)) as *mut aclprofExtRing;
-                Ok(())
-            })();
-            code("aclprofExtRingAttach", r)
+            if ring.is_null() {
+                return Err(invalid("ring is NULL"));
+            }
+            let p = opt_path_arg(path, "path")?;
+            let rg = crate::transport::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
+            let rg = crate::transport::ring::Reader::attach(rg)?;
+            *ring = RINGS.insert(std::sync::Arc::new(rg)) as *mut aclprofExtRing;
+            Ok(())
         },
     )
 }
@@ -320,29 +305,26 @@ pub unsafe extern "C" fn aclprofExtRingAcquire(
     records: *mut *const c_void,
     length: *mut usize,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofExtRingAcquire",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = (|| {
-                if records.is_null() || length.is_null() {
-                    return Err(invalid("records or length is NULL"));
+            if records.is_null() || length.is_null() {
+                return Err(invalid("records or length is NULL"));
+            }
+            let rg = ring_of(ring)?;
+            let wait = std::time::Duration::from_millis(timeoutMs.max(0) as u64);
+            match rg.acquire(maxRecords as u64, wait)? {
+                Some((p, n)) => {
+                    *records = p.cast();
+                    *length = n;
                 }
-                let rg = ring_of(ring)?;
-                let wait = std::time::Duration::from_millis(timeoutMs.max(0) as u64);
-                match rg.acquire(maxRecords as u64, wait)? {
-                    Some((p, n)) => {
-                        *records = p.cast();
-                        *length = n;
-                    }
-                    None => {
-                        *records = std::ptr::null();
-                        *length = 0;
-                    }
+                None => {
+                    *records = std::ptr::null();
+                    *length = 0;
                 }
-                Ok(())
-            })();
-            code("aclprofExtRingAcquire", r)
+            }
+            Ok(())
         },
     )
 }
@@ -350,15 +332,10 @@ pub unsafe extern "C" fn aclprofExtRingAcquire(
 /// Gives `length` bytes (whole records of the last acquired batch) back to the producer.
 #[no_mangle]
 pub extern "C" fn aclprofExtRingRelease(ring: *mut aclprofExtRing, length: usize) -> aclError {
-    guard(
+    entry(
         "aclprofExtRingRelease",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            code(
-                "aclprofExtRingRelease",
-                ring_of(ring).and_then(|r| r.release(length)),
-            )
-        },
+        || ring_of(ring).and_then(|r| r.release(length)),
     )
 }
 
@@ -423,41 +400,38 @@ pub unsafe extern "C" fn aclprofExtDecodeOps(
     capacity: u32,
     count: *mut u32,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofExtDecodeOps",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = (|| {
-                if count.is_null() || (ops.is_null() && capacity != 0) {
-                    return Err(invalid("count is NULL, or ops is NULL with a capacity"));
+            if count.is_null() || (ops.is_null() && capacity != 0) {
+                return Err(invalid("count is NULL, or ops is NULL with a capacity"));
+            }
+            *count = 0;
+            let buf = super::op_buffer(opInfo, opInfoLen)?;
+            let (max, out) = if ops.is_null() {
+                (usize::MAX, &mut [][..])
+            } else {
+                (
+                    capacity as usize,
+                    std::slice::from_raw_parts_mut(ops, capacity as usize),
+                )
+            };
+            let r = crate::accessor::each_verified(buf, max, !ops.is_null(), |i, v| {
+                if let Some(o) = out.get_mut(i) {
+                    *o = unpack(v);
                 }
-                *count = 0;
-                let buf = super::op_buffer(opInfo, opInfoLen)?;
-                let (max, out) = if ops.is_null() {
-                    (usize::MAX, &mut [][..])
-                } else {
-                    (
-                        capacity as usize,
-                        std::slice::from_raw_parts_mut(ops, capacity as usize),
-                    )
-                };
-                let r = crate::accessor::each_verified(buf, max, !ops.is_null(), |i, v| {
-                    if let Some(o) = out.get_mut(i) {
-                        *o = unpack(v);
-                    }
-                });
-                match r {
-                    Ok(n) => {
-                        *count = n as u32;
-                        Ok(())
-                    }
-                    Err((n, e)) => {
-                        *count = n as u32;
-                        Err(e)
-                    }
+            });
+            match r {
+                Ok(n) => {
+                    *count = n as u32;
+                    Ok(())
                 }
-            })();
-            code("aclprofExtDecodeOps", r)
+                Err((n, e)) => {
+                    *count = n as u32;
+                    Err(e)
+                }
+            }
         },
     )
 }

@@ -2,7 +2,8 @@
 //! and does only this: run its body under [`guard`] (no panic crosses into C), check and
 //! convert the C arguments, call the safe implementation in [`crate::api`] and friends, and
 //! turn a `Result` into CANN's return value with [`code`] (which also logs the failure and
-//! stores it for `aclGetRecentErrMsg`).
+//! stores it for `aclGetRecentErrMsg`). [`entry`] is that whole frame for the functions that
+//! return an aclError.
 //!
 //! One file per generated header: `base.rs` -> `acl/acl_base.h`, `prof.rs` ->
 //! `acl/acl_prof.h`, `ext.rs` -> `acl/acl_prof_ext.h`, and for the emulated runtime
@@ -32,13 +33,19 @@ pub(crate) fn code(func: &str, r: Result<()>) -> i32 {
     }
 }
 
-/// The whole body of an emulated-runtime call that returns an aclError: initialise on first
-/// use, run `body` under [`guard`], turn its result into the code.
+/// The body of an entry point that returns an aclError: runs `body` under [`guard`] (a
+/// panic returns `fallback`) and turns its result into the code with [`code`].
+#[inline(always)]
+pub(crate) fn entry(func: &str, fallback: i32, body: impl FnOnce() -> Result<()>) -> i32 {
+    guard(func, fallback, || code(func, body()))
+}
+
+/// [`entry`] for the emulated runtime's calls: initialise on first use, then `body`.
 #[inline]
 pub(crate) fn runtime_call(func: &str, body: impl FnOnce() -> Result<()>) -> i32 {
-    guard(func, error::ACL_ERROR_INTERNAL_ERROR, || {
+    entry(func, error::ACL_ERROR_INTERNAL_ERROR, || {
         crate::init::ensure();
-        code(func, body())
+        body()
     })
 }
 

@@ -2,7 +2,7 @@
 //! CANN's prototypes, plus the exported extras `aclprofGetGraphId` and `aclprofWarmup`.
 
 use super::base::{aclError, aclrtStream};
-use super::{code, counted_str, failed, guard, invalid, op_buffer, op_record};
+use super::{code, counted_str, entry, failed, guard, invalid, op_buffer, op_record};
 use crate::accessor::{self, Field};
 use crate::error::{Error, ACL_ERROR_INVALID_PARAM, MSPROFTX_FAILED};
 use crate::record::{FLAG_NONE, FLAG_OP_THREAD, RECORD_SIZE};
@@ -158,22 +158,19 @@ fn handle<T>(p: *const T) -> usize {
 /// directory not creatable or writable -> ACL_ERROR_PROFILING_FAILURE.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofInit(profilerResultPath: *const c_char, length: usize) -> aclError {
-    guard(
+    entry(
         "aclprofInit",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let r = (|| {
-                let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
-                if p.is_empty() || p.len() > crate::state::MAX_PATH {
-                    return Err(invalid(format!(
-                        "the path length must be 1..=4096, not {length}"
-                    )));
-                }
-                use std::os::unix::ffi::OsStrExt;
-                crate::api::init(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))
-            })();
-            code("aclprofInit", r)
+            let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
+            if p.is_empty() || p.len() > crate::state::MAX_PATH {
+                return Err(invalid(format!(
+                    "the path length must be 1..=4096, not {length}"
+                )));
+            }
+            use std::os::unix::ffi::OsStrExt;
+            crate::api::init(std::path::Path::new(std::ffi::OsStr::from_bytes(p)))
         },
     )
 }
@@ -182,12 +179,12 @@ pub unsafe extern "C" fn aclprofInit(profilerResultPath: *const c_char, length: 
 /// Errors: not initialised -> ACL_ERROR_PROF_NOT_RUN.
 #[no_mangle]
 pub extern "C" fn aclprofFinalize() -> aclError {
-    guard(
+    entry(
         "aclprofFinalize",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            code("aclprofFinalize", crate::api::finalize())
+            crate::api::finalize()
         },
     )
 }
@@ -196,12 +193,12 @@ pub extern "C" fn aclprofFinalize() -> aclError {
 /// with a different config while running, ACL_ERROR_PROF_ALREADY_RUN.
 #[no_mangle]
 pub extern "C" fn aclprofStart(profilerConfig: *const aclprofConfig) -> aclError {
-    guard(
+    entry(
         "aclprofStart",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            code("aclprofStart", crate::api::start(handle(profilerConfig)))
+            crate::api::start(handle(profilerConfig))
         },
     )
 }
@@ -209,12 +206,12 @@ pub extern "C" fn aclprofStart(profilerConfig: *const aclprofConfig) -> aclError
 /// Same as aclprofStart (CANN's two-phase start; the emulated device needs no warmup).
 #[no_mangle]
 pub extern "C" fn aclprofWarmup(profilerConfig: *const aclprofConfig) -> aclError {
-    guard(
+    entry(
         "aclprofWarmup",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            code("aclprofWarmup", crate::api::start(handle(profilerConfig)))
+            crate::api::start(handle(profilerConfig))
         },
     )
 }
@@ -266,15 +263,10 @@ pub unsafe extern "C" fn aclprofCreateConfig(
 /// Destroys a config. NULL, or a config already destroyed -> ACL_ERROR_INVALID_PARAM.
 #[no_mangle]
 pub extern "C" fn aclprofDestroyConfig(profilerConfig: *const aclprofConfig) -> aclError {
-    guard(
+    entry(
         "aclprofDestroyConfig",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            code(
-                "aclprofDestroyConfig",
-                crate::api::destroy_config(handle(profilerConfig)),
-            )
-        },
+        || crate::api::destroy_config(handle(profilerConfig)),
     )
 }
 
@@ -282,12 +274,12 @@ pub extern "C" fn aclprofDestroyConfig(profilerConfig: *const aclprofConfig) -> 
 /// (another object -> ACL_ERROR_INVALID_PROFILING_CONFIG; not running -> ACL_ERROR_PROF_NOT_RUN).
 #[no_mangle]
 pub extern "C" fn aclprofStop(profilerConfig: *const aclprofConfig) -> aclError {
-    guard(
+    entry(
         "aclprofStop",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            code("aclprofStop", crate::api::stop(handle(profilerConfig)))
+            crate::api::stop(handle(profilerConfig))
         },
     )
 }
@@ -300,27 +292,24 @@ pub unsafe extern "C" fn aclprofSetConfig(
     config: *const c_char,
     configLength: usize,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofSetConfig",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let r = (|| {
-                let ty = configType.0;
-                if ty <= 0 || ty >= crate::state::ARGS_MAX {
-                    return Err(invalid(format!(
-                        "configType {ty} is not an aclprofConfigType"
-                    )));
-                }
-                if configLength > crate::state::MAX_CONFIG_VALUE {
-                    return Err(invalid(format!(
-                        "configLength {configLength} is more than 256"
-                    )));
-                }
-                let v = counted_str(config, configLength, "config")?;
-                crate::api::set_config(ty, String::from_utf8_lossy(v).into_owned())
-            })();
-            code("aclprofSetConfig", r)
+            let ty = configType.0;
+            if ty <= 0 || ty >= crate::state::ARGS_MAX {
+                return Err(invalid(format!(
+                    "configType {ty} is not an aclprofConfigType"
+                )));
+            }
+            if configLength > crate::state::MAX_CONFIG_VALUE {
+                return Err(invalid(format!(
+                    "configLength {configLength} is more than 256"
+                )));
+            }
+            let v = counted_str(config, configLength, "config")?;
+            crate::api::set_config(ty, String::from_utf8_lossy(v).into_owned())
         },
     )
 }
@@ -335,15 +324,10 @@ pub extern "C" fn aclprofModelSubscribe(
     modelId: u32,
     profSubscribeConfig: *const aclprofSubscribeConfig,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofModelSubscribe",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            code(
-                "aclprofModelSubscribe",
-                crate::api::subscribe(modelId, handle(profSubscribeConfig)),
-            )
-        },
+        || crate::api::subscribe(modelId, handle(profSubscribeConfig)),
     )
 }
 
@@ -353,10 +337,10 @@ pub extern "C" fn aclprofModelSubscribe(
 /// waited for at most ACLPROF_UNSUBSCRIBE_TIMEOUT_MS; the rest is counted as dropped.
 #[no_mangle]
 pub extern "C" fn aclprofModelUnSubscribe(modelId: u32) -> aclError {
-    guard(
+    entry(
         "aclprofModelUnSubscribe",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || code("aclprofModelUnSubscribe", crate::api::unsubscribe(modelId)),
+        || crate::api::unsubscribe(modelId),
     )
 }
 
@@ -392,15 +376,10 @@ pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
 pub extern "C" fn aclprofDestroySubscribeConfig(
     profSubscribeConfig: *const aclprofSubscribeConfig,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofDestroySubscribeConfig",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            code(
-                "aclprofDestroySubscribeConfig",
-                crate::api::destroy_sub_config(handle(profSubscribeConfig)),
-            )
-        },
+        || crate::api::destroy_sub_config(handle(profSubscribeConfig)),
     )
 }
 
@@ -427,19 +406,16 @@ pub unsafe extern "C" fn aclprofGetOpNum(
     opInfoLen: usize,
     opNumber: *mut u32,
 ) -> aclError {
-    guard(
+    entry(
         "aclprofGetOpNum",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = (|| {
-                if opNumber.is_null() {
-                    return Err(invalid("opNumber is NULL"));
-                }
-                let n = accessor::op_num(op_buffer(opInfo, opInfoLen)?)?;
-                *opNumber = n;
-                Ok(())
-            })();
-            code("aclprofGetOpNum", r)
+            if opNumber.is_null() {
+                return Err(invalid("opNumber is NULL"));
+            }
+            let n = accessor::op_num(op_buffer(opInfo, opInfoLen)?)?;
+            *opNumber = n;
+            Ok(())
         },
     )
 }
@@ -739,15 +715,10 @@ pub extern "C" fn aclprofGetStepTimestamp(
     stream: aclrtStream,
 ) -> aclError {
     let _ = stream;
-    guard(
+    entry(
         "aclprofGetStepTimestamp",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            code(
-                "aclprofGetStepTimestamp",
-                crate::tx::step_timestamp(handle(stepInfo), tag.0).map(|_| ()),
-            )
-        },
+        || crate::tx::step_timestamp(handle(stepInfo), tag.0).map(|_| ()),
     )
 }
 
