@@ -7,10 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use common::{root, run};
 
 /// target/<profile>/, where cargo puts libaclprof.so (and scripts/build-lib its other names).
 /// `cargo test` builds the library only as an rlib, so the first test to need the shared
@@ -49,21 +46,6 @@ fn fresh_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn run(cmd: &mut Command) -> std::process::Output {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    if !out.status.success() {
-        panic!(
-            "{cmd:?} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    out
 }
 
 const WARN: &[&str] = &["-Wall", "-Wextra", "-Werror", "-pedantic"];

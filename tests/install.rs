@@ -3,28 +3,18 @@
 //! CMake's find_package (shared and static) and statically with pkg-config, run from
 //! there. Also the installed library's glibc floor, SONAME, stripping and debug link.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+mod common;
+use common::root;
 
 /// The oldest glibc the installed library may need.
 const GLIBC_FLOOR: (u32, u32) = (2, 28);
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
+/// Runs `cmd`, panicking with its output if it fails; its stdout.
 fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    String::from_utf8_lossy(&common::run(cmd).stdout).into_owned()
 }
 
 fn sh(script: &str, env: &[(&str, &Path)]) -> String {
