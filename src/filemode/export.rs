@@ -72,14 +72,19 @@ fn jstr(s: &str) -> String {
 /// Appends `s` as a JSON string literal.
 fn push_json_str(o: &mut String, s: &str) {
     o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
+    // Op names almost never need escaping: copy them whole when they don't.
+    if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        o.push_str(s);
+    } else {
+        for c in s.chars() {
+            match c {
+                '"' => o.push_str("\\\""),
+                '\\' => o.push_str("\\\\"),
+                c if (c as u32) < 0x20 => {
+                    let _ = write!(o, "\\u{:04x}", c as u32);
+                }
+                c => o.push(c),
             }
-            c => o.push(c),
         }
     }
     o.push('"');
@@ -87,7 +92,7 @@ fn push_json_str(o: &mut String, s: &str) {
 
 /// Appends `s` as a CSV field (quoted only when it must be).
 fn push_csv_field(o: &mut String, s: &str) {
-    if s.contains([',', '"', '\n', '\r']) {
+    if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
         o.push('"');
         o.push_str(&s.replace('"', "\"\""));
         o.push('"');
@@ -96,21 +101,15 @@ fn push_csv_field(o: &mut String, s: &str) {
     }
 }
 
-/// Appends `v` in decimal, zero-padded to `width` digits (core::fmt is several times slower
-/// in the export's hot loop).
-fn push_u64(o: &mut String, mut v: u64, width: usize) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    while v > 0 || buf.len() - i < width.max(1) {
-        i -= 1;
-        buf[i] = b'0' + (v % 10) as u8;
-        v /= 10;
+/// Appends `v` in decimal, zero-padded to `width` digits. core::fmt and a digit-at-a-time
+/// loop were the export's largest cost; itoa writes two digits per step.
+fn push_u64(o: &mut String, v: u64, width: usize) {
+    let mut b = itoa::Buffer::new();
+    let digits = b.format(v);
+    for _ in digits.len()..width {
+        o.push('0');
     }
-    // ASCII digits: pushed as chars, with no UTF-8 validation of a buffer we just filled.
-    o.reserve(buf.len() - i);
-    for &d in &buf[i..] {
-        o.push(d as char);
-    }
+    o.push_str(digits);
 }
 
 /// Appends `ns` as microseconds with `decimals` (3 or 6) decimals.
@@ -118,7 +117,8 @@ fn push_us(o: &mut String, ns: u64, decimals: u32) {
     push_u64(o, ns / 1000, 1);
     o.push('.');
     if decimals == 6 {
-        push_u64(o, (ns % 1000) * 1000, 6);
+        push_u64(o, ns % 1000, 3);
+        o.push_str("000");
     } else {
         push_u64(o, ns % 1000, 3);
     }
@@ -364,6 +364,373 @@ fn csv_err(p: &Path, e: csv::Error) -> Error {
 
 /// Exports the result directory `dir` (a `PROF_…` directory). Safe to run again: it
 /// rewrites `mindstudio_profiler_output/`.
+/// One op on its way to the timeline thread (task 0: the start of a device's ops).
+struct TlOp {
+    /// End of the op's name in [`TlBatch::names`].
+    name_end: usize,
+    dev: u32,
+    stream: u32,
+    model: u32,
+    task: u64,
+    task_type: &'static str,
+    start: u64,
+    end: u64,
+}
+
+/// Ops in merge order, their names back to back in one string; batches go back and forth
+/// between the two threads so their buffers are reused.
+#[derive(Default)]
+struct TlBatch {
+    names: String,
+    ops: Vec<TlOp>,
+}
+
+const TL_BATCH: usize = 4096;
+
+impl TlBatch {
+    fn clear(&mut self) {
+        self.names.clear();
+        self.ops.clear();
+    }
+}
+
+/// The timeline writer's state across batches: the device being written and its busy
+/// interval being merged for Overlap Analysis.
+#[derive(Default)]
+struct TlState {
+    dev: Option<u32>,
+    busy: Option<(u64, u64)>,
+    args: String,
+}
+
+impl TlState {
+    /// The pids of the device's Ascend Hardware and Overlap Analysis processes.
+    fn pids(tl: &Timeline, dev: u32) -> (u64, u64) {
+        (tl.pid(14, dev as u64), tl.pid(31, dev as u64))
+    }
+
+    fn write(&mut self, tl: &mut Timeline, b: &TlBatch) -> std::io::Result<()> {
+        let mut name_start = 0;
+        for op in &b.ops {
+            if op.task == 0 {
+                self.finish(tl)?;
+                self.dev = Some(op.dev);
+                let (hw, ov) = Self::pids(tl, op.dev);
+                tl.process(hw, "Ascend Hardware", &format!("NPU {}", op.dev), 14)?;
+                tl.process(ov, "Overlap Analysis", &format!("NPU {}", op.dev), 31)?;
+                for (tid, name) in [
+                    (0, "Computing"),
+                    (1, "Communication"),
+                    (2, "Communication(Not Overlapped)"),
+                    (3, "Free"),
+                ] {
+                    tl.thread(ov, tid, name, tid)?;
+                }
+                continue;
+            }
+            let (hw, ov) = Self::pids(tl, op.dev);
+            let name = &b.names[name_start..op.name_end];
+            name_start = op.name_end;
+            let stream = op.stream as u64;
+            if op.task == 1 {
+                tl.thread(hw, stream, &format!("Stream {stream}"), stream)?;
+            }
+            let a = &mut self.args;
+            a.clear();
+            a.push_str("{\"Model Id\":");
+            push_u64(a, op.model as u64, 1);
+            a.push_str(",\"Task Type\":\"");
+            a.push_str(op.task_type);
+            a.push_str("\",\"Physic Stream Id\":");
+            push_u64(a, stream, 1);
+            a.push_str(",\"Task Id\":");
+            push_u64(a, op.task, 1);
+            a.push_str(",\"Batch Id\":0,\"Subtask Id\":4294967295}");
+            tl.slice(name, hw, stream, op.start, op.end - op.start, a)?;
+            // Overlap Analysis: merge busy intervals (ops arrive in start order).
+            self.busy = match self.busy {
+                Some((s, e)) if op.start <= e => Some((s, e.max(op.end))),
+                Some((s, e)) => {
+                    tl.slice("Computing", ov, 0, s, e - s, "{}")?;
+                    tl.slice("Free", ov, 3, e, op.start - e, "{}")?;
+                    Some((op.start, op.end))
+                }
+                None => Some((op.start, op.end)),
+            };
+        }
+        Ok(())
+    }
+
+    /// Ends the current device: its last Computing interval.
+    fn finish(&mut self, tl: &mut Timeline) -> std::io::Result<()> {
+        if let (Some(dev), Some((s, e))) = (self.dev, self.busy.take()) {
+            let ov = Self::pids(tl, dev).1;
+            tl.slice("Computing", ov, 0, s, e - s, "{}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the merge loop sends timeline ops: the timeline thread, or (if it could not be
+/// started) the timeline itself.
+enum TlSink<'a, 's> {
+    Thread {
+        tx: std::sync::mpsc::SyncSender<TlBatch>,
+        back_rx: std::sync::mpsc::Receiver<TlBatch>,
+        h: std::thread::ScopedJoinHandle<'s, std::io::Result<()>>,
+        cur: TlBatch,
+    },
+    Inline {
+        tl: &'a std::sync::Mutex<Timeline>,
+        st: TlState,
+        cur: TlBatch,
+    },
+}
+
+impl TlSink<'_, '_> {
+    /// Queues one op (or, with task 0, the start of a device).
+    fn push(&mut self, op: TlOp, name: &str) -> std::io::Result<()> {
+        let cur = match self {
+            TlSink::Thread { cur, .. } | TlSink::Inline { cur, .. } => cur,
+        };
+        cur.names.push_str(name);
+        cur.ops.push(TlOp {
+            name_end: cur.names.len(),
+            ..op
+        });
+        if cur.ops.len() >= TL_BATCH {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> std::io::Result<()> {
+        match self {
+            TlSink::Thread {
+                tx, back_rx, cur, ..
+            } => {
+                let mut next = back_rx.try_recv().unwrap_or_default();
+                next.clear();
+                let full = std::mem::replace(cur, next);
+                if tx.send(full).is_err() {
+                    // The timeline thread stopped on an error; `finish` returns it.
+                    return Err(std::io::Error::other("the timeline writer stopped"));
+                }
+                Ok(())
+            }
+            TlSink::Inline { tl, st, cur } => {
+                let mut tl = tl.lock().unwrap_or_else(|p| p.into_inner());
+                let r = st.write(&mut tl, cur);
+                cur.clear();
+                r
+            }
+        }
+    }
+
+    /// Sends what is left and waits for the timeline to be written.
+    fn finish(mut self) -> std::io::Result<()> {
+        let sent = self.send();
+        match self {
+            TlSink::Thread { tx, h, .. } => {
+                drop(tx);
+                let written = h
+                    .join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("the timeline writer panicked")));
+                written.and(sent)
+            }
+            TlSink::Inline { tl, mut st, .. } => {
+                sent?;
+                st.finish(&mut tl.lock().unwrap_or_else(|p| p.into_inner()))
+            }
+        }
+    }
+}
+
+/// op_summary and task_time, formatted by hand into one reused line buffer: the export
+/// runs at millions of rows, and per-field allocation dominated its cost.
+struct Rows {
+    ops_path: PathBuf,
+    ops_w: BufWriter<File>,
+    tt_path: PathBuf,
+    tt_w: BufWriter<File>,
+    line: String,
+}
+
+impl Rows {
+    fn create(out: &Path, stamp: &str) -> Result<Rows> {
+        let open = |p: &Path, header: &str| -> Result<BufWriter<File>> {
+            let mut w =
+                BufWriter::with_capacity(1 << 20, io("cannot create", p, create_output(p))?);
+            io("cannot write", p, writeln!(w, "{header}"))?;
+            Ok(w)
+        };
+        let ops_path = out.join(format!("op_summary_{stamp}.csv"));
+        let tt_path = out.join(format!("task_time_{stamp}.csv"));
+        Ok(Rows {
+            ops_w: open(&ops_path, &OP_SUMMARY_HEADER.join(","))?,
+            tt_w: open(
+                &tt_path,
+                "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)",
+            )?,
+            ops_path,
+            tt_path,
+            line: String::with_capacity(1024),
+        })
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        io("cannot write", &self.ops_path, self.ops_w.flush())?;
+        io("cannot write", &self.tt_path, self.tt_w.flush())
+    }
+}
+
+/// Merges each device's stream files by start time into op_summary and task_time rows,
+/// timeline ops and per-type statistics.
+fn merge_devices(
+    dir: &Path,
+    devices: &[u32],
+    offset: i128,
+    summary: &mut Summary,
+    rows: &mut Rows,
+    sink: &mut TlSink,
+    stats: &mut Vec<(u32, String, Agg)>,
+) -> Result<()> {
+    let timeline = |e: std::io::Error| {
+        err(
+            ACL_ERROR_INVALID_FILE,
+            format!("cannot write the timeline: {e}"),
+        )
+    };
+    for &dev in devices {
+        let mark = TlOp {
+            name_end: 0,
+            dev,
+            stream: 0,
+            model: 0,
+            task: 0,
+            task_type: "",
+            start: 0,
+            end: 0,
+        };
+        sink.push(mark, "").or_else(timeline)?;
+        let mut readers: Vec<StreamReader> = Vec::new();
+        for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
+            let f = io("cannot open", &p, File::open(&p))?;
+            let mut r = StreamReader {
+                r: BufReader::with_capacity(256 * 1024, f),
+                cur: Box::new([0; RECORD_SIZE]),
+            };
+            if r.advance(&mut summary.corrupt) {
+                readers.push(r);
+            }
+        }
+        let mut heap: BinaryHeap<Reverse<(u64, u64, usize)>> = readers
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let v = View(&r.cur[..]);
+                Reverse((v.start(), v.end(), i))
+            })
+            .collect();
+        let mut task_ids: HashMap<u32, u64> = HashMap::new();
+        let mut by_type: HashMap<String, Agg> = HashMap::new();
+        let mut prev_end: Option<u64> = None;
+        let mut n = 0u64;
+        while let Some(Reverse((start, end, i))) = heap.pop() {
+            {
+                let v = View(&readers[i].cur[..]);
+                let name = String::from_utf8_lossy(v.name().unwrap_or_default());
+                let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default());
+                let stream = v.stream_id();
+                let task = task_ids.entry(stream).or_insert(0);
+                *task += 1;
+                let task = *task;
+                let dur = end - start;
+                let (task_type, block_dim) = task_type_and_block_dim(&ty);
+                let epoch_start = (start as i128 + offset).max(0) as u64;
+                // op_summary row
+                let line = &mut rows.line;
+                line.clear();
+                for x in [dev as u64, v.model_id() as u64, task, stream as u64] {
+                    push_u64(line, x, 1);
+                    line.push(',');
+                }
+                push_csv_field(line, &name);
+                line.push(',');
+                push_csv_field(line, &ty);
+                line.push_str(",static,");
+                line.push_str(task_type);
+                line.push(',');
+                push_us(line, epoch_start, 3);
+                line.push_str("\t,");
+                push_us(line, dur, 3);
+                line.push(',');
+                match prev_end {
+                    None => line.push('0'),
+                    Some(p) => push_us(line, start.saturating_sub(p), 6),
+                }
+                line.push(',');
+                push_u64(line, block_dim as u64, 1);
+                line.push_str(",0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n");
+                io(
+                    "cannot write",
+                    &rows.ops_path,
+                    rows.ops_w.write_all(line.as_bytes()),
+                )?;
+                prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
+                // task_time row
+                line.clear();
+                push_u64(line, dev as u64, 1);
+                line.push(',');
+                push_csv_field(line, &name);
+                line.push(',');
+                line.push_str(task_type);
+                for x in [stream as u64, task] {
+                    line.push(',');
+                    push_u64(line, x, 1);
+                }
+                line.push(',');
+                push_us(line, dur, 3);
+                line.push(',');
+                push_us(line, epoch_start, 3);
+                line.push(',');
+                push_us(line, epoch_start + dur, 3);
+                line.push('\n');
+                io(
+                    "cannot write",
+                    &rows.tt_path,
+                    rows.tt_w.write_all(line.as_bytes()),
+                )?;
+                let op = TlOp {
+                    name_end: 0,
+                    dev,
+                    stream,
+                    model: v.model_id(),
+                    task,
+                    task_type,
+                    start,
+                    end,
+                };
+                sink.push(op, &name).or_else(timeline)?;
+                match by_type.get_mut(ty.as_ref()) {
+                    Some(a) => a.add(dur),
+                    None => by_type.entry(ty.into_owned()).or_default().add(dur),
+                }
+                n += 1;
+            }
+            if readers[i].advance(&mut summary.corrupt) {
+                let v = View(&readers[i].cur[..]);
+                heap.push(Reverse((v.start(), v.end(), i)));
+            }
+        }
+        summary.ops.insert(dev, n);
+        for (ty, a) in by_type {
+            stats.push((dev, ty, a));
+        }
+    }
+    Ok(())
+}
+
 pub fn export(dir: &Path) -> Result<Summary> {
     let session: serde_json::Value = {
         let p = dir.join(SESSION_FILE);
@@ -423,173 +790,60 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     tlw(tl.w.write_all(b"["))?;
 
-    // The per-op files are formatted by hand into one reused line buffer: the export runs
-    // at millions of rows, and per-field allocation dominated its cost.
-    let ops_path = out.join(format!("op_summary_{stamp}.csv"));
-    let mut ops_w = BufWriter::with_capacity(
-        1 << 20,
-        io("cannot create", &ops_path, create_output(&ops_path))?,
-    );
-    io(
-        "cannot write",
-        &ops_path,
-        writeln!(ops_w, "{}", OP_SUMMARY_HEADER.join(",")),
-    )?;
-    let tt_path = out.join(format!("task_time_{stamp}.csv"));
-    let mut tt_w = BufWriter::with_capacity(
-        1 << 20,
-        io("cannot create", &tt_path, create_output(&tt_path))?,
-    );
-    io(
-        "cannot write",
-        &tt_path,
-        writeln!(tt_w, "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)"),
-    )?;
-    let mut line = String::with_capacity(1024);
-    let mut args = String::with_capacity(256);
+    let mut rows = Rows::create(&out, &stamp)?;
     let mut stats: Vec<(u32, String, Agg)> = Vec::new();
 
-    for &dev in &devices {
-        let hw = tl.pid(14, dev as u64);
-        let ov = tl.pid(31, dev as u64);
-        tlw(tl.process(hw, "Ascend Hardware", &format!("NPU {dev}"), 14))?;
-        tlw(tl.process(ov, "Overlap Analysis", &format!("NPU {dev}"), 31))?;
-        for (tid, name) in [
-            (0, "Computing"),
-            (1, "Communication"),
-            (2, "Communication(Not Overlapped)"),
-            (3, "Free"),
-        ] {
-            tlw(tl.thread(ov, tid, name, tid))?;
-        }
-        let mut readers: Vec<StreamReader> = Vec::new();
-        for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
-            let f = io("cannot open", &p, File::open(&p))?;
-            let mut r = StreamReader {
-                r: BufReader::with_capacity(256 * 1024, f),
-                cur: Box::new([0; RECORD_SIZE]),
-            };
-            if r.advance(&mut summary.corrupt) {
-                readers.push(r);
+    // The timeline is most of what the export writes: a second thread formats it from
+    // batches of ops while this one merges the streams and writes the CSV files (see
+    // docs/design.md, "File-mode export"). If no thread can be started, it is done inline.
+    let offset = tl.offset;
+    let tl_cell = std::sync::Mutex::new(tl);
+    std::thread::scope(|scope| -> Result<()> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<TlBatch>(4);
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<TlBatch>();
+        let tl_cell = &tl_cell;
+        let spawned = std::thread::Builder::new()
+            .name("aclprof-export".into())
+            .spawn_scoped(scope, move || {
+                let mut tl = tl_cell.lock().unwrap_or_else(|p| p.into_inner());
+                let mut st = TlState::default();
+                for b in rx {
+                    st.write(&mut tl, &b)?;
+                    let _ = back_tx.send(b);
+                }
+                st.finish(&mut tl)
+            });
+        let mut sink = match spawned {
+            Ok(h) => TlSink::Thread {
+                tx,
+                back_rx,
+                h,
+                cur: TlBatch::default(),
+            },
+            Err(e) => {
+                log::warn!("aclprof: the export runs on one thread (cannot start a second: {e})");
+                TlSink::Inline {
+                    tl: tl_cell,
+                    st: TlState::default(),
+                    cur: TlBatch::default(),
+                }
             }
-        }
-        let mut heap: BinaryHeap<Reverse<(u64, u64, usize)>> = readers
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let v = View(&r.cur[..]);
-                Reverse((v.start(), v.end(), i))
-            })
-            .collect();
-        let mut task_ids: HashMap<u32, u64> = HashMap::new();
-        let mut by_type: HashMap<String, Agg> = HashMap::new();
-        let mut prev_end: Option<u64> = None;
-        let mut busy: Option<(u64, u64)> = None;
-        let mut n = 0u64;
-        while let Some(Reverse((start, end, i))) = heap.pop() {
-            {
-                let v = View(&readers[i].cur[..]);
-                let name = String::from_utf8_lossy(v.name().unwrap_or_default());
-                let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default());
-                let stream = v.stream_id();
-                let task = task_ids.entry(stream).or_insert(0);
-                *task += 1;
-                let task = *task;
-                if task == 1 {
-                    tlw(tl.thread(
-                        hw,
-                        stream as u64,
-                        &format!("Stream {stream}"),
-                        stream as u64,
-                    ))?;
-                }
-                let dur = end - start;
-                let (task_type, block_dim) = task_type_and_block_dim(&ty);
-                let epoch_start = (start as i128 + tl.offset).max(0) as u64;
-                // op_summary row
-                line.clear();
-                for x in [dev as u64, v.model_id() as u64, task, stream as u64] {
-                    push_u64(&mut line, x, 1);
-                    line.push(',');
-                }
-                push_csv_field(&mut line, &name);
-                line.push(',');
-                push_csv_field(&mut line, &ty);
-                let _ = write!(line, ",static,{task_type},");
-                push_us(&mut line, epoch_start, 3);
-                line.push_str("\t,");
-                push_us(&mut line, dur, 3);
-                line.push(',');
-                match prev_end {
-                    None => line.push('0'),
-                    Some(p) => push_us(&mut line, start.saturating_sub(p), 6),
-                }
-                line.push(',');
-                push_u64(&mut line, block_dim as u64, 1);
-                line.push_str(",0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n");
-                io("cannot write", &ops_path, ops_w.write_all(line.as_bytes()))?;
-                prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
-                // task_time row
-                line.clear();
-                push_u64(&mut line, dev as u64, 1);
-                line.push(',');
-                push_csv_field(&mut line, &name);
-                line.push(',');
-                line.push_str(task_type);
-                for x in [stream as u64, task] {
-                    line.push(',');
-                    push_u64(&mut line, x, 1);
-                }
-                line.push(',');
-                push_us(&mut line, dur, 3);
-                line.push(',');
-                push_us(&mut line, epoch_start, 3);
-                line.push(',');
-                push_us(&mut line, epoch_start + dur, 3);
-                line.push('\n');
-                io("cannot write", &tt_path, tt_w.write_all(line.as_bytes()))?;
-                args.clear();
-                args.push_str("{\"Model Id\":");
-                push_u64(&mut args, v.model_id() as u64, 1);
-                args.push_str(",\"Task Type\":\"");
-                args.push_str(task_type);
-                args.push_str("\",\"Physic Stream Id\":");
-                push_u64(&mut args, stream as u64, 1);
-                args.push_str(",\"Task Id\":");
-                push_u64(&mut args, task, 1);
-                args.push_str(",\"Batch Id\":0,\"Subtask Id\":4294967295}");
-                tlw(tl.slice(&name, hw, stream as u64, start, dur, &args))?;
-                match by_type.get_mut(ty.as_ref()) {
-                    Some(a) => a.add(dur),
-                    None => by_type.entry(ty.into_owned()).or_default().add(dur),
-                }
-                // Overlap Analysis: merge busy intervals (input is in start order).
-                busy = match busy {
-                    Some((s, e)) if start <= e => Some((s, e.max(end))),
-                    Some((s, e)) => {
-                        tlw(tl.slice("Computing", ov, 0, s, e - s, "{}"))?;
-                        tlw(tl.slice("Free", ov, 3, e, start - e, "{}"))?;
-                        Some((start, end))
-                    }
-                    None => Some((start, end)),
-                };
-                n += 1;
-            }
-            if readers[i].advance(&mut summary.corrupt) {
-                let v = View(&readers[i].cur[..]);
-                heap.push(Reverse((v.start(), v.end(), i)));
-            }
-        }
-        if let Some((s, e)) = busy {
-            tlw(tl.slice("Computing", ov, 0, s, e - s, "{}"))?;
-        }
-        summary.ops.insert(dev, n);
-        for (ty, a) in by_type {
-            stats.push((dev, ty, a));
-        }
-    }
-    io("cannot write", &ops_path, ops_w.flush())?;
-    io("cannot write", &tt_path, tt_w.flush())?;
+        };
+        let merged = merge_devices(
+            dir,
+            &devices,
+            offset,
+            &mut summary,
+            &mut rows,
+            &mut sink,
+            &mut stats,
+        );
+        let timeline = sink.finish();
+        merged?;
+        io("cannot write", &tl_path, timeline)
+    })?;
+    let mut tl = tl_cell.into_inner().unwrap_or_else(|p| p.into_inner());
+    rows.flush()?;
 
     // op_statistic: by device, then total time descending.
     let st_path = out.join(format!("op_statistic_{stamp}.csv"));
