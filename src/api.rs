@@ -222,8 +222,12 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
     };
     subscribe_with(model, sc.time_info, sc.aicore_metrics, || {
         let fd = sc.fd.get();
-        transport::prepare_fd(fd)?;
-        Ok(Dest::Fd { fd, user: sc.fd })
+        let raises = transport::prepare_fd(fd)?;
+        Ok(Dest::Fd {
+            fd,
+            user: sc.fd,
+            raises,
+        })
     })
     .map(|_| ())
 }

@@ -60,7 +60,8 @@ impl HostLog {
     }
 
     fn flush(&mut self) {
-        match crate::transport::fd::quietly(|| self.w.flush()) {
+        match crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || self.w.flush())
+        {
             Ok(()) => self.pending = 0,
             Err(e) => self.failed(e, 0),
         }
@@ -311,7 +312,9 @@ pub fn host_event(bit: u64, ev: serde_json::Value) {
     if let Some(h) = g.as_mut() {
         let mut line = ev.to_string();
         line.push('\n');
-        match crate::transport::fd::quietly(|| h.w.write_all(line.as_bytes())) {
+        match crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || {
+            h.w.write_all(line.as_bytes())
+        }) {
             Ok(()) => h.pending += 1,
             Err(e) => h.failed(e, 1),
         }
@@ -381,7 +384,7 @@ pub fn end(session: Session) -> Result<PathBuf> {
 /// Exports `dir` with the write signals held off (`SIGXFSZ` under a file-size limit would
 /// kill the host): a write that fails is an error, not a death.
 pub fn export_quietly(dir: &Path) -> Result<export::Summary> {
-    crate::transport::fd::quietly(|| export::export(dir))
+    crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || export::export(dir))
 }
 
 /// In a result directory: how many ops were lost and why (written at stop).

@@ -26,7 +26,8 @@ impl UserFd {
 }
 
 /// Checks that `fd` can take our records, and makes pipes and sockets non-blocking.
-pub fn prepare_fd(fd: c_int) -> Result<()> {
+/// Returns what writes to it can raise.
+pub fn prepare_fd(fd: c_int) -> Result<Signals> {
     if fd < 0 {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -73,7 +74,11 @@ pub fn prepare_fd(fd: c_int) -> Result<()> {
             );
         }
     }
-    Ok(())
+    Ok(match kind {
+        libc::S_IFIFO | libc::S_IFSOCK => Signals::PIPE,
+        libc::S_IFREG => Signals::FSIZE,
+        _ => Signals::BOTH,
+    })
 }
 
 /// Why a write stopped.
@@ -102,14 +107,14 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
 /// Writes a batch of whole records (at most `PIPE_BUF` bytes for pipes, so it is atomic:
 /// all or nothing). Retries `EINTR`, finishes a partial write before anyone else writes to
 /// the fd; never raises `SIGPIPE`.
-pub fn write_once(fd: c_int, buf: &[u8]) -> std::result::Result<(), WriteError> {
+pub fn write_once(fd: c_int, raises: Signals, buf: &[u8]) -> std::result::Result<(), WriteError> {
     let _whole = FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     let mut off = 0;
     while off < buf.len() {
         let rest = &buf[off..];
-        let n = quietly(|| {
+        let n = quietly(raises, || {
             // SAFETY: rest is a valid readable slice.
             unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }
         });
@@ -147,9 +152,30 @@ pub fn wait_writable(fd: c_int, ms: c_int) {
     unsafe { libc::poll(&mut p, 1, ms) };
 }
 
-/// The signals a `write()` can raise: `SIGPIPE` (the reader is gone) and `SIGXFSZ` (a file
-/// hit `RLIMIT_FSIZE`). Both kill a process by default.
-const WRITE_SIGNALS: [libc::c_int; 2] = [libc::SIGPIPE, libc::SIGXFSZ];
+/// The signals a `write()` can raise, as a set: `SIGPIPE` (a pipe or socket whose reader
+/// is gone) and `SIGXFSZ` (a regular file hit `RLIMIT_FSIZE`). Both kill a process by
+/// default. A write raises only the one its kind of file can: masking a signal that
+/// cannot come costs two system calls per write for nothing (Rust and Python programs
+/// ignore `SIGPIPE` but not `SIGXFSZ`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signals(u8);
+
+impl Signals {
+    pub const PIPE: Signals = Signals(1);
+    pub const FSIZE: Signals = Signals(2);
+    pub const BOTH: Signals = Signals(3);
+    const ALL: [(Signals, libc::c_int); 2] = [
+        (Signals::PIPE, libc::SIGPIPE),
+        (Signals::FSIZE, libc::SIGXFSZ),
+    ];
+
+    fn each(self) -> impl Iterator<Item = libc::c_int> {
+        Self::ALL
+            .into_iter()
+            .filter(move |(s, _)| self.0 & s.0 != 0)
+            .map(|(_, sig)| sig)
+    }
+}
 
 thread_local! {
     /// Set on the library's own threads, which block both signals for good.
@@ -163,7 +189,7 @@ pub(crate) fn block_write_signals_for_good() {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in WRITE_SIGNALS {
+        for s in Signals::BOTH.each() {
             libc::sigaddset(&mut set, s);
         }
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
@@ -171,51 +197,60 @@ pub(crate) fn block_write_signals_for_good() {
     OWN_THREAD.with(|t| t.set(true));
 }
 
-/// True if the process ignores both write signals (Rust programs ignore `SIGPIPE`, Python
-/// too; servers often ignore both): then a write only fails with `EPIPE` or `EFBIG` and
-/// needs no masking. Asked of the kernel once per 64 writes per thread, so a program that
-/// changes its dispositions is seen soon after.
-fn signals_ignored() -> bool {
+/// The write signals the process ignores (then a write only fails with `EPIPE` or `EFBIG`
+/// and needs no masking). Asked of the kernel once per 64 calls per thread, so a program
+/// that changes its dispositions is seen soon after.
+fn ignored() -> Signals {
     thread_local! {
-        static CACHE: std::cell::Cell<(u32, bool)> = const { std::cell::Cell::new((0, false)) };
+        static CACHE: std::cell::Cell<(u32, u8)> = const { std::cell::Cell::new((0, 0)) };
     }
     CACHE.with(|c| {
         let (n, ignored) = c.get();
         if n % 64 != 0 {
             c.set((n.wrapping_add(1), ignored));
-            return ignored;
+            return Signals(ignored);
         }
-        // SAFETY: querying (not changing) the dispositions.
-        let ignored = WRITE_SIGNALS.iter().all(|&sig| unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-        });
-        c.set((n.wrapping_add(1), ignored));
-        ignored
+        let mut now = 0;
+        for (s, sig) in Signals::ALL {
+            // SAFETY: querying (not changing) the disposition.
+            let ign = unsafe {
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                    && old.sa_sigaction == libc::SIG_IGN
+            };
+            if ign {
+                now |= s.0;
+            }
+        }
+        c.set((n.wrapping_add(1), now));
+        Signals(now)
     })
 }
 
-/// Runs `f` (writes) so that a `SIGPIPE` or `SIGXFSZ` it raises never reaches the
-/// application's handler or kills it: unless the process ignores them, they are blocked on
-/// this thread for the call and any they raised are taken afterwards. The caller may be an
-/// application thread: its mask and `errno` are restored.
-pub(crate) fn quietly<R>(f: impl FnOnce() -> R) -> R {
-    if OWN_THREAD.with(|t| t.get()) || signals_ignored() {
+/// Runs `f` (writes that can raise `raises`) so that a `SIGPIPE` or `SIGXFSZ` it raises
+/// never reaches the application's handler or kills it: unless the process ignores them,
+/// they are blocked on this thread for the call and any they raised are taken afterwards.
+/// The caller may be an application thread: its mask and `errno` are restored.
+pub(crate) fn quietly<R>(raises: Signals, f: impl FnOnce() -> R) -> R {
+    if OWN_THREAD.with(|t| t.get()) {
+        return f();
+    }
+    let raises = Signals(raises.0 & !ignored().0);
+    if raises.0 == 0 {
         return f();
     }
     // SAFETY: plain signal-mask manipulation of the current thread, restored below.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for s in WRITE_SIGNALS {
+        for s in raises.each() {
             libc::sigaddset(&mut set, s);
         }
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
         let r = f();
         let errno = *libc::__errno_location();
-        for sig in WRITE_SIGNALS {
+        for sig in raises.each() {
             // A signal the thread already blocked is the application's business.
             if libc::sigismember(&old, sig) != 1 {
                 take_pending(sig);

@@ -73,7 +73,9 @@ impl StreamFiles {
             }
             if take > 0 {
                 let f = self.file(s)?;
-                super::fd::quietly(|| f.write_all(&rest[..take * RECORD_SIZE]))?;
+                super::fd::quietly(super::fd::Signals::FSIZE, || {
+                    f.write_all(&rest[..take * RECORD_SIZE])
+                })?;
                 self.written += (take * RECORD_SIZE) as u64;
                 n += take as u64;
             }

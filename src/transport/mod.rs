@@ -78,7 +78,12 @@ impl std::ops::AddAssign for Counts {
 pub enum Dest {
     /// The application's fd (a pipe, FIFO, socket or file; it passed [`prepare_fd`]) and
     /// the `int` it came from, which unsubscribe sets to -1.
-    Fd { fd: c_int, user: UserFd },
+    Fd {
+        fd: c_int,
+        user: UserFd,
+        /// What a write to it can raise (from [`prepare_fd`]).
+        raises: fd::Signals,
+    },
     /// File mode: per-stream raw files.
     Files(Mutex<StreamFiles>),
     /// A shared-memory ring: the lanes are in its mapping.
@@ -439,7 +444,7 @@ impl Sub {
                 0
             } else {
                 match &self.dest {
-                    Dest::Fd { fd, .. } => match self.write_fd(*fd, bytes, wait) {
+                    Dest::Fd { fd, raises, .. } => match self.write_fd(*fd, *raises, bytes, wait) {
                         Some(true) => n,
                         Some(false) => 0,
                         None => return false, // full, not waiting: the rest stays
@@ -472,9 +477,9 @@ impl Sub {
 
     /// One batch to the fd: Some(true) written, Some(false) lost (the subscription broke or
     /// its reader did not drain in time), None full and not waiting.
-    fn write_fd(&self, fd: c_int, bytes: &[u8], wait: Wait) -> Option<bool> {
+    fn write_fd(&self, fd: c_int, raises: fd::Signals, bytes: &[u8], wait: Wait) -> Option<bool> {
         loop {
-            match fd::write_once(fd, bytes) {
+            match fd::write_once(fd, raises, bytes) {
                 Ok(()) => return Some(true),
                 Err(fd::WriteError::Broken(why)) => {
                     self.set_broken(&why);
@@ -670,11 +675,12 @@ mod tests {
 
     /// A subscription writing to `w` (its user fd slot lives for the whole test run).
     fn started(w: c_int, capacity: usize, policy: OnFull) -> Arc<Sub> {
-        prepare_fd(w).unwrap();
+        let raises = prepare_fd(w).unwrap();
         let slot: &'static mut c_int = Box::leak(Box::new(w));
         let dest = Dest::Fd {
             fd: w,
             user: unsafe { UserFd::new(slot) },
+            raises,
         };
         Sub::start(9, 0, dest, capacity, policy).unwrap()
     }
