@@ -13,8 +13,9 @@
 //!     48    8  executionTime  |
 //!     56    8  cubeFops       |
 //!     64    8  vectorFops     |
-//!     72    4  devId          |
-//!     76    4  zero          /
+//!     72    4  devId         /
+//!     76    4  simOp         CANN's padding; aclprof: 1 + the op's index in the simulated
+//!                            model it replays, or 0
 //!     80    2  typeLen       bytes of the op type stored inline (without NUL), <= 64
 //!     82    2  nameLen       bytes of the op name stored inline (without NUL), <= 256
 //!     84    4  nameFullLen   length of the name as reported (> nameLen when truncated)
@@ -43,6 +44,7 @@ pub const OFF_START: usize = 32;
 pub const OFF_END: usize = 40;
 pub const OFF_EXEC_TIME: usize = 48;
 pub const OFF_DEV_ID: usize = 72;
+pub const OFF_SIM_OP: usize = 76;
 pub const OFF_TYPE_LEN: usize = 80;
 pub const OFF_NAME_LEN: usize = 82;
 pub const OFF_NAME_FULL_LEN: usize = 84;
@@ -162,6 +164,9 @@ pub struct OpFields {
     pub dev_id: u32,
     pub pid: u32,
     pub stream_id: u32,
+    /// A replayed op: 1 + its index in its simulated model, whose description says what the
+    /// record has no field for (task type, block dims, task id); 0 for other ops.
+    pub sim_op: u32,
 }
 
 /// The longest prefix of `s` of at most `max` bytes that does not split a UTF-8 character
@@ -195,6 +200,7 @@ pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     put_u64(rec, OFF_END, f.end);
     put_u64(rec, OFF_EXEC_TIME, f.execution_time);
     put_u32(rec, OFF_DEV_ID, f.dev_id);
+    put_u32(rec, OFF_SIM_OP, f.sim_op);
     let t = truncate_at_char(op_type, MAX_TYPE_LEN);
     let n = truncate_at_char(name, MAX_NAME_LEN);
     put_u16(rec, OFF_TYPE_LEN, t.len() as u16);
@@ -253,6 +259,10 @@ impl<'a> View<'a> {
     }
     pub fn dev_id(&self) -> u32 {
         get_u32(self.0, OFF_DEV_ID)
+    }
+    /// 1 + the op's index in the simulated model it replays, or 0 (see [`OpFields::sim_op`]).
+    pub fn sim_op(&self) -> u32 {
+        get_u32(self.0, OFF_SIM_OP)
     }
     pub fn pid(&self) -> u32 {
         get_u32(self.0, OFF_PID)

@@ -209,10 +209,32 @@ fn lookup(model: u32) -> Option<Route> {
     })
 }
 
+/// What the simulator knows about a replayed op beyond its times.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Replay {
+    /// The stream the input says it ran on (else the reporting thread's).
+    pub stream: Option<u32>,
+    /// 1 + its index in its simulated model (see [`crate::record::OpFields::sim_op`]).
+    pub sim_op: u32,
+}
+
 /// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
 /// use [`crate::record::until_nul`] on other input).
 #[inline]
 pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
+    report_replayed(model, name, op_type, start, end, Replay::default())
+}
+
+/// [`report_op`] for an op the simulator replays.
+#[inline]
+pub fn report_replayed(
+    model: u32,
+    name: &[u8],
+    op_type: &[u8],
+    start: u64,
+    end: u64,
+    replay: Replay,
+) -> Result<()> {
     if end < start {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -222,11 +244,18 @@ pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
     if !active() {
         return Ok(());
     }
-    report_active(model, name, op_type, start, end)
+    report_active(model, name, op_type, start, end, replay)
 }
 
 #[inline(never)]
-fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
+fn report_active(
+    model: u32,
+    name: &[u8],
+    op_type: &[u8],
+    start: u64,
+    end: u64,
+    replay: Replay,
+) -> Result<()> {
     LOCAL.with(|l| {
         let mut guard = l.borrow_mut();
         let l = &mut *guard;
@@ -258,9 +287,15 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
         let Some((sub, lane)) = &route.sub else {
             return Ok(());
         };
-        if l.stream == 0 {
-            l.stream = take_stream(start);
-        }
+        let stream = match replay.stream {
+            Some(s) => s,
+            None => {
+                if l.stream == 0 {
+                    l.stream = take_stream(start);
+                }
+                l.stream
+            }
+        };
         l.last_end = l.last_end.max(end);
         if l.next_index == l.end_index {
             l.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
@@ -281,7 +316,8 @@ fn report_active(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) 
             execution_time: end - start,
             dev_id: route.device,
             pid: l.pid,
-            stream_id: l.stream,
+            stream_id: stream,
+            sim_op: replay.sim_op,
         };
         sub.push(*lane, &f, name, op_type);
         Ok(())

@@ -1,17 +1,21 @@
 //! The model simulator (docs/design.md, "The emulated device"): loads a model description
-//! and "executes" it by
-//! reporting every op, in order, on the calling thread's stream.
+//! and "executes" it by reporting every op, in order, on the calling thread's stream.
 //!
-//! Two formats:
-//! * JSON: `{"name": str, "device": int, "wait_us"?: number,
+//! Formats, told apart by content (never by file name):
+//! * aclprof's JSON: `{"name": str, "device": int, "wait_us"?: number,
 //!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number}, ...],
 //!   "inputs"?: [bytes, ...], "outputs"?: [bytes, ...]}`
-//! * an exported `op_summary_*.csv` (columns `Op Name`, `OP Type`, `Task Duration(us)`, and
-//!   optionally `Task Wait Time(us)`, `Device_id`, `Model Name`), replayed row by row.
+//! * tables real runs write, replayed row by row: msprof's `op_summary_*.csv` (CANN 6.x-8.x
+//!   column sets), torch_npu's `kernel_details.csv` (Level0/1/2), MindSpore's and
+//!   MindStudio's variants of them (see [`Columns`]);
+//! * a Chrome-trace timeline (torch_npu's `trace_view.json`, msprof's `msprof_*.json`):
+//!   the task slices of its "Ascend Hardware" process.
 //!
-//! One execution starts at the current time; each op starts its wait time (default 1 µs)
-//! after the previous one ended. Execution is synchronous, like `aclmdlExecute`: the call
-//! returns when the simulated model has finished (the clock has passed the last op's end).
+//! A table or timeline keeps what it says: start times (so the gaps between tasks and the
+//! overlap of streams), task type, block dims, stream and task ids, device. Without start
+//! times, one execution starts at the current time and each op starts its wait time
+//! (default 1 µs) after the previous one ended. Execution is synchronous, like
+//! `aclmdlExecute`: the call returns when the simulated model has finished.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_MODEL_ID};
 use crate::record::until_nul;
@@ -21,13 +25,32 @@ use std::sync::{Arc, Mutex};
 
 pub const DEFAULT_WAIT_NS: u64 = 1_000;
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SimOp {
     pub name: String,
     pub op_type: String,
     pub duration_ns: u64,
     pub wait_ns: u64,
+    /// When the input gave start times: this op's start after the first op's.
+    pub offset_ns: Option<u64>,
+    /// What a replayed table said about the task; `None` where aclprof fills it in.
+    pub task: Option<TaskInfo>,
 }
+
+/// A replayed task's own details (each `None` where the input does not say).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskInfo {
+    pub task_type: Option<String>,
+    pub block_dim: Option<u32>,
+    pub mix_block_dim: Option<u32>,
+    pub stream_id: Option<u32>,
+    pub task_id: Option<u32>,
+}
+
+/// The formats a model description can have, for error messages.
+pub const FORMATS: &str = "aclprof's JSON model description, msprof's op_summary CSV, \
+    torch_npu's kernel_details CSV, MindSpore's op CSV, or a Chrome-trace timeline with an \
+    \"Ascend Hardware\" process (trace_view.json, msprof_*.json)";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimModel {
@@ -112,6 +135,7 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
             op_type: t,
             duration_ns: d,
             wait_ns: w,
+            ..Default::default()
         });
     }
     let sizes = |key: &str| -> Result<Vec<u64>> {
@@ -135,25 +159,128 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
     })
 }
 
+/// Microseconds as written in a table ("1736405443881410.320\t", "12.5", "5e-05") to
+/// nanoseconds. Decimal strings are converted exactly (an epoch in µs has 19 significant
+/// digits with its decimals, more than an f64 holds); "N/A" and blanks are `None`.
+pub fn us_str_to_ns(s: &str) -> Option<u64> {
+    let s = s.trim().trim_matches('"').trim();
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    if s.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+        if int.is_empty() && frac.is_empty() || frac.contains('.') {
+            return None;
+        }
+        let int: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let mut f = 0u64;
+        for (i, d) in frac
+            .bytes()
+            .chain(std::iter::repeat(b'0'))
+            .take(4)
+            .enumerate()
+        {
+            if i < 3 {
+                f = f * 10 + (d - b'0') as u64;
+            } else if d >= b'5' {
+                f += 1; // round the fourth decimal (tenths of ns)
+            }
+        }
+        return int.checked_mul(1000)?.checked_add(f);
+    }
+    s.parse::<f64>().ok().and_then(us_to_ns)
+}
+
+/// Which column of a table holds what: each field has the names CANN's, torch_npu's and
+/// MindSpore's tables give it.
+struct Columns {
+    name: usize,
+    op_type: Option<usize>,
+    duration: usize,
+    /// MindSpore's legacy tables give milliseconds.
+    duration_in_ms: bool,
+    start: Option<usize>,
+    wait: Option<usize>,
+    task_type: Option<usize>,
+    block_dim: Option<usize>,
+    mix_block_dim: Option<usize>,
+    stream: Option<usize>,
+    task_id: Option<usize>,
+    device: Option<usize>,
+    model: Option<usize>,
+}
+
+impl Columns {
+    fn find(headers: &csv::StringRecord) -> Option<Columns> {
+        let col = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| headers.iter().position(|h| h.trim() == *n))
+        };
+        let ms = col(&["execution_time"]);
+        Some(Columns {
+            name: col(&[
+                "Op Name",
+                "Name",
+                "full_kernel_name",
+                "full_op_name",
+                "op_name",
+            ])?,
+            op_type: col(&["OP Type", "Type", "op_type", "kernel_type"]),
+            duration: col(&[
+                "Task Duration(us)",
+                "Duration(us)",
+                "Task Duration",
+                "Duration",
+            ])
+            .or(ms)?,
+            duration_in_ms: col(&[
+                "Task Duration(us)",
+                "Duration(us)",
+                "Task Duration",
+                "Duration",
+            ])
+            .is_none(),
+            start: col(&["Task Start Time(us)", "Start Time(us)", "Task Start Time"]),
+            wait: col(&["Task Wait Time(us)", "Wait Time(us)"]),
+            task_type: col(&["Task Type", "Accelerator Core"]),
+            block_dim: col(&["Block Dim", "Block Num"]),
+            mix_block_dim: col(&["Mix Block Dim", "Mix Block Num"]),
+            stream: col(&["Stream ID", "Stream Id"]),
+            task_id: col(&["Task ID", "Task Id"]),
+            device: col(&["Device_id", "Device ID"]),
+            model: col(&["Model Name"]),
+        })
+    }
+}
+
+/// MindSpore's legacy kernel names ("Default/network/Conv2D-op12") carry the type.
+fn type_from_kernel_name(name: &str) -> String {
+    let last = name.rsplit('/').next().unwrap_or(name);
+    last.split("-op").next().unwrap_or(last).to_string()
+}
+
 pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
     let mut rd = csv::ReaderBuilder::new()
         .flexible(true)
         .from_reader(text.as_bytes());
     let headers = match rd.headers() {
         Ok(h) => h.clone(),
-        Err(e) => return bad(path, format!("not a CSV file: {e}")),
+        Err(e) => return bad(path, format!("not a CSV table: {e}")),
     };
-    let col = |name: &str| headers.iter().position(|h| h.trim() == name);
-    let (Some(c_name), Some(c_type), Some(c_dur)) =
-        (col("Op Name"), col("OP Type"), col("Task Duration(us)"))
-    else {
-        return bad(path, "an op_summary CSV needs the columns \"Op Name\", \"OP Type\" and \"Task Duration(us)\"");
+    let Some(c) = Columns::find(&headers) else {
+        return bad(
+            path,
+            format!(
+                "not a supported model description: a table needs an op name column \
+                 (\"Op Name\", \"Name\") and a duration column (\"Task Duration(us)\", \
+                 \"Duration(us)\"). Supported: {FORMATS}"
+            ),
+        );
     };
-    let c_wait = col("Task Wait Time(us)");
-    let c_dev = col("Device_id");
-    let c_model = col("Model Name");
-    let num = |s: &str| s.trim().parse::<f64>().ok().and_then(us_to_ns);
+    let int = |s: &str| s.trim().parse::<u32>().ok();
     let mut ops = Vec::new();
+    let mut starts = Vec::new();
     let mut device = None;
     let mut model_name = None;
     for (i, row) in rd.records().enumerate() {
@@ -162,36 +289,66 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             Err(e) => return bad(path, format!("row {}: {e}", i + 2)),
         };
         let get = |c: usize| row.get(c).unwrap_or("");
-        let Some(d) = num(get(c_dur)) else {
+        let dur = if c.duration_in_ms {
+            get(c.duration)
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .and_then(|ms| us_to_ns(ms * 1000.0))
+        } else {
+            us_str_to_ns(get(c.duration))
+        };
+        let Some(d) = dur else {
             return bad(
                 path,
                 format!(
-                    "row {}: Task Duration(us) {:?} is not a number",
+                    "row {}: the duration {:?} is not a number",
                     i + 2,
-                    get(c_dur)
+                    get(c.duration)
                 ),
             );
         };
-        let w = c_wait.and_then(|c| num(get(c))).unwrap_or(DEFAULT_WAIT_NS);
+        let w = c
+            .wait
+            .and_then(|c| us_str_to_ns(get(c)))
+            .unwrap_or(DEFAULT_WAIT_NS);
         if device.is_none() {
-            device = c_dev.and_then(|c| get(c).trim().parse::<u32>().ok());
+            device = c.device.and_then(|c| int(get(c)));
         }
         if model_name.is_none() {
-            model_name = c_model
+            model_name = c
+                .model
                 .map(|c| get(c).to_string())
                 .filter(|s| !s.is_empty());
         }
+        starts.push(c.start.and_then(|c| us_str_to_ns(get(c))));
+        let name = get(c.name).to_string();
+        let op_type = match c.op_type {
+            Some(t) => get(t).to_string(),
+            None => type_from_kernel_name(&name),
+        };
+        let has_task_columns = c.task_type.is_some() || c.stream.is_some() || c.block_dim.is_some();
+        let task = has_task_columns.then(|| TaskInfo {
+            task_type: c
+                .task_type
+                .map(|c| get(c).trim().to_string())
+                .filter(|t| !t.is_empty()),
+            block_dim: c.block_dim.and_then(|c| int(get(c))),
+            mix_block_dim: c.mix_block_dim.and_then(|c| int(get(c))),
+            stream_id: c.stream.and_then(|c| int(get(c))),
+            task_id: c.task_id.and_then(|c| int(get(c))),
+        });
         ops.push(SimOp {
-            name: get(c_name).to_string(),
-            op_type: get(c_type).to_string(),
+            name,
+            op_type,
             duration_ns: d,
             wait_ns: w,
+            offset_ns: None,
+            task,
         });
     }
-    let name = model_name.unwrap_or_else(|| {
-        path.file_stem()
-            .map_or("model".into(), |s| s.to_string_lossy().into_owned())
-    });
+    with_offsets(&mut ops, &starts);
+    let name = model_name.unwrap_or_else(|| stem(path));
     Ok(SimModel {
         name,
         device: device.unwrap_or(0),
@@ -201,23 +358,124 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
     })
 }
 
-/// Reads a description, choosing the format by content (JSON starts with `{`, after an
-/// optional UTF-8 byte-order mark, which editors on Windows write).
+fn stem(path: &Path) -> String {
+    path.file_stem()
+        .map_or("model".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// When every op has a start time, keeps them (relative to the first) and orders the ops
+/// by start, as a device ran them.
+fn with_offsets(ops: &mut [SimOp], starts: &[Option<u64>]) {
+    let Some(all) = starts.iter().copied().collect::<Option<Vec<u64>>>() else {
+        return;
+    };
+    let Some(&t0) = all.iter().min() else {
+        return;
+    };
+    for (op, s) in ops.iter_mut().zip(all) {
+        op.offset_ns = Some(s - t0);
+    }
+    ops.sort_by_key(|o| o.offset_ns);
+}
+
+/// The task slices of a Chrome-trace timeline's "Ascend Hardware" process.
+pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel> {
+    let hw: std::collections::HashSet<String> = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "Ascend Hardware"
+        })
+        .map(|e| e["pid"].to_string())
+        .collect();
+    if hw.is_empty() {
+        return bad(
+            path,
+            format!("a timeline without an \"Ascend Hardware\" process has no tasks to replay. Supported: {FORMATS}"),
+        );
+    }
+    let num = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => us_str_to_ns(s),
+        serde_json::Value::Number(n) => us_str_to_ns(&n.to_string()),
+        _ => None,
+    };
+    let int = |v: &serde_json::Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
+    let mut ops = Vec::new();
+    let mut starts = Vec::new();
+    for e in events {
+        let a = &e["args"];
+        if e["ph"] != "X" || !hw.contains(&e["pid"].to_string()) || a.get("Task Type").is_none() {
+            continue;
+        }
+        let (Some(name), Some(ts), Some(dur)) = (e["name"].as_str(), num(&e["ts"]), num(&e["dur"]))
+        else {
+            continue;
+        };
+        let stream = a.get("Physic Stream Id").or(a.get("Stream Id"));
+        starts.push(Some(ts));
+        ops.push(SimOp {
+            name: name.to_string(),
+            op_type: a["Type"].as_str().unwrap_or(name).to_string(),
+            duration_ns: dur,
+            wait_ns: 0,
+            offset_ns: None,
+            task: Some(TaskInfo {
+                task_type: a["Task Type"].as_str().map(str::to_string),
+                block_dim: None,
+                mix_block_dim: None,
+                stream_id: stream.and_then(int),
+                task_id: int(&a["Task Id"]),
+            }),
+        });
+    }
+    with_offsets(&mut ops, &starts);
+    Ok(SimModel {
+        name: stem(path),
+        device: 0,
+        ops,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+    })
+}
+
+/// Reads a description, choosing the format by content (JSON starts with `{` or `[`, after
+/// an optional UTF-8 byte-order mark, which editors on Windows write).
 pub fn parse_file(path: &Path) -> Result<SimModel> {
-    let text = match std::fs::read_to_string(path) {
+    let bytes = match std::fs::read(path) {
         Ok(t) => t,
         Err(e) => return bad(path, format!("cannot read: {e}")),
     };
-    parse_text(path, &text)
+    if bytes.starts_with(b"SQLite format 3\0") {
+        return bad(
+            path,
+            format!("an SQLite database (msprof's .db export) is not supported; export it as CSV with msprof, or give one of: {FORMATS}"),
+        );
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => parse_text(path, &text),
+        _ => bad(
+            path,
+            format!("a binary file is not a supported model description; give one of: {FORMATS}"),
+        ),
+    }
 }
 
 fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
-    if text.trim_start().starts_with('{') {
-        parse_json(path, text)
-    } else {
-        parse_csv(path, text)
+    let t = text.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) {
+        return parse_csv(path, text);
     }
+    let v: serde_json::Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return bad(path, format!("not valid JSON: {e}")),
+    };
+    if let Some(events) = v.as_array().or_else(|| v["traceEvents"].as_array()) {
+        return parse_trace(path, events);
+    }
+    if v.get("ops").is_none() && v.get("name").is_none() {
+        return bad(path, format!("a JSON file without \"ops\" is not a supported model description; give one of: {FORMATS}"));
+    }
+    parse_json(path, text)
 }
 
 static MODELS: Mutex<Option<HashMap<u32, Arc<SimModel>>>> = Mutex::new(None);
@@ -275,17 +533,26 @@ pub fn execute(id: u32) -> Result<()> {
     }
     let call_start = crate::clock::now_ns();
     let mut t = call_start;
-    for op in &m.ops {
-        let start = t + op.wait_ns;
+    for (i, op) in m.ops.iter().enumerate() {
+        // A replayed table keeps its start times; a description chains its ops.
+        let start = match op.offset_ns {
+            Some(o) => call_start + o,
+            None => t + op.wait_ns,
+        };
         let end = start + op.duration_ns;
-        crate::report::report_op(
+        let replay = crate::report::Replay {
+            stream: op.task.as_ref().and_then(|t| t.stream_id),
+            sim_op: u32::try_from(i + 1).unwrap_or(0),
+        };
+        crate::report::report_replayed(
             id,
             until_nul(op.name.as_bytes()),
             until_nul(op.op_type.as_bytes()),
             start,
             end,
+            replay,
         )?;
-        t = end;
+        t = t.max(end);
     }
     crate::clock::sleep_until(t);
     // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
@@ -317,7 +584,8 @@ mod tests {
                 name: "a".into(),
                 op_type: "Conv2D".into(),
                 duration_ns: 10_500,
-                wait_ns: 2_000
+                wait_ns: 2_000,
+                ..Default::default()
             }
         );
         assert_eq!(m.ops[1].wait_ns, 0);
@@ -357,7 +625,15 @@ mod tests {
                 name: "conv1".into(),
                 op_type: "Conv2D".into(),
                 duration_ns: 12_345,
-                wait_ns: 0
+                wait_ns: 0,
+                offset_ns: Some(0),
+                task: Some(TaskInfo {
+                    task_type: Some("AI_CORE".into()),
+                    block_dim: Some(8),
+                    mix_block_dim: None,
+                    stream_id: Some(2),
+                    task_id: Some(3),
+                }),
             }
         );
         assert_eq!(m.ops[1].wait_ns, 1_000);
@@ -372,5 +648,48 @@ mod tests {
             "\u{FEFF}{\"name\":\"m\",\"ops\":[{\"name\":\"a\",\"type\":\"T\",\"duration_us\":1}]}";
         let m = parse_text(Path::new("m.json"), json).unwrap();
         assert_eq!((m.name.as_str(), m.ops.len()), ("m", 1));
+    }
+
+    #[test]
+    fn kernel_details_keep_start_times_task_types_and_streams() {
+        let text = "Step Id,Model ID,Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Dim,Mix Block Dim\r\n\
+                    1,4294967295,7,2,b,Mul,AI_VECTOR_CORE,1736405443881500.320\t,6.28,0,40,0\r\n\
+                    1,4294967295,N/A,N/A,hcom_allReduce_1,hcom_allReduce_,HCCL,1736405443881410.320\t,50.621,0,0,0\r\n";
+        let m = parse_text(Path::new("kernel_details.csv"), text).unwrap();
+        // Ordered by start; starts kept to the ns although they do not fit an f64.
+        assert_eq!(m.ops[0].name, "hcom_allReduce_1");
+        assert_eq!(m.ops[0].offset_ns, Some(0));
+        assert_eq!(m.ops[1].offset_ns, Some(90_000));
+        assert_eq!(m.ops[1].duration_ns, 6_280);
+        let t = m.ops[1].task.as_ref().unwrap();
+        assert_eq!(
+            (t.task_type.as_deref(), t.block_dim, t.stream_id, t.task_id),
+            (Some("AI_VECTOR_CORE"), Some(40), Some(2), Some(7))
+        );
+        assert_eq!(m.ops[0].task.as_ref().unwrap().stream_id, None);
+        assert_eq!(
+            us_str_to_ns("1736405443881410.3205"),
+            Some(1_736_405_443_881_410_321)
+        );
+        assert_eq!(us_str_to_ns("N/A"), None);
+    }
+
+    #[test]
+    fn unsupported_files_get_one_clear_error() {
+        let dir = std::env::temp_dir().join(format!("aclprof-sim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, bytes, says) in [
+            ("prof.db", &b"SQLite format 3\0\x10\x00"[..], "SQLite"),
+            ("model.om", &b"IMOD\0\0\x01\xff\xfe"[..], "binary"),
+            ("x.csv", &b"a,b\n1,2\n"[..], "Supported:"),
+            ("x.json", &b"{\"traceEvents\": []}"[..], "Ascend Hardware"),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, bytes).unwrap();
+            let e = parse_file(&p).unwrap_err();
+            assert_eq!(e.code, ACL_ERROR_INVALID_FILE);
+            assert!(e.msg.contains(says), "{name}: {}", e.msg);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -145,9 +145,11 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
 }
 
 /// Loads a model description for the simulator: a JSON file
-/// `{"name", "device", "wait_us"?, "ops": [{"name", "type", "duration_us", "wait_us"?}]}`
-/// or an exported op_summary_*.csv. Returns the new model id in `*modelId`.
-/// Errors: unreadable or malformed file -> ACL_ERROR_INVALID_FILE.
+/// `{"name", "device", "wait_us"?, "ops": [{"name", "type", "duration_us", "wait_us"?}]}`,
+/// or what a real run wrote: msprof's op_summary_*.csv, torch_npu's kernel_details.csv or
+/// trace_view.json (replayed with its start times, streams and task types). The format is
+/// told from the content. Returns the new model id in `*modelId`.
+/// Errors: unreadable, malformed or unsupported file -> ACL_ERROR_INVALID_FILE.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtSimModelLoad(
     path: *const c_char,

@@ -10,6 +10,7 @@
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
 use crate::error::*;
 use crate::record::{self, View, RECORD_SIZE};
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt::Write as _;
@@ -364,15 +365,16 @@ fn csv_err(p: &Path, e: csv::Error) -> Error {
 
 /// Exports the result directory `dir` (a `PROF_…` directory). Safe to run again: it
 /// rewrites `mindstudio_profiler_output/`.
-/// One op on its way to the timeline thread (task 0: the start of a device's ops).
+/// One op on its way to the timeline thread.
 struct TlOp {
-    /// End of the op's name in [`TlBatch::names`].
+    kind: TlKind,
+    /// End of the op's name, then of its task type, in [`TlBatch::names`].
     name_end: usize,
+    type_end: usize,
     dev: u32,
     stream: u32,
     model: u32,
     task: u64,
-    task_type: &'static str,
     start: u64,
     end: u64,
 }
@@ -383,6 +385,15 @@ struct TlOp {
 struct TlBatch {
     names: String,
     ops: Vec<TlOp>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TlKind {
+    /// Not an op: the start of a device's ops.
+    Device,
+    /// The first op on its stream (the stream's track is named).
+    FirstOnStream,
+    Op,
 }
 
 const TL_BATCH: usize = 4096;
@@ -412,7 +423,7 @@ impl TlState {
     fn write(&mut self, tl: &mut Timeline, b: &TlBatch) -> std::io::Result<()> {
         let mut name_start = 0;
         for op in &b.ops {
-            if op.task == 0 {
+            if op.kind == TlKind::Device {
                 self.finish(tl)?;
                 self.dev = Some(op.dev);
                 let (hw, ov) = Self::pids(tl, op.dev);
@@ -430,9 +441,10 @@ impl TlState {
             }
             let (hw, ov) = Self::pids(tl, op.dev);
             let name = &b.names[name_start..op.name_end];
-            name_start = op.name_end;
+            let task_type = &b.names[op.name_end..op.type_end];
+            name_start = op.type_end;
             let stream = op.stream as u64;
-            if op.task == 1 {
+            if op.kind == TlKind::FirstOnStream {
                 tl.thread(hw, stream, &format!("Stream {stream}"), stream)?;
             }
             let a = &mut self.args;
@@ -440,7 +452,7 @@ impl TlState {
             a.push_str("{\"Model Id\":");
             push_u64(a, op.model as u64, 1);
             a.push_str(",\"Task Type\":\"");
-            a.push_str(op.task_type);
+            a.push_str(task_type);
             a.push_str("\",\"Physic Stream Id\":");
             push_u64(a, stream, 1);
             a.push_str(",\"Task Id\":");
@@ -488,14 +500,17 @@ enum TlSink<'a, 's> {
 }
 
 impl TlSink<'_, '_> {
-    /// Queues one op (or, with task 0, the start of a device).
-    fn push(&mut self, op: TlOp, name: &str) -> std::io::Result<()> {
+    /// Queues one op (or the start of a device).
+    fn push(&mut self, op: TlOp, name: &str, task_type: &str) -> std::io::Result<()> {
         let cur = match self {
             TlSink::Thread { cur, .. } | TlSink::Inline { cur, .. } => cur,
         };
         cur.names.push_str(name);
+        let name_end = cur.names.len();
+        cur.names.push_str(task_type);
         cur.ops.push(TlOp {
-            name_end: cur.names.len(),
+            name_end,
+            type_end: cur.names.len(),
             ..op
         });
         if cur.ops.len() >= TL_BATCH {
@@ -546,6 +561,49 @@ impl TlSink<'_, '_> {
     }
 }
 
+/// Whether an op is communication (HCCL): real runs give it its own track and leave it out
+/// of op_statistic.
+pub fn is_communication(task_type: &str, name: &str) -> bool {
+    matches!(task_type, "COMMUNICATION" | "HCCL") || name.starts_with("hcom_")
+}
+
+/// What replayed ops' descriptions say (see `crate::sim`): the export runs in the process
+/// that replayed them, which still has the models loaded. Another process's directory, or
+/// a record whose model was unloaded or replaced, gets what aclprof fills in.
+struct Replays {
+    same_process: bool,
+    models: HashMap<u32, Option<std::sync::Arc<crate::sim::SimModel>>>,
+}
+
+impl Replays {
+    fn new(session_pid: u64) -> Replays {
+        Replays {
+            same_process: session_pid == std::process::id() as u64,
+            models: HashMap::new(),
+        }
+    }
+
+    fn op<'m>(&'m mut self, v: &View<'_>) -> Option<&'m crate::sim::SimOp> {
+        let i = (v.sim_op() as usize).checked_sub(1)?;
+        if !self.same_process {
+            return None;
+        }
+        let m = self
+            .models
+            .entry(v.model_id())
+            .or_insert_with(|| crate::sim::get(v.model_id()))
+            .as_ref()?;
+        let op = m.ops.get(i)?;
+        // The model id could name another model by now: the op must be the one recorded.
+        let same = v.name()
+            == Some(crate::record::truncate_at_char(
+                op.name.as_bytes(),
+                crate::record::MAX_NAME_LEN,
+            ));
+        same.then_some(op)
+    }
+}
+
 /// op_summary and task_time, formatted by hand into one reused line buffer: the export
 /// runs at millions of rows, and per-field allocation dominated its cost.
 struct Rows {
@@ -586,10 +644,17 @@ impl Rows {
 
 /// Merges each device's stream files by start time into op_summary and task_time rows,
 /// timeline ops and per-type statistics.
-fn merge_devices(
-    dir: &Path,
-    devices: &[u32],
+/// What the merge reads: the result directory's devices, the clock offset to epoch time,
+/// and the replayed models.
+struct Source<'a> {
+    dir: &'a Path,
+    devices: &'a [u32],
     offset: i128,
+    replays: Replays,
+}
+
+fn merge_devices(
+    src: Source,
     summary: &mut Summary,
     rows: &mut Rows,
     sink: &mut TlSink,
@@ -601,18 +666,25 @@ fn merge_devices(
             format!("cannot write the timeline: {e}"),
         )
     };
+    let Source {
+        dir,
+        devices,
+        offset,
+        mut replays,
+    } = src;
     for &dev in devices {
         let mark = TlOp {
+            kind: TlKind::Device,
             name_end: 0,
+            type_end: 0,
             dev,
             stream: 0,
             model: 0,
             task: 0,
-            task_type: "",
             start: 0,
             end: 0,
         };
-        sink.push(mark, "").or_else(timeline)?;
+        sink.push(mark, "", "").or_else(timeline)?;
         let mut readers: Vec<StreamReader> = Vec::new();
         for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
             let f = io("cannot open", &p, File::open(&p))?;
@@ -639,14 +711,31 @@ fn merge_devices(
         while let Some(Reverse((start, end, i))) = heap.pop() {
             {
                 let v = View(&readers[i].cur[..]);
-                let name = String::from_utf8_lossy(v.name().unwrap_or_default());
-                let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default());
+                let sim_op = replays.op(&v);
+                // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
+                let (name, ty) = match sim_op {
+                    Some(o) => (
+                        Cow::Borrowed(o.name.as_str()),
+                        Cow::Borrowed(o.op_type.as_str()),
+                    ),
+                    None => (
+                        String::from_utf8_lossy(v.name().unwrap_or_default()),
+                        String::from_utf8_lossy(v.op_type().unwrap_or_default()),
+                    ),
+                };
                 let stream = v.stream_id();
-                let task = task_ids.entry(stream).or_insert(0);
-                *task += 1;
-                let task = *task;
+                let counted = task_ids.entry(stream).or_insert(0);
+                *counted += 1;
+                let first_on_stream = *counted == 1;
+                let replayed = sim_op.and_then(|o| o.task.as_ref());
+                let task = replayed.and_then(|t| t.task_id).map_or(*counted, u64::from);
                 let dur = end - start;
-                let (task_type, block_dim) = task_type_and_block_dim(&ty);
+                let (derived_type, derived_dim) = task_type_and_block_dim(&ty);
+                let task_type = replayed
+                    .and_then(|t| t.task_type.as_deref())
+                    .unwrap_or(derived_type);
+                let block_dim = replayed.and_then(|t| t.block_dim).unwrap_or(derived_dim);
+                let mix_block_dim = replayed.and_then(|t| t.mix_block_dim).unwrap_or(0);
                 let epoch_start = (start as i128 + offset).max(0) as u64;
                 // op_summary row
                 let line = &mut rows.line;
@@ -671,7 +760,9 @@ fn merge_devices(
                 }
                 line.push(',');
                 push_u64(line, block_dim as u64, 1);
-                line.push_str(",0,N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n");
+                line.push(',');
+                push_u64(line, mix_block_dim as u64, 1);
+                line.push_str(",N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n");
                 io(
                     "cannot write",
                     &rows.ops_path,
@@ -702,19 +793,27 @@ fn merge_devices(
                     rows.tt_w.write_all(line.as_bytes()),
                 )?;
                 let op = TlOp {
+                    kind: if first_on_stream {
+                        TlKind::FirstOnStream
+                    } else {
+                        TlKind::Op
+                    },
                     name_end: 0,
+                    type_end: 0,
                     dev,
                     stream,
                     model: v.model_id(),
                     task,
-                    task_type,
                     start,
                     end,
                 };
-                sink.push(op, &name).or_else(timeline)?;
-                match by_type.get_mut(ty.as_ref()) {
-                    Some(a) => a.add(dur),
-                    None => by_type.entry(ty.into_owned()).or_default().add(dur),
+                sink.push(op, &name, task_type).or_else(timeline)?;
+                // Real runs leave communication out of op_statistic.
+                if !is_communication(task_type, &name) {
+                    match by_type.get_mut(ty.as_ref()) {
+                        Some(a) => a.add(dur),
+                        None => by_type.entry(ty.into_owned()).or_default().add(dur),
+                    }
                 }
                 n += 1;
             }
@@ -829,15 +928,13 @@ pub fn export(dir: &Path) -> Result<Summary> {
                 }
             }
         };
-        let merged = merge_devices(
+        let src = Source {
             dir,
-            &devices,
+            devices: &devices,
             offset,
-            &mut summary,
-            &mut rows,
-            &mut sink,
-            &mut stats,
-        );
+            replays: Replays::new(pid),
+        };
+        let merged = merge_devices(src, &mut summary, &mut rows, &mut sink, &mut stats);
         let timeline = sink.finish();
         merged?;
         io("cannot write", &tl_path, timeline)

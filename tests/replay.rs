@@ -1,0 +1,282 @@
+//! Real profiles replay exactly: every table and timeline in tests/data/real (written by real
+//! Ascend runs; tests/data/real/SOURCES.md says where each came from) is loaded with
+//! `aclprofExtSimModelLoad`, executed once under a pipe subscription and once in file mode,
+//! and per op type the count and total duration of the input must equal the pipe's
+//! records, op_summary, and op_statistic (which leaves communication out, as real runs do).
+//! The expected figures are read from the input here, independently of the simulator.
+//! One test function: the profiler is process-wide.
+
+use aclprof::ffi::ext::*;
+use aclprof::ffi::prof::*;
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{output, read_csv, root, us};
+
+/// Per op type: (count, total ns).
+type PerType = BTreeMap<String, (u64, u64)>;
+
+/// A decimal number of µs ("12.5", "1.35", "132.150000", "5e-05" ms handled by the caller)
+/// to ns, rounding at the fourth decimal.
+fn us_to_ns(s: &str) -> u64 {
+    let s = s.trim().trim_matches('"').trim();
+    let (a, b) = s.split_once('.').unwrap_or((s, ""));
+    let digits: Vec<u64> = b
+        .bytes()
+        .chain(std::iter::repeat(b'0'))
+        .take(4)
+        .map(|d| (d - b'0') as u64)
+        .collect();
+    let frac = digits[0] * 100 + digits[1] * 10 + digits[2] + u64::from(digits[3] >= 5);
+    a.parse::<u64>().unwrap_or(0) * 1000 + frac
+}
+
+struct Expected {
+    all: PerType,
+    /// Without communication (op_statistic).
+    computing: PerType,
+    device: u32,
+}
+
+fn is_communication(task_type: &str, name: &str) -> bool {
+    matches!(task_type, "COMMUNICATION" | "HCCL") || name.starts_with("hcom_")
+}
+
+fn add(e: &mut Expected, ty: &str, task_type: &str, name: &str, ns: u64) {
+    let a = e.all.entry(ty.to_string()).or_default();
+    a.0 += 1;
+    a.1 += ns;
+    if !is_communication(task_type, name) {
+        let c = e.computing.entry(ty.to_string()).or_default();
+        c.0 += 1;
+        c.1 += ns;
+    }
+}
+
+/// What the input says, read the way its own tools would.
+fn expected(path: &Path) -> Expected {
+    let mut e = Expected {
+        all: PerType::new(),
+        computing: PerType::new(),
+        device: 0,
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    if path.extension().unwrap() == "json" {
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let events = v
+            .as_array()
+            .or_else(|| v["traceEvents"].as_array())
+            .unwrap();
+        let hw: Vec<&serde_json::Value> = events
+            .iter()
+            .filter(|x| x["name"] == "process_name" && x["args"]["name"] == "Ascend Hardware")
+            .map(|x| &x["pid"])
+            .collect();
+        for x in events {
+            let tt = &x["args"]["Task Type"];
+            if x["ph"] == "X" && hw.contains(&&x["pid"]) && tt.is_string() {
+                let name = x["name"].as_str().unwrap();
+                let dur = match &x["dur"] {
+                    serde_json::Value::String(s) => us_to_ns(s),
+                    n => us_to_ns(&n.to_string()),
+                };
+                add(&mut e, name, tt.as_str().unwrap(), name, dur);
+            }
+        }
+        return e;
+    }
+    let mut rd = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_reader(text.trim_start_matches('\u{FEFF}').as_bytes());
+    let h: Vec<String> = rd.headers().unwrap().iter().map(str::to_string).collect();
+    let col = |names: &[&str]| names.iter().find_map(|n| h.iter().position(|x| x == n));
+    let name = col(&["Op Name", "Name", "full_kernel_name", "full_op_name"]).unwrap();
+    let ty = col(&["OP Type", "Type"]);
+    let task_type = col(&["Task Type", "Accelerator Core"]);
+    let dur_us = col(&["Task Duration(us)", "Duration(us)"]);
+    let dur_ms = col(&["execution_time"]);
+    let dev = col(&["Device_id"]);
+    for r in rd.records() {
+        let r = r.unwrap();
+        let n = &r[name];
+        let t = match ty {
+            Some(c) => r[c].to_string(),
+            // MindSpore's kernel names: "Default/.../GetNext-op6" is a GetNext.
+            None => n
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .split("-op")
+                .next()
+                .unwrap()
+                .to_string(),
+        };
+        let ns = match (dur_us, dur_ms) {
+            (Some(c), _) => us_to_ns(&r[c]),
+            (None, Some(c)) => (r[c].parse::<f64>().unwrap() * 1e6).round() as u64,
+            _ => panic!("{}: no duration column", path.display()),
+        };
+        if let Some(c) = dev {
+            e.device = r[c].parse().unwrap();
+        }
+        add(&mut e, &t, task_type.map_or("", |c| &r[c]), n, ns);
+    }
+    e
+}
+
+fn fixtures() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("tests/data/real"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_str().unwrap();
+            [
+                "kernel_details",
+                "op_summary",
+                "trace_view",
+                "msprof_timeline",
+            ]
+            .iter()
+            .any(|k| n.starts_with(k))
+                || n.starts_with("aicore_intermediate_detail")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn load(path: &Path) -> u32 {
+    let c = CString::new(path.to_str().unwrap()).unwrap();
+    let mut id = 0;
+    let rc = unsafe { aclprofExtSimModelLoad(c.as_ptr(), &mut id) };
+    assert_eq!(rc, 0, "{} does not load", path.display());
+    id
+}
+
+/// Runs the model once under a pipe subscription; what the pipe delivered, per type.
+fn through_a_pipe(model: u32) -> PerType {
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let reader = std::thread::spawn(move || {
+        let mut f = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[0]) };
+        let mut all = Vec::new();
+        f.read_to_end(&mut all).unwrap();
+        all
+    });
+    let mut w = fds[1];
+    let cfg =
+        unsafe { aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), (&raw mut w).cast()) };
+    assert_eq!(aclprofModelSubscribe(model, cfg), 0);
+    assert_eq!(aclprofExtSimModelExecute(model), 0);
+    assert_eq!(aclprofModelUnSubscribe(model), 0);
+    assert_eq!(aclprofDestroySubscribeConfig(cfg), 0);
+    unsafe { libc::close(w) };
+    let buf = reader.join().unwrap();
+    let mut n = 0u32;
+    let p = buf.as_ptr().cast();
+    assert_eq!(unsafe { aclprofGetOpNum(p, buf.len(), &mut n) }, 0);
+    let mut got = PerType::new();
+    for i in 0..n {
+        let mut len = 0usize;
+        assert_eq!(unsafe { aclprofGetOpTypeLen(p, buf.len(), i, &mut len) }, 0);
+        let mut ty = vec![0u8; len];
+        assert_eq!(
+            unsafe { aclprofGetOpType(p, buf.len(), i, ty.as_mut_ptr().cast(), len) },
+            0
+        );
+        ty.pop();
+        let e = got.entry(String::from_utf8(ty).unwrap()).or_default();
+        e.0 += 1;
+        e.1 += unsafe { aclprofGetOpDuration(p, buf.len(), i) };
+    }
+    got
+}
+
+fn newest_dir(root: &Path) -> PathBuf {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v.pop().unwrap()
+}
+
+#[test]
+fn real_profiles_replay_exactly() {
+    std::env::set_var("ACLPROF_DEVICE_COUNT", "8");
+    let files = fixtures();
+    assert!(files.len() >= 20, "the fixtures are there: {files:?}");
+    let cases: Vec<(String, Expected, u32)> = files
+        .iter()
+        .map(|p| {
+            let what = p.file_name().unwrap().to_str().unwrap().to_string();
+            let e = expected(p);
+            assert!(!e.all.is_empty(), "{what}: the input has ops");
+            (what, e, load(p))
+        })
+        .collect();
+
+    // Subscriptions (which CANN allows only outside aclprofInit/aclprofFinalize).
+    for (what, e, model) in &cases {
+        assert_eq!(through_a_pipe(*model), e.all, "{what}: the pipe's records");
+    }
+
+    // File mode.
+    let out = std::env::temp_dir().join(format!("aclprof-replay-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let outc = CString::new(out.to_str().unwrap()).unwrap();
+    assert_eq!(
+        unsafe { aclprofInit(outc.as_ptr(), out.to_str().unwrap().len()) },
+        0
+    );
+    for (what, e, model) in &cases {
+        let mut devs = [e.device];
+        let cfg = unsafe {
+            aclprofCreateConfig(
+                devs.as_mut_ptr(),
+                1,
+                aclprofAicoreMetrics(0xFF),
+                std::ptr::null(),
+                ACL_PROF_TASK_TIME,
+            )
+        };
+        assert_eq!(aclprofStart(cfg), 0, "{what}");
+        assert_eq!(aclprofExtSimModelExecute(*model), 0);
+        assert_eq!(aclprofStop(cfg), 0, "{what}");
+        assert_eq!(aclprofDestroyConfig(cfg), 0);
+        let dir = newest_dir(&out);
+
+        let (_, rows) = read_csv(&output(&dir, "op_summary_"));
+        let mut got = PerType::new();
+        for r in &rows {
+            let g = got.entry(r["OP Type"].clone()).or_default();
+            g.0 += 1;
+            g.1 += us(&r["Task Duration(us)"]);
+        }
+        for (k, v) in &e.all {
+            assert_eq!(got.get(k), Some(v), "{what}: op_summary, {k}");
+        }
+        assert_eq!(got, e.all, "{what}: op_summary");
+
+        let (_, stat) = read_csv(&output(&dir, "op_statistic_"));
+        let got: PerType = stat
+            .iter()
+            .map(|r| {
+                let n: u64 = r["Count"].parse().unwrap();
+                (r["OP Type"].clone(), (n, us(&r["Total Time(us)"])))
+            })
+            .collect();
+        assert_eq!(
+            got, e.computing,
+            "{what}: op_statistic, communication left out"
+        );
+    }
+    assert_eq!(aclprofFinalize(), 0);
+    for (_, _, model) in &cases {
+        assert_eq!(aclprofExtModelUnload(*model), 0);
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
