@@ -219,15 +219,10 @@ pub struct Replay {
 }
 
 /// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
-/// use [`crate::record::until_nul`] on other input).
+/// use [`crate::record::until_nul`] on other input); `replay` is the default unless the
+/// simulator replays the op.
 #[inline]
-pub fn report_op(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
-    report_replayed(model, name, op_type, start, end, Replay::default())
-}
-
-/// [`report_op`] for an op the simulator replays.
-#[inline]
-pub fn report_replayed(
+pub fn report_op(
     model: u32,
     name: &[u8],
     op_type: &[u8],

@@ -217,7 +217,12 @@ impl Columns {
                 .iter()
                 .find_map(|n| headers.iter().position(|h| h.trim() == *n))
         };
-        let ms = col(&["execution_time"]);
+        let in_us = col(&[
+            "Task Duration(us)",
+            "Duration(us)",
+            "Task Duration",
+            "Duration",
+        ]);
         Some(Columns {
             name: col(&[
                 "Op Name",
@@ -227,20 +232,8 @@ impl Columns {
                 "op_name",
             ])?,
             op_type: col(&["OP Type", "Type", "op_type", "kernel_type"]),
-            duration: col(&[
-                "Task Duration(us)",
-                "Duration(us)",
-                "Task Duration",
-                "Duration",
-            ])
-            .or(ms)?,
-            duration_in_ms: col(&[
-                "Task Duration(us)",
-                "Duration(us)",
-                "Task Duration",
-                "Duration",
-            ])
-            .is_none(),
+            duration: in_us.or(col(&["execution_time"]))?,
+            duration_in_ms: in_us.is_none(),
             start: col(&["Task Start Time(us)", "Start Time(us)", "Task Start Time"]),
             wait: col(&["Task Wait Time(us)", "Wait Time(us)"]),
             task_type: col(&["Task Type", "Accelerator Core"]),
@@ -544,7 +537,7 @@ pub fn execute(id: u32) -> Result<()> {
             stream: op.task.as_ref().and_then(|t| t.stream_id),
             sim_op: u32::try_from(i + 1).unwrap_or(0),
         };
-        crate::report::report_replayed(
+        crate::report::report_op(
             id,
             until_nul(op.name.as_bytes()),
             until_nul(op.op_type.as_bytes()),

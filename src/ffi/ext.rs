@@ -92,7 +92,7 @@ pub unsafe extern "C" fn aclprofExtReportOp(
         || {
             let name = cstr(opName, "opName")?;
             let ty = cstr(opType, "opType")?;
-            crate::report::report_op(modelId, name, ty, startNs, endNs)
+            crate::report::report_op(modelId, name, ty, startNs, endNs, Default::default())
         },
     )
 }
