@@ -284,19 +284,6 @@ impl<'a> View<'a> {
         s.iter().fold(true, |ok, &b| ok & (b != 0)).then_some(s)
     }
     /// The op type stored inline, or `None` if the record's string fields are inconsistent.
-    /// The string stored at `off` by its stored length, checked only against the field's
-    /// size: for records whose strings were checked already (see `accessor::verified`).
-    #[inline]
-    fn stored_str(&self, off: usize, len_off: usize, max: usize) -> Option<&'a [u8]> {
-        let len = get_u16(self.0, len_off) as usize;
-        (len <= max).then(|| &self.0[off..off + len])
-    }
-    pub fn stored_op_type(&self) -> Option<&'a [u8]> {
-        self.stored_str(OFF_TYPE, OFF_TYPE_LEN, MAX_TYPE_LEN)
-    }
-    pub fn stored_name(&self) -> Option<&'a [u8]> {
-        self.stored_str(OFF_NAME, OFF_NAME_LEN, MAX_NAME_LEN)
-    }
     pub fn op_type(&self) -> Option<&'a [u8]> {
         self.inline_str(OFF_TYPE, OFF_TYPE_LEN, MAX_TYPE_LEN)
     }
