@@ -4,7 +4,7 @@
 //! simulator, synchronously, on the calling thread (see crate::runtime).
 
 use super::base::{aclDataBuffer, aclError, aclrtStream};
-use super::{failed, out, path_arg, runtime_call};
+use super::{failed, fill, out, path_arg, runtime_call};
 use std::ffi::{c_char, c_void};
 
 /// A model's description (inputs, outputs), filled by aclmdlGetDesc.
@@ -28,9 +28,7 @@ pub unsafe extern "C" fn aclmdlLoadFromFile(
 ) -> aclError {
     runtime_call("aclmdlLoadFromFile", || {
         let path = path_arg(modelPath, "modelPath")?;
-        let o = out(modelId, "modelId")?;
-        *o = crate::runtime::load_model(path)?;
-        Ok(())
+        fill(modelId, "modelId", || crate::runtime::load_model(path))
     })
 }
 

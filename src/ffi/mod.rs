@@ -57,6 +57,21 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
     p.as_mut().ok_or_else(|| invalid(format!("{what} is NULL")))
 }
 
+/// Checks the out-pointer `p`, then stores what `make` returns there (so nothing is made
+/// for a NULL out-pointer).
+///
+/// # Safety
+/// As [`out`].
+pub(crate) unsafe fn fill<T>(
+    p: *mut T,
+    what: &str,
+    make: impl FnOnce() -> Result<T>,
+) -> Result<()> {
+    let o = out(p, what)?;
+    *o = make()?;
+    Ok(())
+}
+
 /// Logs and stores `e`, returning `value` (for functions that report errors as NULL/0).
 pub(crate) fn failed<T>(func: &str, e: Error, value: T) -> T {
     error::fail(func, &e);

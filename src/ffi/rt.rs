@@ -3,7 +3,7 @@
 //! a wrong or destroyed handle is ACL_ERROR_INVALID_PARAM, never a crash.
 
 use super::base::{aclError, aclrtStream};
-use super::{invalid, out, runtime_call};
+use super::{fill, invalid, runtime_call};
 use std::ffi::c_void;
 
 /// A context: a device bound to the threads that make it current.
@@ -69,9 +69,7 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> aclError {
     runtime_call("aclrtGetDevice", || {
-        let o = out(deviceId, "deviceId")?;
-        *o = crate::runtime::current_device()?;
-        Ok(())
+        fill(deviceId, "deviceId", crate::runtime::current_device)
     })
 }
 
@@ -79,8 +77,7 @@ pub unsafe extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> aclError {
     runtime_call("aclrtGetDeviceCount", || {
-        *out(count, "count")? = crate::runtime::device_count();
-        Ok(())
+        fill(count, "count", || Ok(crate::runtime::device_count()))
     })
 }
 
@@ -88,8 +85,9 @@ pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetRunMode(runMode: *mut aclrtRunMode) -> aclError {
     runtime_call("aclrtGetRunMode", || {
-        *out(runMode, "runMode")? = aclrtRunMode(crate::runtime::ACL_HOST);
-        Ok(())
+        fill(runMode, "runMode", || {
+            Ok(aclrtRunMode(crate::runtime::ACL_HOST))
+        })
     })
 }
 
@@ -97,9 +95,9 @@ pub unsafe extern "C" fn aclrtGetRunMode(runMode: *mut aclrtRunMode) -> aclError
 #[no_mangle]
 pub unsafe extern "C" fn aclrtCreateContext(context: *mut aclrtContext, deviceId: i32) -> aclError {
     runtime_call("aclrtCreateContext", || {
-        let o = out(context, "context")?;
-        *o = crate::runtime::create_context(deviceId)? as aclrtContext;
-        Ok(())
+        fill(context, "context", || {
+            crate::runtime::create_context(deviceId).map(|c| c as aclrtContext)
+        })
     })
 }
 
@@ -122,9 +120,9 @@ pub extern "C" fn aclrtSetCurrentContext(context: aclrtContext) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetCurrentContext(context: *mut aclrtContext) -> aclError {
     runtime_call("aclrtGetCurrentContext", || {
-        let o = out(context, "context")?;
-        *o = crate::runtime::current_context()? as aclrtContext;
-        Ok(())
+        fill(context, "context", || {
+            crate::runtime::current_context().map(|c| c as aclrtContext)
+        })
     })
 }
 
@@ -133,9 +131,9 @@ pub unsafe extern "C" fn aclrtGetCurrentContext(context: *mut aclrtContext) -> a
 #[no_mangle]
 pub unsafe extern "C" fn aclrtCreateStream(stream: *mut aclrtStream) -> aclError {
     runtime_call("aclrtCreateStream", || {
-        let o = out(stream, "stream")?;
-        *o = crate::runtime::create_stream()? as aclrtStream;
-        Ok(())
+        fill(stream, "stream", || {
+            crate::runtime::create_stream().map(|s| s as aclrtStream)
+        })
     })
 }
 
@@ -170,9 +168,9 @@ pub unsafe extern "C" fn aclrtMalloc(
 ) -> aclError {
     let _ = policy.0; // every policy gets host memory
     runtime_call("aclrtMalloc", || {
-        let o = out(devPtr, "devPtr")?;
-        *o = crate::runtime::malloc(size)? as *mut c_void;
-        Ok(())
+        fill(devPtr, "devPtr", || {
+            crate::runtime::malloc(size).map(|p| p as *mut c_void)
+        })
     })
 }
 
@@ -187,9 +185,9 @@ pub extern "C" fn aclrtFree(devPtr: *mut c_void) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError {
     runtime_call("aclrtMallocHost", || {
-        let o = out(hostPtr, "hostPtr")?;
-        *o = crate::runtime::malloc(size)? as *mut c_void;
-        Ok(())
+        fill(hostPtr, "hostPtr", || {
+            crate::runtime::malloc(size).map(|p| p as *mut c_void)
+        })
     })
 }
 
