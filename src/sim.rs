@@ -272,6 +272,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
         );
     };
     let int = |s: &str| s.trim().parse::<u32>().ok();
+    let has_task_columns = c.task_type.is_some() || c.stream.is_some() || c.block_dim.is_some();
     let mut ops = Vec::new();
     let mut starts = Vec::new();
     let mut device = None;
@@ -320,7 +321,6 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             Some(t) => get(t).to_string(),
             None => type_from_kernel_name(&name),
         };
-        let has_task_columns = c.task_type.is_some() || c.stream.is_some() || c.block_dim.is_some();
         let task = has_task_columns.then(|| TaskInfo {
             task_type: c
                 .task_type

@@ -274,6 +274,43 @@ fn real_profiles_replay_exactly() {
             "{what}: op_statistic, communication left out"
         );
     }
+    // A task type is text from outside: quoted in op_summary, escaped in the timeline.
+    let odd = std::env::temp_dir().join(format!("aclprof-odd-{}.csv", std::process::id()));
+    std::fs::write(
+        &odd,
+        "Name,Type,Accelerator Core,Start Time(us),Duration(us)\n\
+         a,Mul,\"Write \"\"Value\"\", 2\",100.000,1.5\n",
+    )
+    .unwrap();
+    let model = load(&odd);
+    let mut devs = [0u32];
+    let cfg = unsafe {
+        aclprofCreateConfig(
+            devs.as_mut_ptr(),
+            1,
+            aclprofAicoreMetrics(0xFF),
+            std::ptr::null(),
+            ACL_PROF_TASK_TIME,
+        )
+    };
+    assert_eq!(aclprofStart(cfg), 0);
+    assert_eq!(aclprofExtSimModelExecute(model), 0);
+    assert_eq!(aclprofStop(cfg), 0);
+    assert_eq!(aclprofDestroyConfig(cfg), 0);
+    let dir = newest_dir(&out);
+    let (_, rows) = read_csv(&output(&dir, "op_summary_"));
+    assert_eq!(rows[0]["Task Type"], "Write \"Value\", 2");
+    let tl: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(output(&dir, "msprof_")).unwrap())
+            .expect("the timeline is JSON");
+    assert!(tl
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["args"]["Task Type"] == "Write \"Value\", 2"));
+    assert_eq!(aclprofExtModelUnload(model), 0);
+    let _ = std::fs::remove_file(&odd);
+
     assert_eq!(aclprofFinalize(), 0);
     for (_, _, model) in &cases {
         assert_eq!(aclprofExtModelUnload(*model), 0);

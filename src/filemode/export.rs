@@ -451,9 +451,10 @@ impl TlState {
             a.clear();
             a.push_str("{\"Model Id\":");
             push_u64(a, op.model as u64, 1);
-            a.push_str(",\"Task Type\":\"");
-            a.push_str(task_type);
-            a.push_str("\",\"Physic Stream Id\":");
+            // A replayed table's task type is text from outside: escaped like a name.
+            a.push_str(",\"Task Type\":");
+            push_json_str(a, task_type);
+            a.push_str(",\"Physic Stream Id\":");
             push_u64(a, stream, 1);
             a.push_str(",\"Task Id\":");
             push_u64(a, op.task, 1);
@@ -748,7 +749,7 @@ fn merge_devices(
                 line.push(',');
                 push_csv_field(line, &ty);
                 line.push_str(",static,");
-                line.push_str(task_type);
+                push_csv_field(line, task_type);
                 line.push(',');
                 push_us(line, epoch_start, 3);
                 line.push_str("\t,");
@@ -775,7 +776,7 @@ fn merge_devices(
                 line.push(',');
                 push_csv_field(line, &name);
                 line.push(',');
-                line.push_str(task_type);
+                push_csv_field(line, task_type);
                 for x in [stream as u64, task] {
                     line.push(',');
                     push_u64(line, x, 1);
