@@ -70,10 +70,19 @@ fn bad<T>(path: &Path, why: impl std::fmt::Display) -> Result<T> {
     )
 }
 
+/// The longest duration, wait or spread of start times a model may have: 10^12 µs (11.6
+/// days), so that every start and end the simulator adds up stays far inside a u64.
+const MAX_SPAN_NS: u64 = 1_000_000_000_000_000;
+
 fn us_to_ns(us: f64) -> Option<u64> {
     (0.0..1e12)
         .contains(&us)
         .then(|| (us * 1000.0).round() as u64)
+}
+
+/// A duration or wait written in µs, within [`MAX_SPAN_NS`].
+fn span_str_to_ns(s: &str) -> Option<u64> {
+    us_str_to_ns(s).filter(|&ns| ns < MAX_SPAN_NS)
 }
 
 pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
@@ -290,7 +299,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
                 .ok()
                 .and_then(|ms| us_to_ns(ms * 1000.0))
         } else {
-            us_str_to_ns(get(c.duration))
+            span_str_to_ns(get(c.duration))
         };
         let Some(d) = dur else {
             return bad(
@@ -302,10 +311,21 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
                 ),
             );
         };
-        let w = c
-            .wait
-            .and_then(|c| us_str_to_ns(get(c)))
-            .unwrap_or(DEFAULT_WAIT_NS);
+        // A blank or "N/A" wait is filled in; a number out of range is an error.
+        let w = match c.wait.and_then(|c| us_str_to_ns(get(c))) {
+            None => DEFAULT_WAIT_NS,
+            Some(w) if w < MAX_SPAN_NS => w,
+            Some(_) => {
+                return bad(
+                    path,
+                    format!(
+                        "row {}: the wait time {:?} is out of range",
+                        i + 2,
+                        get(c.wait.unwrap_or(0))
+                    ),
+                )
+            }
+        };
         if device.is_none() {
             device = c.device.and_then(|c| int(get(c)));
         }
@@ -340,7 +360,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             task,
         });
     }
-    with_offsets(&mut ops, &starts);
+    with_offsets(path, &mut ops, &starts)?;
     let name = model_name.unwrap_or_else(|| stem(path));
     Ok(SimModel {
         name,
@@ -358,17 +378,28 @@ fn stem(path: &Path) -> String {
 
 /// When every op has a start time, keeps them (relative to the first) and orders the ops
 /// by start, as a device ran them.
-fn with_offsets(ops: &mut [SimOp], starts: &[Option<u64>]) {
+/// Fails when the start times spread over more than [`MAX_SPAN_NS`].
+fn with_offsets(path: &Path, ops: &mut [SimOp], starts: &[Option<u64>]) -> Result<()> {
     let Some(all) = starts.iter().copied().collect::<Option<Vec<u64>>>() else {
-        return;
+        return Ok(());
     };
-    let Some(&t0) = all.iter().min() else {
-        return;
+    let (Some(&t0), Some(&t1)) = (all.iter().min(), all.iter().max()) else {
+        return Ok(());
     };
+    if t1 - t0 >= MAX_SPAN_NS {
+        return bad(
+            path,
+            format!(
+                "the start times spread over {} µs, more than 10^12 µs",
+                (t1 - t0) / 1000
+            ),
+        );
+    }
     for (op, s) in ops.iter_mut().zip(all) {
         op.offset_ns = Some(s - t0);
     }
     ops.sort_by_key(|o| o.offset_ns);
+    Ok(())
 }
 
 /// The task slices of a Chrome-trace timeline's "Ascend Hardware" process.
@@ -391,6 +422,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
         serde_json::Value::Number(n) => us_str_to_ns(&n.to_string()),
         _ => None,
     };
+    let span = |v: &serde_json::Value| num(v).filter(|&ns| ns < MAX_SPAN_NS);
     let int = |v: &serde_json::Value| v.as_u64().and_then(|n| u32::try_from(n).ok());
     let mut ops = Vec::new();
     let mut starts = Vec::new();
@@ -399,7 +431,8 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
         if e["ph"] != "X" || !hw.contains(&e["pid"].to_string()) || a.get("Task Type").is_none() {
             continue;
         }
-        let (Some(name), Some(ts), Some(dur)) = (e["name"].as_str(), num(&e["ts"]), num(&e["dur"]))
+        let (Some(name), Some(ts), Some(dur)) =
+            (e["name"].as_str(), num(&e["ts"]), span(&e["dur"]))
         else {
             continue;
         };
@@ -420,7 +453,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
             }),
         });
     }
-    with_offsets(&mut ops, &starts);
+    with_offsets(path, &mut ops, &starts)?;
     Ok(SimModel {
         name: stem(path),
         device: 0,
@@ -452,7 +485,8 @@ pub fn parse_file(path: &Path) -> Result<SimModel> {
     }
 }
 
-fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
+/// A model description of any supported format, told apart by its content.
+pub fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
     let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
     let t = text.trim_start();
     if !(t.starts_with('{') || t.starts_with('[')) {
@@ -665,6 +699,23 @@ mod tests {
             Some(1_736_405_443_881_410_321)
         );
         assert_eq!(us_str_to_ns("N/A"), None);
+    }
+
+    #[test]
+    fn durations_waits_and_start_spreads_are_bounded() {
+        let p = Path::new("op_summary_bounds.csv");
+        let head = "Op Name,OP Type,Task Start Time(us),Task Duration(us),Task Wait Time(us)\n";
+        // A wait of 8.3e15 µs came from the fuzzer: it would overflow the simulator's clock.
+        for row in [
+            "a,A,1,1,8311111111111111\n",
+            "a,A,1,8311111111111111,0\n",
+            "a,A,1,1,0\nb,B,2000000000000000,1,0\n",
+        ] {
+            let e = parse_csv(p, &format!("{head}{row}")).unwrap_err();
+            assert_eq!(e.code, ACL_ERROR_INVALID_FILE, "{row}");
+        }
+        let m = parse_csv(p, &format!("{head}a,A,1,999999999999.999,0\n")).unwrap();
+        assert_eq!(m.ops[0].duration_ns, MAX_SPAN_NS - 1);
     }
 
     #[test]
