@@ -173,6 +173,8 @@ static void test_legality_table(void) {
     uint32_t d0[] = {0};
     aclprofConfig *a = aclprofCreateConfig(d0, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
     aclprofConfig *b = aclprofCreateConfig(d0, 1, ACL_AICORE_NONE, NULL, ACL_PROF_ACL_API);
+    /* equal content, another object: another config for Start as for Stop */
+    aclprofConfig *twin = aclprofCreateConfig(d0, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
     uint32_t m = 0;
     CHECK_EQ(aclprofExtModelLoad("legality", 0, &m), ACL_SUCCESS);
     int fd[2];
@@ -194,6 +196,8 @@ static void test_legality_table(void) {
     CHECK_EQ(aclprofStart(a), ACL_SUCCESS); /* repeated, same config */
     CHECK_EQ(aclprofStart(b), ACL_ERROR_PROF_ALREADY_RUN);
     CHECK_EQ(aclprofStop(b), ACL_ERROR_INVALID_PROFILING_CONFIG);
+    CHECK_EQ(aclprofStart(twin), ACL_ERROR_PROF_ALREADY_RUN);
+    CHECK_EQ(aclprofStop(twin), ACL_ERROR_INVALID_PROFILING_CONFIG);
     CHECK_EQ(aclprofModelSubscribe(m, sc), ACL_ERROR_PROF_API_CONFLICT);
     /* after stop */
     CHECK_EQ(aclprofStop(a), ACL_SUCCESS);
@@ -221,6 +225,7 @@ static void test_legality_table(void) {
     aclprofDestroySubscribeConfig(sc);
     aclprofDestroyConfig(a);
     aclprofDestroyConfig(b);
+    aclprofDestroyConfig(twin);
     aclprofExtModelUnload(m);
     rmdir(path);
 }

@@ -254,16 +254,16 @@ impl Core {
         check_config(c)?;
         self.file_mode_precheck("aclprofStart")?;
         if let Some(r) = &self.running {
-            if r.config.id == c.id
-                || (r.config.devices == c.devices
-                    && r.config.data_type == c.data_type
-                    && r.config.aicore_metrics == c.aicore_metrics)
-            {
+            // Only the config object that started is "the same config", as aclprofStop
+            // has it: one of equal content would start fine and then fail to stop
+            // (docs/design.md, "The state machine").
+            if r.config.id == c.id {
                 return Ok(false);
             }
             return err(
                 ACL_ERROR_PROF_ALREADY_RUN,
-                "profiling is already running with a different config; aclprofStop it first",
+                "profiling is already running with another config object; aclprofStop it \
+                 first (a config of equal content is another object)",
             );
         }
         for (ty, v) in &self.set_config {
@@ -577,6 +577,16 @@ mod tests {
             100042,
             "different config while running"
         );
+        let twin = ProfConfig {
+            id: 3,
+            ..c.running.as_ref().unwrap().config.clone()
+        };
+        assert_eq!(
+            code(c.start(&twin)),
+            100042,
+            "another object of equal content is another config, for Start as for Stop"
+        );
+        assert_eq!(code(c.stop(&twin)), 100010);
         assert_eq!(code(c.init(&d)), 100002);
         assert_eq!(
             code(c.stop(&cfg(2))),
