@@ -133,14 +133,19 @@ int main(int argc, char **argv) {
            (unsigned long long)st.recordsDelivered, (unsigned long long)st.recordsDropped);
     printf("device time %.3f ms over a wall span of %.3f ms\n\n", (double)all / 1e6,
            (double)(g_last_end - g_first_start) / 1e6);
-    printf("%-14s %8s %14s %12s %8s\n", "Op Type", "Count", "Total (us)", "Mean (us)", "Share");
-    printf("%-14s %8s %14s %12s %8s\n", "--------------", "-----", "----------", "---------", "-----");
+    /* The type column is as wide as the longest type (a replayed table's can be long). */
+    int w = (int)strlen("Op Type");
+    for (int i = 0; i < g_ntypes; i++)
+        if ((int)strlen(g_types[i].type) > w) w = (int)strlen(g_types[i].type);
+    printf("%-*s %8s %14s %12s %8s\n", w, "Op Type", "Count", "Total (us)", "Mean (us)", "Share");
+    for (int i = 0; i < w; i++) putchar('-');
+    printf(" %8s %14s %12s %8s\n", "-----", "----------", "---------", "-----");
     for (int i = 0; i < g_ntypes; i++) {
         TypeStat *s = &g_types[i];
-        printf("%-14s %8llu %14.3f %12.3f %7.2f%%\n", s->type, (unsigned long long)s->count,
+        printf("%-*s %8llu %14.3f %12.3f %7.2f%%\n", w, s->type, (unsigned long long)s->count,
                (double)s->total_ns / 1e3, (double)s->total_ns / 1e3 / (double)s->count,
                100.0 * (double)s->total_ns / (double)all);
     }
-    printf("%-14s %8llu %14.3f\n", "total", (unsigned long long)g_records, (double)all / 1e3);
+    printf("%-*s %8llu %14.3f\n", w, "total", (unsigned long long)g_records, (double)all / 1e3);
     return g_records == st.recordsDelivered && st.recordsDropped == 0 ? 0 : 1;
 }
