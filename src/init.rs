@@ -97,11 +97,19 @@ pub fn env_mode_config(
         data_type = 0x1 | 0x2; // nothing switched on: collect what the op summary needs
     }
     let id = crate::api::next_config_id();
+    let point = |k: &str| {
+        v.get(k)
+            .and_then(|x| x.as_str())
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+    };
     let config = ProfConfig {
         id,
         devices: (0..device_count).collect(),
         aicore_metrics: metric,
         data_type,
+        fp_point: point("fp_point"),
+        bp_point: point("bp_point"),
     };
     Ok((std::path::PathBuf::from(output), config))
 }

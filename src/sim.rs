@@ -35,6 +35,8 @@ pub struct SimOp {
     pub offset_ns: Option<u64>,
     /// What a replayed table said about the task; `None` where aclprof fills it in.
     pub task: Option<TaskInfo>,
+    /// A replayed table's PMU values, one per [`SimModel::pmu_columns`] (text as written).
+    pub pmu: Vec<String>,
 }
 
 /// A replayed task's own details (each `None` where the input does not say).
@@ -61,6 +63,9 @@ pub struct SimModel {
     /// aclmdlGetOutputSizeByIndex report); none unless the description lists them.
     pub inputs: Vec<u64>,
     pub outputs: Vec<u64>,
+    /// The PMU columns of a replayed table (`aic_mac_ratio`, `aiv_time(us)`, ...): those after
+    /// its last descriptive column ("Context ID" or "Output Formats").
+    pub pmu_columns: Vec<String>,
 }
 
 fn bad<T>(path: &Path, why: impl std::fmt::Display) -> Result<T> {
@@ -165,6 +170,7 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
         ops: out,
         inputs: sizes("inputs")?,
         outputs: sizes("outputs")?,
+        pmu_columns: Vec::new(),
     })
 }
 
@@ -217,6 +223,8 @@ struct Columns {
     task_id: Option<usize>,
     device: Option<usize>,
     model: Option<usize>,
+    /// Where the PMU columns start.
+    pmu_from: usize,
 }
 
 impl Columns {
@@ -252,6 +260,9 @@ impl Columns {
             task_id: col(&["Task ID", "Task Id"]),
             device: col(&["Device_id", "Device ID"]),
             model: col(&["Model Name"]),
+            pmu_from: col(&["Context ID"])
+                .or(col(&["Output Formats"]))
+                .map_or(headers.len(), |c| c + 1),
         })
     }
 }
@@ -358,6 +369,9 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             wait_ns: w,
             offset_ns: None,
             task,
+            pmu: (c.pmu_from..headers.len())
+                .map(|i| get(i).trim().to_string())
+                .collect(),
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -368,6 +382,11 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
         ops,
         inputs: Vec::new(),
         outputs: Vec::new(),
+        pmu_columns: headers
+            .iter()
+            .skip(c.pmu_from)
+            .map(|h| h.trim().to_string())
+            .collect(),
     })
 }
 
@@ -451,6 +470,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
                 stream_id: stream.and_then(int),
                 task_id: int(&a["Task Id"]),
             }),
+            pmu: Vec::new(),
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -460,6 +480,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
         ops,
         inputs: Vec::new(),
         outputs: Vec::new(),
+        pmu_columns: Vec::new(),
     })
 }
 
@@ -661,9 +682,19 @@ mod tests {
                     stream_id: Some(2),
                     task_id: Some(3),
                 }),
+                pmu: Vec::new(),
             }
         );
         assert_eq!(m.ops[1].wait_ns, 1_000);
+        assert!(
+            m.pmu_columns.is_empty(),
+            "no PMU columns without a Context ID"
+        );
+        let pmu = "Op Name,OP Type,Task Duration(us),Output Formats,Context ID,aic_mac_ratio,aiv_time(us)\n\
+                   mm,MatMul,5,ND,N/A,0.75,N/A\n";
+        let m = parse_csv(Path::new("x.csv"), pmu).unwrap();
+        assert_eq!(m.pmu_columns, ["aic_mac_ratio", "aiv_time(us)"]);
+        assert_eq!(m.ops[0].pmu, ["0.75", "N/A"]);
         assert!(parse_csv(Path::new("x.csv"), "a,b\n1,2\n").is_err());
         let bom = format!("\u{FEFF}{text}");
         assert_eq!(parse_text(Path::new("x.csv"), &bom).unwrap().ops.len(), 2);

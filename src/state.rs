@@ -44,12 +44,16 @@ fn cmd_mode<T>(what: &str) -> Result<T> {
 }
 
 /// What `aclprofCreateConfig` built.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProfConfig {
     pub id: u64,
     pub devices: Vec<u32>,
     pub aicore_metrics: u32,
     pub data_type: u64,
+    /// The op names that start and end a step's forward-backward pass (`PROFILING_OPTIONS`
+    /// `fp_point`/`bp_point`); steps are cut at each `fp_point` op.
+    pub fp_point: Option<String>,
+    pub bp_point: Option<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -181,6 +185,7 @@ pub fn new_config(
         devices: devices.to_vec(),
         aicore_metrics,
         data_type,
+        ..Default::default()
     })
 }
 
@@ -520,6 +525,7 @@ mod tests {
             devices: vec![0],
             aicore_metrics: 1,
             data_type: 0x2,
+            ..Default::default()
         }
     }
     fn tmp() -> PathBuf {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{root, run};
+use common::{output, read_csv, root, run, us};
 
 /// target/<profile>/, where cargo puts libaclprof.so (and scripts/build-lib its other names).
 /// `cargo test` builds the library only as an rlib, so the first test to need the shared
@@ -286,7 +286,8 @@ fn environment_variable_mode() {
     let exe = build("env_mode_app", "aclprof");
     let out = fresh_dir("env-mode-results");
     let opts = format!(
-        r#"{{"output": "{}", "task_trace": "on", "training_trace": "on", "aic_metrics": "PipeUtilization"}}"#,
+        r#"{{"output": "{}", "task_trace": "on", "training_trace": "on", "aic_metrics": "PipeUtilization",
+            "fp_point": "trans_TransData_0", "bp_point": "pool1/MaxPool", "l2": "on"}}"#,
         out.display()
     );
     let env = [
@@ -306,6 +307,40 @@ fn environment_variable_mode() {
     assert_eq!(dirs.len(), 1, "{dirs:?}");
     let rows = op_summary_rows(&dirs[0]);
     assert_eq!(rows, 15, "3 executions x 5 ops");
+    // fp_point/bp_point: one step per execution, cut at the fp_point op.
+    let (_, steps) = read_csv(&dirs[0].join("mindstudio_profiler_output/step_trace_time.csv"));
+    let ids: Vec<&str> = steps.iter().map(|r| r["Step"].as_str()).collect();
+    assert_eq!(ids, ["1", "2", "3"]);
+    for r in &steps {
+        // tiny.json: 35.75 µs of ops (5 µs waits among them, 1 µs between executions).
+        assert_eq!(r["Communication"], "0.000");
+        let (comp, free, stage) = (us(&r["Computing"]), us(&r["Free"]), us(&r["Stage"]));
+        assert_eq!(comp, 35_750, "{r:?}");
+        assert_eq!(comp + free, stage, "{r:?}");
+    }
+    let (_, trace) = read_csv(&output(&dirs[0], "step_trace_"));
+    assert_eq!(trace.len(), 3, "{trace:?}");
+    for r in &trace {
+        // From the TransData op's start to the MaxPool op's end: 3.5 + 1 + 20 + 2.25 + 1 + 4 µs.
+        let fp_to_bp = us(&r["FP to BP Time(us)"]);
+        assert!(
+            r["FP Start(us)"] != "N/A" && r["BP End(us)"] != "N/A",
+            "{r:?}"
+        );
+        assert_eq!(fp_to_bp, 31_750, "{r:?}");
+    }
+    // The PMU columns of PipeUtilization, N/A on an emulated device; L2 listed as not collected.
+    let (header, summary) = read_csv(&output(&dirs[0], "op_summary_"));
+    assert!(
+        header.iter().any(|h| h == "aic_mac_ratio") && header.iter().any(|h| h == "aiv_vec_ratio")
+    );
+    assert!(summary.iter().all(|r| r["aic_mac_ratio"] == "N/A"));
+    let readme =
+        std::fs::read_to_string(dirs[0].join("mindstudio_profiler_output/README.txt")).unwrap();
+    assert!(
+        readme.contains("Not collected") && readme.contains("ACL_PROF_L2CACHE"),
+        "{readme}"
+    );
     // Without PROFILING_MODE nothing is written.
     let _ = std::fs::remove_dir_all(&out);
     exec(

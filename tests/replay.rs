@@ -195,6 +195,150 @@ fn through_a_pipe(model: u32) -> PerType {
     got
 }
 
+/// The `aclprofAicoreMetrics` a fixture's PMU columns belong to (by its file name), so
+/// file mode asks for the same group; ACL_AICORE_NONE for tables without PMU columns.
+fn metric_of(what: &str) -> u32 {
+    let groups = [
+        ("arithutil", 0),
+        ("pipeutil", 1),
+        ("memoryl0", 3),
+        ("memoryub", 5),
+        ("memory_", 2),
+        ("resconflict", 4),
+        ("l2cache", 6),
+    ];
+    groups
+        .iter()
+        .find(|(k, _)| what.contains(k))
+        .map_or(0xFF, |g| g.1)
+}
+
+/// The input's PMU columns carried into op_summary value for value (as written; a blank
+/// becomes N/A). Returns how many columns were compared.
+fn check_pmu(what: &str, input: &Path, dir: &Path) -> usize {
+    // Real tables can have short rows: read the input leniently (a missing cell is blank).
+    let mut rd = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(input)
+        .unwrap();
+    let ih: Vec<String> = rd
+        .headers()
+        .unwrap()
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    let irows: Vec<BTreeMap<String, String>> = rd
+        .records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            ih.iter()
+                .enumerate()
+                .map(|(i, h)| (h.clone(), rec.get(i).unwrap_or("").to_string()))
+                .collect()
+        })
+        .collect();
+    let (oh, orows) = read_csv(&output(dir, "op_summary_"));
+    let from = oh.iter().position(|h| h == "Context ID").unwrap() + 1;
+    let mut compared = 0;
+    for c in &oh[from..] {
+        if !ih.contains(c) {
+            assert!(
+                orows.iter().all(|r| r[c] == "N/A"),
+                "{what}: {c} not in the input"
+            );
+            continue;
+        }
+        let norm = |v: &str| {
+            if v.trim().is_empty() {
+                "N/A".to_string()
+            } else {
+                v.trim().to_string()
+            }
+        };
+        let mut want: Vec<String> = irows.iter().map(|r| norm(&r[c])).collect();
+        let mut got: Vec<String> = orows.iter().map(|r| r[c].clone()).collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{what}: PMU column {c}");
+        compared += 1;
+    }
+    compared
+}
+
+/// Communication is on the HCCL track and in its own part of Overlap Analysis; the step
+/// trace adds up.
+fn check_communication(what: &str, e: &Expected, dir: &Path) {
+    let count = |t: &PerType| t.values().map(|v| v.0).sum::<u64>();
+    let comm_ops = count(&e.all) - count(&e.computing);
+    let tl: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(output(dir, "msprof_")).unwrap()).unwrap();
+    let events = tl.as_array().unwrap();
+    let pid_of = |name: &str| -> Vec<&serde_json::Value> {
+        events
+            .iter()
+            .filter(|x| x["name"] == "process_name" && x["args"]["name"] == name)
+            .map(|x| &x["pid"])
+            .collect()
+    };
+    let slices = |name: &str| -> Vec<&serde_json::Value> {
+        let pids = pid_of(name);
+        events
+            .iter()
+            .filter(|x| x["ph"] == "X" && pids.contains(&&x["pid"]))
+            .collect()
+    };
+    assert_eq!(
+        slices("HCCL").len() as u64,
+        comm_ops,
+        "{what}: ops on the HCCL track"
+    );
+    assert_eq!(
+        slices("Ascend Hardware").len() as u64,
+        count(&e.computing),
+        "{what}: ops on Ascend Hardware streams"
+    );
+    let overlap: BTreeMap<String, u64> =
+        slices("Overlap Analysis")
+            .iter()
+            .fold(BTreeMap::new(), |mut m, x| {
+                *m.entry(x["name"].as_str().unwrap().to_string())
+                    .or_default() += us(&x["dur"].to_string());
+                m
+            });
+    let (_, steps) = read_csv(&dir.join("mindstudio_profiler_output/step_trace_time.csv"));
+    assert_eq!(steps.len(), 1, "{what}: no steps, one row");
+    let r = &steps[0];
+    let f = |k: &str| us(&r[k]);
+    assert_eq!(r["Device_id"], e.device.to_string(), "{what}");
+    assert_eq!(f("Communication") > 0, comm_ops > 0, "{what}: {r:?}");
+    assert_eq!(
+        f("Overlapped") + f("Communication(Not Overlapped)"),
+        f("Communication"),
+        "{what}"
+    );
+    assert_eq!(
+        f("Computing") + f("Communication(Not Overlapped)") + f("Free"),
+        f("Stage"),
+        "{what}: {r:?}"
+    );
+    for (k, track) in [
+        ("Computing", "Computing"),
+        ("Communication", "Communication"),
+        (
+            "Communication(Not Overlapped)",
+            "Communication(Not Overlapped)",
+        ),
+        ("Free", "Free"),
+    ] {
+        let t = overlap.get(track).copied().unwrap_or(0);
+        // The timeline rounds each slice to 1 ns; the step trace sums exact intervals.
+        assert!(
+            t.abs_diff(f(k)) <= overlap.len() as u64 * 1000,
+            "{what}: {k} {t} vs {r:?}"
+        );
+    }
+}
+
 fn newest_dir(root: &Path) -> PathBuf {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root)
         .unwrap()
@@ -209,18 +353,18 @@ fn real_profiles_replay_exactly() {
     std::env::set_var("ACLPROF_DEVICE_COUNT", "8");
     let files = fixtures();
     assert!(files.len() >= 20, "the fixtures are there: {files:?}");
-    let cases: Vec<(String, Expected, u32)> = files
+    let cases: Vec<(String, Expected, u32, &PathBuf)> = files
         .iter()
         .map(|p| {
             let what = p.file_name().unwrap().to_str().unwrap().to_string();
             let e = expected(p);
             assert!(!e.all.is_empty(), "{what}: the input has ops");
-            (what, e, load(p))
+            (what, e, load(p), p)
         })
         .collect();
 
     // Subscriptions (which CANN allows only outside aclprofInit/aclprofFinalize).
-    for (what, e, model) in &cases {
+    for (what, e, model, _) in &cases {
         assert_eq!(through_a_pipe(*model), e.all, "{what}: the pipe's records");
     }
 
@@ -232,13 +376,15 @@ fn real_profiles_replay_exactly() {
         unsafe { aclprofInit(outc.as_ptr(), out.to_str().unwrap().len()) },
         0
     );
-    for (what, e, model) in &cases {
+    let mut pmu_compared = 0;
+    for (what, e, model, input) in &cases {
         let mut devs = [e.device];
+        let metric = metric_of(what);
         let cfg = unsafe {
             aclprofCreateConfig(
                 devs.as_mut_ptr(),
                 1,
-                aclprofAicoreMetrics(0xFF),
+                aclprofAicoreMetrics(metric),
                 std::ptr::null(),
                 ACL_PROF_TASK_TIME,
             )
@@ -273,7 +419,15 @@ fn real_profiles_replay_exactly() {
             got, e.computing,
             "{what}: op_statistic, communication left out"
         );
+        if metric != 0xFF {
+            pmu_compared += check_pmu(what, input, &dir);
+        }
+        check_communication(what, e, &dir);
     }
+    assert!(
+        pmu_compared >= 100,
+        "the PMU columns were compared: {pmu_compared}"
+    );
     // A task type is text from outside: quoted in op_summary, escaped in the timeline.
     let odd = std::env::temp_dir().join(format!("aclprof-odd-{}.csv", std::process::id()));
     std::fs::write(
@@ -312,7 +466,7 @@ fn real_profiles_replay_exactly() {
     let _ = std::fs::remove_file(&odd);
 
     assert_eq!(aclprofFinalize(), 0);
-    for (_, _, model) in &cases {
+    for (_, _, model, _) in &cases {
         assert_eq!(aclprofExtModelUnload(*model), 0);
     }
     let _ = std::fs::remove_dir_all(&out);

@@ -8,6 +8,10 @@
 3. msprof-analyze==26.2.0 (PyPI, in its own venv): `advisor computation` recognises the op
    summary and the device info (its block-dim check runs and names ops), and `cluster`
    reproduces our Overlap Analysis Computing/Free times.
+4. A real training step (torch_npu kernel_details.csv with PMU columns and an all-reduce,
+   tests/data/real) replayed in file mode: Perfetto imports it with the all-reduce on the HCCL
+   track, `advisor all` and `compare` run on it with no error lines, compare finds the
+   communication op, and `cluster` computes the same step trace as our step_trace_time.csv.
 
 Needs python3, gcc, node and the package registry (first run only; later runs use
 target/tools-cache). Usage: tools/check_filemode.py [--skip-msprof-analyze]
@@ -122,6 +126,7 @@ def msprof_analyze(prof):
     r = run([exe, "advisor", "computation", "-d", prof, "-o", out, "-l", "en"], capture_output=True, cwd=WORK)
     text = r.stdout + r.stderr
     print(text[-3000:])
+    no_errors("advisor computation", text)
     check("not containing op summary" not in text, "advisor found the op summary")
     check("Skip block dim checker" not in text, "advisor ran its block-dim check (op summary + info.json DeviceInfo)")
     check("Block Dim" in text or "block dim" in text.lower(), "advisor reports a block-dim finding")
@@ -142,11 +147,101 @@ def msprof_analyze(prof):
           "cluster Free %.3f == our Overlap Analysis %.3f" % (free, ours["Free"]))
 
 
+REPLAYED = os.path.join(ROOT, "tests", "data", "real", "kernel_details_torchnpu_level2_pipeutil_910B_msinsight.csv")
+
+
+def replay_real_step():
+    """Replays a real table in file mode through the C API (ctypes), PipeUtilization on."""
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(ROOT, "target", "release", "libaclprof.so"))
+    lib.aclprofCreateConfig.restype = ctypes.c_void_p
+    out = WORK + "-replayed"  # beside WORK: cluster reads every PROF_ directory under a folder
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    m = ctypes.c_uint32()
+    check(lib.aclprofExtSimModelLoad(REPLAYED.encode(), ctypes.byref(m)) == 0, "the real table loads")
+    check(lib.aclprofInit(out.encode(), len(out)) == 0, "aclprofInit")
+    devs = (ctypes.c_uint32 * 1)(0)
+    cfg = ctypes.c_void_p(lib.aclprofCreateConfig(devs, 1, 1, None, ctypes.c_uint64(0x2)))
+    check(lib.aclprofStart(cfg) == 0, "aclprofStart")
+    check(lib.aclprofExtSimModelExecute(m) == 0, "the real table replays")
+    check(lib.aclprofStop(cfg) == 0 and lib.aclprofFinalize() == 0, "aclprofStop, aclprofFinalize")
+    dirs = glob.glob(os.path.join(out, "PROF_*"))
+    check(len(dirs) == 1, "one PROF_ directory for the replay")
+    return dirs[0]
+
+
+def perfetto_replayed(prof):
+    node = shutil.which("node")
+    wasm = os.path.join(CACHE, "trace_processor.wasm")
+    if not node or not os.path.exists(wasm):
+        check(False, "node and trace_processor.wasm (see perfetto())")
+        return
+    q = ("select p.name as process, t.name as thread, count(s.id) as slices from slice s "
+         "join thread_track tt on s.track_id = tt.id join thread t using(utid) "
+         "left join process p using(upid) group by 1, 2 order by 1, 2")
+    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm,
+                        one(prof, "msprof_*.json"), q], capture_output=True, text=True)
+    print(r.stdout)
+    check(r.returncode == 0, "Perfetto imports the replayed timeline with no error stats")
+    rows = [[c.strip() for c in line.split("|")] for line in r.stdout.splitlines() if line.count("|") == 2]
+    comm = {t: int(n) for p, t, n in rows if p == "HCCL"}
+    check(comm.get("Group 0 Communication") == 4, "Perfetto: the 4 all-reduces on the HCCL track: %s" % comm)
+    overlap = {t for p, t, _ in rows if p == "Overlap Analysis"}
+    check({"Computing", "Communication", "Communication(Not Overlapped)", "Free"} <= overlap,
+          "Perfetto: all four Overlap Analysis tracks: %s" % sorted(overlap))
+
+
+def no_errors(what, text):
+    errors = [line for line in text.splitlines() if "[ERROR]" in line]
+    for line in errors[:5]:
+        print("   " + line)
+    check(not errors, "%s logs no error lines (%d)" % (what, len(errors)))
+
+
+def msprof_analyze_replayed(prof):
+    exe = os.path.join(CACHE, "msprof-venv", "bin", "msprof-analyze")
+    r = run([exe, "advisor", "all", "-d", prof, "-o", os.path.join(WORK, "advisor-replayed"), "-l", "en"],
+            capture_output=True, cwd=WORK)
+    no_errors("advisor all on the replayed step", r.stdout + r.stderr)
+    timeline = one(prof, "msprof_*.json")
+    base = os.path.join(WORK, "base_timeline.json")
+    shutil.copy(timeline, base)
+    out = os.path.join(WORK, "compare")
+    r = run([exe, "compare", "-d", timeline, "-bp", base, "-o", out], capture_output=True, cwd=WORK)
+    no_errors("compare on the replayed step", r.stdout + r.stderr)
+    found = glob.glob(os.path.join(out, "performance_comparison_result_*.xlsx"))
+    check(len(found) == 1, "compare wrote its workbook")
+    if found:
+        with zipfile.ZipFile(found[0]) as z:
+            strings = z.read("xl/sharedStrings.xml").decode()
+        check("Uncovered Communication Time" in strings and "allreduce" in strings,
+              "compare sees the communication (uncovered time, the allreduce op)")
+    # cluster computes the step trace from our timeline: it must equal ours.
+    folder = os.path.dirname(prof)
+    cl = os.path.join(WORK, "cluster-replayed")
+    r = run([exe, "cluster", "-d", folder, "-o", cl], capture_output=True, cwd=WORK)
+    no_errors("cluster on the replayed step", r.stdout + r.stderr)
+    found = glob.glob(os.path.join(cl, "**", "cluster_step_trace_time.csv"), recursive=True)
+    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv for the replay")
+    if not found:
+        return
+    theirs = list(csv.DictReader(open(found[0])))
+    ours = list(csv.DictReader(open(os.path.join(prof, "mindstudio_profiler_output", "step_trace_time.csv"))))
+    check(len(theirs) == 1 and len(ours) == 1, "one step row each")
+    for k in ["Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage"]:
+        a, b = float(theirs[0][k]), float(ours[0][k])
+        check(abs(a - b) < 0.002, "cluster %s %.3f == our step_trace_time.csv %.3f" % (k, a, b))
+
+
 def main():
     prof = build_and_profile()
     perfetto(prof)
+    replayed = replay_real_step()
+    perfetto_replayed(replayed)
     if "--skip-msprof-analyze" not in sys.argv:
         msprof_analyze(prof)
+        msprof_analyze_replayed(replayed)
     if failures:
         print("\n%d check(s) failed" % len(failures))
         sys.exit(1)

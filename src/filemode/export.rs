@@ -7,6 +7,7 @@
 //! (memory: one record per stream), host events are read line by line, and every output is
 //! written as it goes. Aggregates are kept per op type / API name, never per op.
 
+use super::overlap::{Overlap, Piece, StepRow, Steps};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
 use crate::error::*;
 use crate::record::{self, View, RECORD_SIZE};
@@ -323,6 +324,142 @@ pub const OP_SUMMARY_HEADER: [&str; 21] = [
     "Context ID",
 ];
 
+/// The PMU columns op_summary has for each `aclprofAicoreMetrics` value, as Ascend 910B
+/// runs of CANN 8 write them (from real op_summary files: tests/data/real/SOURCES.md).
+/// PipelineExecuteUtilization (7) and MemoryAccess (8) get the common four: we have no
+/// real table of theirs to copy.
+const PMU_COLUMNS: [&[&str]; 9] = [
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_mac_fp16_ratio",
+        "aic_mac_int8_ratio",
+        "aic_cube_fops",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_vec_fp32_ratio",
+        "aiv_vec_fp16_ratio",
+        "aiv_vec_int32_ratio",
+        "aiv_vec_misc_ratio",
+        "aiv_vector_fops",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_mac_time(us)",
+        "aic_mac_ratio",
+        "aic_scalar_time(us)",
+        "aic_scalar_ratio",
+        "aic_mte1_time(us)",
+        "aic_mte1_ratio",
+        "aic_mte2_time(us)",
+        "aic_mte2_ratio",
+        "aic_fixpipe_time(us)",
+        "aic_fixpipe_ratio",
+        "aic_icache_miss_rate",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_vec_time(us)",
+        "aiv_vec_ratio",
+        "aiv_scalar_time(us)",
+        "aiv_scalar_ratio",
+        "aiv_mte2_time(us)",
+        "aiv_mte2_ratio",
+        "aiv_mte3_time(us)",
+        "aiv_mte3_ratio",
+        "aiv_icache_miss_rate",
+        "cube_utilization(%)",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_l1_read_bw(GB/s)",
+        "aic_l1_write_bw(GB/s)",
+        "aic_main_mem_read_bw(GB/s)",
+        "aic_main_mem_write_bw(GB/s)",
+        "aic_l2_read_bw(GB/s)",
+        "aic_l2_write_bw(GB/s)",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_ub_read_bw(GB/s)",
+        "aiv_ub_write_bw(GB/s)",
+        "aiv_main_mem_read_bw(GB/s)",
+        "aiv_main_mem_write_bw(GB/s)",
+        "aiv_l2_read_bw(GB/s)",
+        "aiv_l2_write_bw(GB/s)",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_l0a_read_bw(GB/s)",
+        "aic_l0a_write_bw(GB/s)",
+        "aic_l0b_read_bw(GB/s)",
+        "aic_l0b_write_bw(GB/s)",
+        "aic_l0c_read_bw_cube(GB/s)",
+        "aic_l0c_write_bw_cube(GB/s)",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_l0c_read_bw(GB/s)",
+        "aiv_l0c_write_bw(GB/s)",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_vec_bankgroup_cflt_ratio",
+        "aiv_vec_bank_cflt_ratio",
+        "aiv_vec_resc_cflt_ratio",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_ub_read_bw_scalar(GB/s)",
+        "aic_ub_write_bw_scalar(GB/s)",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_ub_read_bw_vector(GB/s)",
+        "aiv_ub_write_bw_vector(GB/s)",
+        "aiv_ub_read_bw_scalar(GB/s)",
+        "aiv_ub_write_bw_scalar(GB/s)",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aic_write_cache_hit",
+        "aic_write_cache_miss_allocate",
+        "aic_r0_read_cache_hit",
+        "aic_r0_read_cache_miss_allocate",
+        "aic_r1_read_cache_hit",
+        "aic_r1_read_cache_miss_allocate",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+        "aiv_write_cache_hit",
+        "aiv_write_cache_miss_allocate",
+        "aiv_r0_read_cache_hit",
+        "aiv_r0_read_cache_miss_allocate",
+        "aiv_r1_read_cache_hit",
+        "aiv_r1_read_cache_miss_allocate",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+    ],
+    &[
+        "aicore_time(us)",
+        "aic_total_cycles",
+        "aiv_time(us)",
+        "aiv_total_cycles",
+    ],
+];
+
+/// op_summary's PMU columns for a config's `aclprofAicoreMetrics` (none for ACL_AICORE_NONE).
+pub fn pmu_columns(metric: u64) -> &'static [&'static str] {
+    PMU_COLUMNS.get(metric as usize).copied().unwrap_or(&[])
+}
+
 /// The names export writes into `mindstudio_profiler_output/`.
 fn is_output_name(n: &str) -> bool {
     const PREFIXES: [&str; 7] = [
@@ -377,6 +514,8 @@ struct TlOp {
     task: u64,
     start: u64,
     end: u64,
+    /// Communication (HCCL): its own track, and its own part of Overlap Analysis.
+    comm: bool,
 }
 
 /// Ops in merge order, their names back to back in one string; batches go back and forth
@@ -405,19 +544,45 @@ impl TlBatch {
     }
 }
 
-/// The timeline writer's state across batches: the device being written and its busy
-/// interval being merged for Overlap Analysis.
-#[derive(Default)]
+/// The timeline writer's state across batches: the device being written, its intervals
+/// being merged for Overlap Analysis and its steps.
 struct TlState {
     dev: Option<u32>,
-    busy: Option<(u64, u64)>,
+    overlap: Overlap,
+    steps: Steps,
     args: String,
 }
 
+/// Writes a finished Overlap Analysis piece and counts it into its steps.
+fn overlap_piece<'a>(
+    tl: &'a mut Timeline,
+    steps: &'a mut Steps,
+    ov: u64,
+    err: &'a mut std::io::Result<()>,
+) -> impl FnMut(Piece, u64, u64) + 'a {
+    move |p, s, e| {
+        let (name, tid) = p.track();
+        if err.is_ok() {
+            *err = tl.slice(name, ov, tid, s, e - s, "{}");
+        }
+        steps.add(p, s, e);
+    }
+}
+
 impl TlState {
-    /// The pids of the device's Ascend Hardware and Overlap Analysis processes.
-    fn pids(tl: &Timeline, dev: u32) -> (u64, u64) {
-        (tl.pid(14, dev as u64), tl.pid(31, dev as u64))
+    fn new(steps: Steps) -> TlState {
+        TlState {
+            dev: None,
+            overlap: Overlap::default(),
+            steps,
+            args: String::new(),
+        }
+    }
+
+    /// The pids of the device's Ascend Hardware, HCCL and Overlap Analysis processes.
+    fn pids(tl: &Timeline, dev: u32) -> (u64, u64, u64) {
+        let d = dev as u64;
+        (tl.pid(14, d), tl.pid(15, d), tl.pid(31, d))
     }
 
     fn write(&mut self, tl: &mut Timeline, b: &TlBatch) -> std::io::Result<()> {
@@ -426,27 +591,37 @@ impl TlState {
             if op.kind == TlKind::Device {
                 self.finish(tl)?;
                 self.dev = Some(op.dev);
-                let (hw, ov) = Self::pids(tl, op.dev);
+                self.steps.begin_device();
+                let (hw, _, ov) = Self::pids(tl, op.dev);
                 tl.process(hw, "Ascend Hardware", &format!("NPU {}", op.dev), 14)?;
                 tl.process(ov, "Overlap Analysis", &format!("NPU {}", op.dev), 31)?;
-                for (tid, name) in [
-                    (0, "Computing"),
-                    (1, "Communication"),
-                    (2, "Communication(Not Overlapped)"),
-                    (3, "Free"),
+                for p in [
+                    Piece::Computing,
+                    Piece::Communication,
+                    Piece::NotOverlapped,
+                    Piece::Free,
                 ] {
+                    let (name, tid) = p.track();
                     tl.thread(ov, tid, name, tid)?;
                 }
                 continue;
             }
-            let (hw, ov) = Self::pids(tl, op.dev);
+            let (hw, hccl, ov) = Self::pids(tl, op.dev);
             let name = &b.names[name_start..op.name_end];
             let task_type = &b.names[op.name_end..op.type_end];
             name_start = op.type_end;
             let stream = op.stream as u64;
-            if op.kind == TlKind::FirstOnStream {
-                tl.thread(hw, stream, &format!("Stream {stream}"), stream)?;
-            }
+            // Communication goes to the HCCL process, as real runs show it.
+            let (pid, tid) = if op.comm {
+                tl.process(hccl, "HCCL", &format!("NPU {}", op.dev), 15)?;
+                tl.thread(hccl, 0, "Group 0 Communication", 0)?;
+                (hccl, 0)
+            } else {
+                if op.kind == TlKind::FirstOnStream {
+                    tl.thread(hw, stream, &format!("Stream {stream}"), stream)?;
+                }
+                (hw, stream)
+            };
             let a = &mut self.args;
             a.clear();
             a.push_str("{\"Model Id\":");
@@ -459,26 +634,29 @@ impl TlState {
             a.push_str(",\"Task Id\":");
             push_u64(a, op.task, 1);
             a.push_str(",\"Batch Id\":0,\"Subtask Id\":4294967295}");
-            tl.slice(name, hw, stream, op.start, op.end - op.start, a)?;
-            // Overlap Analysis: merge busy intervals (ops arrive in start order).
-            self.busy = match self.busy {
-                Some((s, e)) if op.start <= e => Some((s, e.max(op.end))),
-                Some((s, e)) => {
-                    tl.slice("Computing", ov, 0, s, e - s, "{}")?;
-                    tl.slice("Free", ov, 3, e, op.start - e, "{}")?;
-                    Some((op.start, op.end))
-                }
-                None => Some((op.start, op.end)),
-            };
+            tl.slice(name, pid, tid, op.start, op.end - op.start, a)?;
+            self.steps.op(name, op.start, op.end);
+            let mut r = Ok(());
+            self.overlap.op(
+                op.start,
+                op.end,
+                op.comm,
+                &mut overlap_piece(tl, &mut self.steps, ov, &mut r),
+            );
+            r?;
         }
         Ok(())
     }
 
-    /// Ends the current device: its last Computing interval.
+    /// Ends the current device: its last intervals and its steps.
     fn finish(&mut self, tl: &mut Timeline) -> std::io::Result<()> {
-        if let (Some(dev), Some((s, e))) = (self.dev, self.busy.take()) {
-            let ov = Self::pids(tl, dev).1;
-            tl.slice("Computing", ov, 0, s, e - s, "{}")?;
+        if let Some(dev) = self.dev.take() {
+            let ov = Self::pids(tl, dev).2;
+            let mut r = Ok(());
+            self.overlap
+                .finish(&mut overlap_piece(tl, &mut self.steps, ov, &mut r));
+            self.steps.end_device(dev);
+            r?;
         }
         Ok(())
     }
@@ -490,7 +668,7 @@ enum TlSink<'a, 's> {
     Thread {
         tx: std::sync::mpsc::SyncSender<TlBatch>,
         back_rx: std::sync::mpsc::Receiver<TlBatch>,
-        h: std::thread::ScopedJoinHandle<'s, std::io::Result<()>>,
+        h: std::thread::ScopedJoinHandle<'s, std::io::Result<TlState>>,
         cur: TlBatch,
     },
     Inline {
@@ -543,8 +721,8 @@ impl TlSink<'_, '_> {
         }
     }
 
-    /// Sends what is left and waits for the timeline to be written.
-    fn finish(mut self) -> std::io::Result<()> {
+    /// Sends what is left and waits for the timeline to be written; returns the steps.
+    fn finish(mut self) -> std::io::Result<Steps> {
         let sent = self.send();
         match self {
             TlSink::Thread { tx, h, .. } => {
@@ -552,11 +730,13 @@ impl TlSink<'_, '_> {
                 let written = h
                     .join()
                     .unwrap_or_else(|_| Err(std::io::Error::other("the timeline writer panicked")));
-                written.and(sent)
+                sent?;
+                written.map(|st| st.steps)
             }
             TlSink::Inline { tl, mut st, .. } => {
                 sent?;
-                st.finish(&mut tl.lock().unwrap_or_else(|p| p.into_inner()))
+                st.finish(&mut tl.lock().unwrap_or_else(|p| p.into_inner()))?;
+                Ok(st.steps)
             }
         }
     }
@@ -571,28 +751,44 @@ pub fn is_communication(task_type: &str, name: &str) -> bool {
 /// What replayed ops' descriptions say (see `crate::sim`): the export runs in the process
 /// that replayed them, which still has the models loaded. Another process's directory, or
 /// a record whose model was unloaded or replaced, gets what aclprof fills in.
+/// A replayed model, and where each op_summary PMU column is among its PMU values.
+type ReplayedModel = (std::sync::Arc<crate::sim::SimModel>, Vec<Option<usize>>);
+
 struct Replays {
     same_process: bool,
-    models: HashMap<u32, Option<std::sync::Arc<crate::sim::SimModel>>>,
+    /// op_summary's PMU columns.
+    columns: &'static [&'static str],
+    /// Each model, with where each of `columns` is among its PMU values.
+    models: HashMap<u32, Option<ReplayedModel>>,
 }
 
 impl Replays {
-    fn new(session_pid: u64) -> Replays {
+    fn new(session_pid: u64, columns: &'static [&'static str]) -> Replays {
         Replays {
             same_process: session_pid == std::process::id() as u64,
+            columns,
             models: HashMap::new(),
         }
     }
 
-    fn op<'m>(&'m mut self, v: &View<'_>) -> Option<&'m crate::sim::SimOp> {
+    /// The replayed op a record came from, and where its PMU values are.
+    fn op<'m>(&'m mut self, v: &View<'_>) -> Option<(&'m crate::sim::SimOp, &'m [Option<usize>])> {
         let i = (v.sim_op() as usize).checked_sub(1)?;
         if !self.same_process {
             return None;
         }
-        let m = self
+        let columns = self.columns;
+        let (m, at) = self
             .models
             .entry(v.model_id())
-            .or_insert_with(|| crate::sim::get(v.model_id()))
+            .or_insert_with(|| {
+                let m = crate::sim::get(v.model_id())?;
+                let at = columns
+                    .iter()
+                    .map(|c| m.pmu_columns.iter().position(|h| h == c))
+                    .collect();
+                Some((m, at))
+            })
             .as_ref()?;
         let op = m.ops.get(i)?;
         // The model id could name another model by now: the op must be the one recorded.
@@ -601,7 +797,7 @@ impl Replays {
                 op.name.as_bytes(),
                 crate::record::MAX_NAME_LEN,
             ));
-        same.then_some(op)
+        same.then_some((op, at.as_slice()))
     }
 }
 
@@ -616,7 +812,7 @@ struct Rows {
 }
 
 impl Rows {
-    fn create(out: &Path, stamp: &str) -> Result<Rows> {
+    fn create(out: &Path, stamp: &str, pmu: &[&str]) -> Result<Rows> {
         let open = |p: &Path, header: &str| -> Result<BufWriter<File>> {
             let mut w =
                 BufWriter::with_capacity(1 << 20, io("cannot create", p, create_output(p))?);
@@ -626,7 +822,7 @@ impl Rows {
         let ops_path = out.join(format!("op_summary_{stamp}.csv"));
         let tt_path = out.join(format!("task_time_{stamp}.csv"));
         Ok(Rows {
-            ops_w: open(&ops_path, &OP_SUMMARY_HEADER.join(","))?,
+            ops_w: open(&ops_path, &[&OP_SUMMARY_HEADER[..], pmu].concat().join(","))?,
             tt_w: open(
                 &tt_path,
                 "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)",
@@ -673,6 +869,7 @@ fn merge_devices(
         offset,
         mut replays,
     } = src;
+    let pmu_count = replays.columns.len();
     for &dev in devices {
         let mark = TlOp {
             kind: TlKind::Device,
@@ -684,6 +881,7 @@ fn merge_devices(
             task: 0,
             start: 0,
             end: 0,
+            comm: false,
         };
         sink.push(mark, "", "").or_else(timeline)?;
         let mut readers: Vec<StreamReader> = Vec::new();
@@ -705,14 +903,15 @@ fn merge_devices(
                 Reverse((v.start(), v.end(), i))
             })
             .collect();
-        let mut task_ids: HashMap<u32, u64> = HashMap::new();
+        let mut task_ids: HashMap<u32, (u64, bool)> = HashMap::new();
         let mut by_type: HashMap<String, Agg> = HashMap::new();
         let mut prev_end: Option<u64> = None;
         let mut n = 0u64;
         while let Some(Reverse((start, end, i))) = heap.pop() {
             {
                 let v = View(&readers[i].cur[..]);
-                let sim_op = replays.op(&v);
+                let replayed_op = replays.op(&v);
+                let sim_op = replayed_op.map(|r| r.0);
                 // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
                 let (name, ty) = match sim_op {
                     Some(o) => (
@@ -725,16 +924,19 @@ fn merge_devices(
                     ),
                 };
                 let stream = v.stream_id();
-                let counted = task_ids.entry(stream).or_insert(0);
-                *counted += 1;
-                let first_on_stream = *counted == 1;
                 let replayed = sim_op.and_then(|o| o.task.as_ref());
-                let task = replayed.and_then(|t| t.task_id).map_or(*counted, u64::from);
                 let dur = end - start;
                 let (derived_type, derived_dim) = task_type_and_block_dim(&ty);
                 let task_type = replayed
                     .and_then(|t| t.task_type.as_deref())
                     .unwrap_or(derived_type);
+                let comm = is_communication(task_type, &name);
+                // Tasks counted per stream, and whether the stream's track is named yet
+                // (communication is drawn on the HCCL track instead).
+                let (counted, named) = task_ids.entry(stream).or_insert((0, false));
+                *counted += 1;
+                let first_on_stream = !comm && !std::mem::replace(named, true);
+                let task = replayed.and_then(|t| t.task_id).map_or(*counted, u64::from);
                 let block_dim = replayed.and_then(|t| t.block_dim).unwrap_or(derived_dim);
                 let mix_block_dim = replayed.and_then(|t| t.mix_block_dim).unwrap_or(0);
                 let epoch_start = (start as i128 + offset).max(0) as u64;
@@ -763,7 +965,22 @@ fn merge_devices(
                 push_u64(line, block_dim as u64, 1);
                 line.push(',');
                 push_u64(line, mix_block_dim as u64, 1);
-                line.push_str(",N/A,N/A,N/A,N/A,N/A,N/A,N/A,N/A\n");
+                // HF32 Eligible, Input Shapes/Data Types/Formats, Output Shapes/Data
+                // Types/Formats, Context ID. Unknown shapes are blank, not N/A: msprof-analyze
+                // skips an op with blank shapes but parses "N/A" as a shape and logs errors.
+                line.push_str(",N/A,,N/A,N/A,,N/A,N/A,N/A");
+                // PMU values: a replayed table's, N/A where there is no hardware.
+                for k in 0..pmu_count {
+                    let value = replayed_op
+                        .and_then(|(o, at)| o.pmu.get(at[k]?))
+                        .filter(|x| !x.is_empty());
+                    line.push(',');
+                    match value {
+                        Some(x) => push_csv_field(line, x),
+                        None => line.push_str("N/A"),
+                    }
+                }
+                line.push('\n');
                 io(
                     "cannot write",
                     &rows.ops_path,
@@ -807,10 +1024,11 @@ fn merge_devices(
                     task,
                     start,
                     end,
+                    comm,
                 };
                 sink.push(op, &name, task_type).or_else(timeline)?;
                 // Real runs leave communication out of op_statistic.
-                if !is_communication(task_type, &name) {
+                if !comm {
                     match by_type.get_mut(ty.as_ref()) {
                         Some(a) => a.add(dur),
                         None => by_type.entry(ty.into_owned()).or_default().add(dur),
@@ -890,7 +1108,11 @@ pub fn export(dir: &Path) -> Result<Summary> {
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     tlw(tl.w.write_all(b"["))?;
 
-    let mut rows = Rows::create(&out, &stamp)?;
+    let metric = session["aicoreMetrics"]
+        .as_u64()
+        .unwrap_or(crate::state::ACL_AICORE_NONE as u64);
+    let pmu = pmu_columns(metric);
+    let mut rows = Rows::create(&out, &stamp, pmu)?;
     let mut stats: Vec<(u32, String, Agg)> = Vec::new();
 
     // The timeline is most of what the export writes: a second thread formats it from
@@ -898,7 +1120,13 @@ pub fn export(dir: &Path) -> Result<Summary> {
     // docs/design.md, "File-mode export"). If no thread can be started, it is done inline.
     let offset = tl.offset;
     let tl_cell = std::sync::Mutex::new(tl);
-    std::thread::scope(|scope| -> Result<()> {
+    // Steps: the host's step timestamps, else the fp_point ops, else the whole run.
+    let host_steps = read_host_steps(dir);
+    let point = |k: &str| session[k].as_str().map(str::to_string);
+    let (fp, bp) = (point("fpPoint"), point("bpPoint"));
+    let new_steps = || Steps::new(host_steps.clone(), fp.clone(), bp.clone());
+    let steps_done = std::thread::scope(|scope| -> Result<Steps> {
+        let steps = new_steps();
         let (tx, rx) = std::sync::mpsc::sync_channel::<TlBatch>(4);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<TlBatch>();
         let tl_cell = &tl_cell;
@@ -906,12 +1134,13 @@ pub fn export(dir: &Path) -> Result<Summary> {
             .name("aclprof-export".into())
             .spawn_scoped(scope, move || {
                 let mut tl = tl_cell.lock().unwrap_or_else(|p| p.into_inner());
-                let mut st = TlState::default();
+                let mut st = TlState::new(steps);
                 for b in rx {
                     st.write(&mut tl, &b)?;
                     let _ = back_tx.send(b);
                 }
-                st.finish(&mut tl)
+                st.finish(&mut tl)?;
+                Ok(st)
             });
         let mut sink = match spawned {
             Ok(h) => TlSink::Thread {
@@ -924,7 +1153,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
                 log::warn!("aclprof: the export runs on one thread (cannot start a second: {e})");
                 TlSink::Inline {
                     tl: tl_cell,
-                    st: TlState::default(),
+                    st: TlState::new(new_steps()),
                     cur: TlBatch::default(),
                 }
             }
@@ -933,13 +1162,14 @@ pub fn export(dir: &Path) -> Result<Summary> {
             dir,
             devices: &devices,
             offset,
-            replays: Replays::new(pid),
+            replays: Replays::new(pid, pmu),
         };
         let merged = merge_devices(src, &mut summary, &mut rows, &mut sink, &mut stats);
-        let timeline = sink.finish();
+        let steps = sink.finish();
         merged?;
-        io("cannot write", &tl_path, timeline)
+        io("cannot write", &tl_path, steps)
     })?;
+    let step_rows = steps_done.rows;
     let mut tl = tl_cell.into_inner().unwrap_or_else(|p| p.into_inner());
     rows.flush()?;
 
@@ -988,27 +1218,96 @@ pub fn export(dir: &Path) -> Result<Summary> {
     }
     st_csv.flush().map_err(|e| csv_err(&st_path, e.into()))?;
 
-    host_events(
-        dir,
-        &out,
-        &stamp,
-        data_type,
-        devices.first().copied().unwrap_or(0),
-        &mut tl,
-    )?;
+    write_step_trace_time(&out, &step_rows)?;
+    // The Step Trace process and step_trace csv show the first device's steps.
+    let first_dev = step_rows.first().map(|r| r.dev);
+    let steps: Vec<&StepRow> = step_rows
+        .iter()
+        .filter(|r| r.step.id.is_some() && Some(r.dev) == first_dev)
+        .collect();
+    host_events(dir, &out, &stamp, data_type, &steps, &mut tl)?;
     tlw(tl.w.write_all(b"]\n"))?;
     tlw(tl.w.flush())?;
-    write_readme(dir, &out, &stamp, data_type)?;
+    write_readme(dir, &out, &stamp, data_type, metric)?;
     Ok(summary)
 }
 
-/// The host side: API calls (CANN process, api_statistic), msproftx and steps.
+/// The steps `aclprofGetStepTimestamp` marked: (index, start, end).
+fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
+    let Ok(f) = File::open(dir.join(HOST_LOG)) else {
+        return Vec::new();
+    };
+    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut steps = Vec::new();
+    for line in BufReader::new(f).lines().map_while(std::result::Result::ok) {
+        // Most host events are API calls: only step lines are parsed.
+        if !line.contains("\"step\"") {
+            continue;
+        }
+        let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if ev["kind"].as_str() != Some("step") {
+            continue;
+        }
+        let idx = ev["index"].as_u64().unwrap_or(0);
+        let t = ev["start"].as_u64().unwrap_or(0);
+        if ev["tag"].as_str() == Some("start") {
+            open.insert(idx, t);
+        } else if let Some(s) = open.remove(&idx) {
+            steps.push((idx, s, t.max(s)));
+        }
+    }
+    steps
+}
+
+/// step_trace_time.csv, in torch_npu's and msprof-analyze's shape: per device and step,
+/// the Overlap Analysis times (µs).
+fn write_step_trace_time(out: &Path, rows: &[StepRow]) -> Result<()> {
+    let p = out.join("step_trace_time.csv");
+    let mut w = csv_writer(&p)?;
+    w.write_record([
+        "Device_id",
+        "Step",
+        "Computing",
+        "Communication(Not Overlapped)",
+        "Overlapped",
+        "Communication",
+        "Free",
+        "Stage",
+        "Bubble",
+        "Communication(Not Overlapped and Exclude Receive)",
+        "Preparing",
+    ])
+    .map_err(|e| csv_err(&p, e))?;
+    for r in rows {
+        let st = &r.step;
+        w.write_record([
+            r.dev.to_string(),
+            st.id.map_or(String::new(), |i| i.to_string()),
+            us3(st.computing),
+            us3(st.not_overlapped),
+            us3(r.overlapped()),
+            us3(st.communication),
+            us3(r.free),
+            us3(r.stage),
+            "0".into(),
+            us3(st.not_overlapped),
+            us3(r.preparing),
+        ])
+        .map_err(|e| csv_err(&p, e))?;
+    }
+    w.flush().map_err(|e| csv_err(&p, e.into()))
+}
+
+/// The host side: API calls (CANN process, api_statistic), msproftx, and the steps of the
+/// first device (Step Trace process, step_trace csv).
 fn host_events(
     dir: &Path,
     out: &Path,
     stamp: &str,
     data_type: u64,
-    step_dev: u32,
+    steps: &[&StepRow],
     tl: &mut Timeline,
 ) -> Result<()> {
     let tl_path = out.join(format!("msprof_{stamp}.json"));
@@ -1038,14 +1337,13 @@ fn host_events(
     let txp = tl.pid(6, HOST_DEV);
     let stepp = tl.pid(8, HOST_DEV);
     let mut apis: BTreeMap<(String, String), Agg> = BTreeMap::new();
-    let mut open_steps: HashMap<u64, u64> = HashMap::new();
-    let mut steps: Vec<(u64, u64, u64)> = Vec::new();
     let host = dir.join(HOST_LOG);
-    let lines = match File::open(&host) {
-        Ok(f) => BufReader::new(f).lines(),
-        Err(_) => return Ok(()),
-    };
-    for line in lines.map_while(std::result::Result::ok) {
+    let lines = File::open(&host).map(|f| BufReader::new(f).lines());
+    for line in lines
+        .into_iter()
+        .flatten()
+        .map_while(std::result::Result::ok)
+    {
         let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
             continue;
         };
@@ -1097,26 +1395,15 @@ fn host_events(
                     .map_err(|e| csv_err(&tx_path, e))?;
                 }
             }
-            Some("step") => {
-                let idx = ev["index"].as_u64().unwrap_or(0);
-                if ev["tag"].as_str() == Some("start") {
-                    open_steps.insert(idx, start);
-                } else if let Some(s) = open_steps.remove(&idx) {
-                    tlw(tl.process(stepp, "Step Trace", "CPU", 8))?;
-                    tlw(tl.thread(stepp, 0, "Steps", 0))?;
-                    tlw(tl.slice(
-                        &format!("Iteration {idx}"),
-                        stepp,
-                        0,
-                        s,
-                        start.saturating_sub(s),
-                        "{}",
-                    ))?;
-                    steps.push((idx, s, start));
-                }
-            }
             _ => {}
         }
+    }
+    for r in steps {
+        tlw(tl.process(stepp, "Step Trace", "CPU", 8))?;
+        tlw(tl.thread(stepp, 0, "Steps", 0))?;
+        let (idx, s) = (r.step.id.unwrap_or(0), r.step.start);
+        let name = format!("Iteration {idx}");
+        tlw(tl.slice(&name, stepp, 0, s, r.end.saturating_sub(s), "{}"))?;
     }
     if let Some(mut w) = tx_csv {
         w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;
@@ -1170,19 +1457,21 @@ fn host_events(
             "Model ID",
         ])
         .map_err(|e| csv_err(&p, e))?;
-        steps.sort();
-        for (idx, s, e) in steps {
+        let na = || "N/A".to_string();
+        for r in steps {
+            let (st, e) = (&r.step, r.end);
+            let fp_to_bp = st.fp_start.zip(st.bp_end).map(|(f, b)| b.saturating_sub(f));
             w.write_record([
-                step_dev.to_string().as_str(),
-                &idx.to_string(),
-                "N/A",
-                "N/A",
-                &tl.ts(e),
-                &us3(e - s),
-                "N/A",
-                "N/A",
-                "N/A",
-                "4294967295",
+                r.dev.to_string(),
+                st.id.unwrap_or(0).to_string(),
+                st.fp_start.map_or_else(na, |t| tl.ts(t)),
+                st.bp_end.map_or_else(na, |t| tl.ts(t)),
+                tl.ts(e),
+                us3(e.saturating_sub(st.start)),
+                fp_to_bp.map_or_else(na, us3),
+                st.bp_end.map_or_else(na, |b| us3(e.saturating_sub(b))),
+                na(),
+                "4294967295".to_string(),
             ])
             .map_err(|e| csv_err(&p, e))?;
         }
@@ -1191,13 +1480,50 @@ fn host_events(
     Ok(())
 }
 
-fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<()> {
+/// Switches that ask for data an emulated device has none of: (bit, what, macro).
+const NOT_COLLECTED: [(u64, &str, &str); 7] = [
+    (0x8, "AI CPU task details", "ACL_PROF_AICPU"),
+    (0x10, "L2 cache hit rates", "ACL_PROF_L2CACHE"),
+    (
+        0x20,
+        "HCCL task planes (communication ops themselves are on the HCCL track)",
+        "ACL_PROF_HCCL_TRACE",
+    ),
+    (0x100, "runtime API calls", "ACL_PROF_RUNTIME_API"),
+    (
+        0x200 | 0x100_0000,
+        "graph engine API calls",
+        "ACL_PROF_GE_API_L0/L1",
+    ),
+    (0x1000, "operator memory", "ACL_PROF_TASK_MEMORY"),
+    (0x4000, "operator attributes", "ACL_PROF_OP_ATTR"),
+];
+
+/// The switches this run turned on that collect nothing here, one per line.
+fn not_collected(data_type: u64, metric: u64) -> Vec<String> {
+    let mut v: Vec<String> = NOT_COLLECTED
+        .iter()
+        .filter(|(bit, _, _)| data_type & bit != 0)
+        .map(|(_, what, name)| format!("{what} ({name})"))
+        .collect();
+    if !pmu_columns(metric).is_empty() {
+        v.push(
+            "AI Core PMU counters (aicore_metrics): op_summary has the metric's columns, N/A \
+             except values a replayed table carried"
+                .into(),
+        );
+    }
+    v
+}
+
+fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64, metric: u64) -> Result<()> {
     let mut text = format!(
         "Exported by aclprof (emulated Ascend device) at {stamp}.\n\
          msprof_{stamp}.json       timeline (Chrome trace array: Perfetto, chrome://tracing, MindStudio Insight)\n\
          op_summary_{stamp}.csv    one row per op\n\
-         op_statistic_{stamp}.csv  per op type\n\
-         task_time_{stamp}.csv     one row per task\n"
+         op_statistic_{stamp}.csv  per op type (communication excluded)\n\
+         task_time_{stamp}.csv     one row per task\n\
+         step_trace_time.csv       per device and step: Computing, Communication, Free (Overlap Analysis)\n"
     );
     if data_type & 0x1 != 0 {
         text += &format!("api_statistic_{stamp}.csv per AscendCL API\n");
@@ -1207,6 +1533,17 @@ fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64) -> Result<(
     }
     if data_type & 0x80 != 0 {
         text += &format!("msprof_tx_{stamp}.csv     msproftx marks and ranges\n");
+    }
+    let missing = not_collected(data_type, metric);
+    if !missing.is_empty() {
+        log::warn!(
+            "aclprof: switched on but not collected on an emulated device: {}",
+            missing.join("; ")
+        );
+        text += "\nNot collected (no Ascend hardware behind aclprof):\n";
+        for m in &missing {
+            text += &format!("  - {m}\n");
+        }
     }
     if dir.join("host/data/aclprof_storage_limit_reached").exists() {
         text += "\nNOTE: ACL_PROF_STORAGE_LIMIT was reached; ops after it were not recorded.\n";

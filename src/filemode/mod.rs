@@ -9,6 +9,7 @@
 //! directory left behind by a process that died (`aclprofExtExport`).
 
 pub mod export;
+mod overlap;
 
 use crate::error::*;
 use crate::settings;
@@ -211,7 +212,9 @@ pub fn begin(
     write_json(
         &dir.join(SESSION_FILE),
         &json!({"pid": pid, "devices": config.devices, "dataTypeConfig": config.data_type,
-                "clockMonotonicRaw": mono, "wallClockNs": wall, "storageLimitBytes": limit}),
+                "clockMonotonicRaw": mono, "wallClockNs": wall, "storageLimitBytes": limit,
+                "aicoreMetrics": config.aicore_metrics, "fpPoint": config.fp_point,
+                "bpPoint": config.bp_point}),
     )?;
     let s = settings::get();
     let mut sinks = Vec::new();
