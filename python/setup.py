@@ -47,6 +47,8 @@ setup(
             "aclprof._native.libaclprof",
             path="native/Cargo.toml",
             binding=Binding.NoBinding,
+            # The library only: the `aclprof` command line's argument parser stays out.
+            args=["--no-default-features"],
             # Debug info would triple the wheel; what is left keeps symbol names for
             # backtraces and profilers.
             strip=Strip.Debug,

@@ -18,6 +18,7 @@
 //! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`clock`] | leaves |
 
 pub mod accessor;
+pub mod analyze;
 pub mod api;
 pub mod clock;
 pub mod error;

@@ -351,6 +351,60 @@ fn environment_variable_mode() {
     assert!(!out.exists());
 }
 
+/// `aclprof record -o DIR -- PROGRAM ARGS` profiles a program that never calls the profiling
+/// API and prints the per-type summary of what it recorded.
+#[test]
+fn aclprof_record_profiles_an_unmodified_program() {
+    let exe = build("env_mode_app", "aclprof");
+    let out = fresh_dir("record-results");
+    let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .arg("record")
+        .arg("-o")
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(data("tiny.json"))
+        .arg("3")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("PASSED"), "the program ran: {stdout}");
+    // tiny.json: 5 ops of 5 types, 35.75 µs per execution.
+    assert!(
+        stdout.contains("5 of 5 groups; 15 ops, 107.250 us in all"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Conv2D") && stdout.contains("PROF_"),
+        "{stdout}"
+    );
+    assert_eq!(
+        op_summary_rows(
+            &std::fs::read_dir(&out)
+                .unwrap()
+                .next()
+                .unwrap()
+                .unwrap()
+                .path()
+        ),
+        15
+    );
+    // A program that records nothing: a clear error, non-zero exit.
+    let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .args(["record", "-o"])
+        .arg(&out)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("wrote no result directory"));
+}
+
 /// A process killed before aclprofStop leaves its raw data; aclprofExtExport turns it into
 /// the usual result files.
 #[test]

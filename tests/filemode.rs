@@ -176,7 +176,10 @@ fn check_dir(dir: &Path, expect: &Expect) {
             );
         }
         // Unknown shapes are blank (msprof-analyze parses "N/A" as a shape), the rest N/A.
-        assert_eq!((r["Input Shapes"].as_str(), r["Output Shapes"].as_str()), ("", ""));
+        assert_eq!(
+            (r["Input Shapes"].as_str(), r["Output Shapes"].as_str()),
+            ("", "")
+        );
         assert_eq!(r["Input Data Types"], "N/A");
     }
     assert_eq!(&got, expect, "op_summary agrees with what was reported");

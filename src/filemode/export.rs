@@ -237,7 +237,7 @@ impl StreamReader {
     }
 }
 
-fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
+pub fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut v: Vec<PathBuf> = io("cannot list", dir, fs::read_dir(dir))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -1233,7 +1233,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
 }
 
 /// The steps `aclprofGetStepTimestamp` marked: (index, start, end).
-fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
+pub fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
     let Ok(f) = File::open(dir.join(HOST_LOG)) else {
         return Vec::new();
     };

@@ -1,0 +1,904 @@
+//! The analysis engine behind `aclprof analyze` (docs/design.md, "Analysis"): reads raw
+//! op records — a result directory's per-stream files, a folder of result directories, a
+//! file of records a subscription wrote, or standard input — and ranks ops or groups of
+//! ops by time. One pass; memory holds one group per distinct key (or the top N ops), never
+//! one entry per op.
+
+use crate::error::{err, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM};
+use crate::record::{self, View, RECORD_SIZE};
+use std::collections::{BinaryHeap, HashMap};
+use std::fmt::Write as _;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What ops are grouped by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    Type,
+    Name,
+    Device,
+    Stream,
+    Model,
+    Rank,
+}
+
+impl Key {
+    pub fn parse(s: &str) -> Option<Key> {
+        Some(match s {
+            "type" => Key::Type,
+            "name" => Key::Name,
+            "device" => Key::Device,
+            "stream" => Key::Stream,
+            "model" => Key::Model,
+            "rank" => Key::Rank,
+            _ => return None,
+        })
+    }
+    fn title(self) -> &'static str {
+        match self {
+            Key::Type => "Type",
+            Key::Name => "Name",
+            Key::Device => "Device",
+            Key::Stream => "Stream",
+            Key::Model => "Model",
+            Key::Rank => "Rank",
+        }
+    }
+}
+
+/// How a group's op times become its Time column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Sum,
+    Mean,
+    Max,
+    Min,
+    Count,
+}
+
+impl Func {
+    pub fn parse(s: &str) -> Option<Func> {
+        Some(match s {
+            "sum" => Func::Sum,
+            "mean" => Func::Mean,
+            "max" => Func::Max,
+            "min" => Func::Min,
+            "count" => Func::Count,
+            _ => return None,
+        })
+    }
+}
+
+/// Which ops count and how they are shown.
+#[derive(Clone, Debug)]
+pub struct Query {
+    /// Rows shown (0: all).
+    pub top: usize,
+    pub by: Option<Key>,
+    pub func: Func,
+    /// A column title (case-insensitive): "time" (default), "count", "total", "mean", "min",
+    /// "max", "share", "name", or the key's title.
+    pub order_by: Option<String>,
+    /// Ops shorter than this are left out.
+    pub min_time_ns: u64,
+    /// Only these op types (any of them), if any are given.
+    pub types: Vec<String>,
+    pub name: Option<regex::bytes::Regex>,
+    pub device: Option<u32>,
+    pub rank: Option<u32>,
+    /// Only ops that start inside this step (`aclprofGetStepTimestamp` steps).
+    pub step: Option<u64>,
+}
+
+impl Default for Query {
+    fn default() -> Query {
+        Query {
+            top: 10,
+            by: None,
+            func: Func::Sum,
+            order_by: None,
+            min_time_ns: 0,
+            types: Vec::new(),
+            name: None,
+            device: None,
+            rank: None,
+            step: None,
+        }
+    }
+}
+
+/// One row of the result: a group, or (without grouping) one op.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Row {
+    /// The group's key, or the op's name.
+    pub key: String,
+    /// For single ops: type, device, stream, model and start (ns).
+    pub op: Option<(String, u32, u32, u32, u64)>,
+    pub count: u64,
+    /// The Time column: the group's times through [`Func`] (ns; a count for Func::Count).
+    pub time: f64,
+    pub total_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// This row's total over all ops' total (%), and the running sum down the rows.
+    pub share: f64,
+    pub cumulative: f64,
+}
+
+impl Row {
+    pub fn mean_ns(&self) -> f64 {
+        self.total_ns as f64 / self.count.max(1) as f64
+    }
+}
+
+/// What an analysis found.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub rows: Vec<Row>,
+    /// Ops that passed the filters, and their total time.
+    pub ops: u64,
+    pub total_ns: u64,
+    /// Groups before `top` cut them (ops, without grouping).
+    pub groups: usize,
+    /// Records whose signature did not verify (skipped).
+    pub corrupt: u64,
+    pub by: Option<Key>,
+    pub func: Option<Func>,
+}
+
+/// One place records come from, with what it knows about them.
+#[derive(Debug)]
+enum Input {
+    /// A device directory of a result directory: its stream files.
+    Device {
+        files: Vec<PathBuf>,
+        rank: Option<u32>,
+        steps: std::sync::Arc<Vec<(u64, u64, u64)>>,
+    },
+    Raw(PathBuf),
+    Stdin,
+}
+
+fn io_err<T>(p: &Path, e: std::io::Error) -> Result<T> {
+    err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display()))
+}
+
+fn is_prof_dir(p: &Path) -> bool {
+    p.join(crate::filemode::SESSION_FILE).is_file()
+        || p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("PROF_"))
+            && p.is_dir()
+}
+
+/// The rank a device directory's info.json names (`rank_id`).
+fn rank_of(device_dir: &Path) -> Option<u32> {
+    let entries = std::fs::read_dir(device_dir).ok()?;
+    for e in entries.flatten() {
+        let n = e.file_name();
+        if n.to_str().is_some_and(|n| n.starts_with("info.json")) {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok()?;
+            return v["rank_id"].as_u64().and_then(|r| u32::try_from(r).ok());
+        }
+    }
+    None
+}
+
+fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
+    let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
+    let mut devices: Vec<PathBuf> = std::fs::read_dir(dir)
+        .or_else(|e| io_err(dir, e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("device_"))
+        })
+        .collect();
+    devices.sort();
+    for d in devices {
+        let files = crate::filemode::export::stream_files(&d.join("data")).unwrap_or_default();
+        out.push(Input::Device {
+            files,
+            rank: rank_of(&d),
+            steps: steps.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// What `path` holds: "-" is standard input; a result directory; a folder of them (at any
+/// depth: devices, ranks, repeated starts); or a file of records.
+fn inputs(path: &Path) -> Result<Vec<Input>> {
+    if path == Path::new("-") {
+        return Ok(vec![Input::Stdin]);
+    }
+    let meta = std::fs::metadata(path).or_else(|e| io_err(path, e))?;
+    let mut v = Vec::new();
+    if meta.is_file() {
+        v.push(Input::Raw(path.to_path_buf()));
+    } else if is_prof_dir(path) {
+        prof_inputs(path, &mut v)?;
+    } else {
+        let mut stack = vec![path.to_path_buf()];
+        let mut dirs = Vec::new();
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).or_else(|e| io_err(&d, e))?.flatten() {
+                let p = e.path();
+                if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                    continue;
+                }
+                if is_prof_dir(&p) {
+                    dirs.push(p);
+                } else {
+                    stack.push(p);
+                }
+            }
+        }
+        dirs.sort();
+        if dirs.is_empty() {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "{}: no PROF_* result directory in it (give a result directory, a folder \
+                     of them, a file of records, or - for standard input)",
+                    path.display()
+                ),
+            );
+        }
+        for d in dirs {
+            prof_inputs(&d, &mut v)?;
+        }
+    }
+    Ok(v)
+}
+
+/// Reads whole records from `r`, 2048 at a time; a torn tail is counted as corrupt.
+fn each_record(
+    r: &mut dyn Read,
+    what: &Path,
+    corrupt: &mut u64,
+    f: &mut dyn FnMut(View<'_>),
+) -> Result<()> {
+    let mut buf = vec![0u8; RECORD_SIZE * 2048];
+    let mut filled = 0;
+    loop {
+        let n = match r.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return io_err(what, e),
+        };
+        filled += n;
+        let whole = filled / RECORD_SIZE * RECORD_SIZE;
+        for rec in buf[..whole].chunks_exact(RECORD_SIZE) {
+            if record::get_u32(rec, 0) == record::signature_of(rec) {
+                f(View(rec));
+            } else {
+                *corrupt += 1;
+            }
+        }
+        buf.copy_within(whole..filled, 0);
+        filled -= whole;
+    }
+    if filled > 0 {
+        *corrupt += 1;
+    }
+    Ok(())
+}
+
+#[derive(Default, Clone, Copy)]
+struct Agg {
+    count: u64,
+    total: u64,
+    min: u64,
+    max: u64,
+}
+
+impl Agg {
+    fn add(&mut self, d: u64) {
+        if self.count == 0 || d < self.min {
+            self.min = d;
+        }
+        self.max = self.max.max(d);
+        self.count += 1;
+        self.total += d;
+    }
+}
+
+/// A single op kept for the top-N list, ordered by duration (then arrival, for stability).
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Kept {
+    dur: u64,
+    seq: std::cmp::Reverse<u64>,
+    name: String,
+    op_type: String,
+    dev: u32,
+    stream: u32,
+    model: u32,
+    start: u64,
+}
+
+fn key_text(key: Key, v: &View<'_>, rank: Option<u32>, buf: &mut Vec<u8>) {
+    buf.clear();
+    let mut num = |n: u32| buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    match key {
+        Key::Type => buf.extend_from_slice(v.op_type().unwrap_or_default()),
+        Key::Name => buf.extend_from_slice(v.name().unwrap_or_default()),
+        Key::Device => num(v.dev_id()),
+        Key::Stream => num(v.stream_id()),
+        Key::Model => num(v.model_id()),
+        Key::Rank => match rank {
+            Some(r) => num(r),
+            None => buf.push(b'-'),
+        },
+    }
+}
+
+/// Runs `q` over what `path` holds.
+pub fn analyze(path: &Path, q: &Query) -> Result<Report> {
+    analyze_with_progress(path, q, &mut |_| {})
+}
+
+/// As [`analyze`], calling `progress` with the number of ops read every million.
+pub fn analyze_with_progress(
+    path: &Path,
+    q: &Query,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Report> {
+    let inputs = inputs(path)?;
+    if q.step.is_some() && inputs.iter().any(|i| !matches!(i, Input::Device { .. })) {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "--step needs a result directory: records alone carry no steps",
+        );
+    }
+    let mut report = Report {
+        by: q.by,
+        func: q.by.map(|_| q.func),
+        ..Default::default()
+    };
+    let mut groups: HashMap<Box<[u8]>, Agg> = HashMap::new();
+    let mut heap: BinaryHeap<std::cmp::Reverse<Kept>> = BinaryHeap::new();
+    let keep = if q.top == 0 { usize::MAX } else { q.top };
+    let mut key = Vec::with_capacity(256);
+    let mut read = 0u64;
+    for input in &inputs {
+        let (rank, steps) = match input {
+            Input::Device { rank, steps, .. } => (*rank, Some(steps.clone())),
+            _ => (None, None),
+        };
+        let window = match (q.step, &steps) {
+            (Some(s), Some(steps)) => match steps.iter().find(|x| x.0 == s) {
+                Some(&(_, a, b)) => Some((a, b)),
+                None => continue,
+            },
+            _ => None,
+        };
+        if q.rank.is_some() && q.rank != rank {
+            continue;
+        }
+        let mut on_record = |v: View<'_>| {
+            read += 1;
+            if read % 1_000_000 == 0 {
+                progress(read);
+            }
+            let d = v.duration();
+            if d < q.min_time_ns
+                || q.device.is_some_and(|dev| dev != v.dev_id())
+                || window.is_some_and(|(a, b)| v.start() < a || v.start() >= b)
+            {
+                return;
+            }
+            let ty = v.op_type().unwrap_or_default();
+            if !q.types.is_empty() && !q.types.iter().any(|t| t.as_bytes() == ty) {
+                return;
+            }
+            if let Some(re) = &q.name {
+                if !re.is_match(v.name().unwrap_or_default()) {
+                    return;
+                }
+            }
+            report.ops += 1;
+            report.total_ns += d;
+            match q.by {
+                Some(k) => {
+                    key_text(k, &v, rank, &mut key);
+                    match groups.get_mut(key.as_slice()) {
+                        Some(a) => a.add(d),
+                        None => groups.entry(key.as_slice().into()).or_default().add(d),
+                    }
+                }
+                None => {
+                    let full = heap.len() >= keep;
+                    if full && heap.peek().is_some_and(|m| m.0.dur >= d) {
+                        return;
+                    }
+                    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                    heap.push(std::cmp::Reverse(Kept {
+                        dur: d,
+                        seq: std::cmp::Reverse(report.ops),
+                        name: lossy(v.name().unwrap_or_default()),
+                        op_type: lossy(ty),
+                        dev: v.dev_id(),
+                        stream: v.stream_id(),
+                        model: v.model_id(),
+                        start: v.start(),
+                    }));
+                    if full {
+                        heap.pop();
+                    }
+                }
+            }
+        };
+        match input {
+            Input::Device { files, .. } => {
+                for p in files {
+                    let mut f = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+                    each_record(&mut f, p, &mut report.corrupt, &mut on_record)?;
+                }
+            }
+            Input::Raw(p) => {
+                let mut f = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+                each_record(&mut f, p, &mut report.corrupt, &mut on_record)?;
+            }
+            Input::Stdin => {
+                let stdin = std::io::stdin();
+                let mut lock = stdin.lock();
+                each_record(
+                    &mut lock,
+                    Path::new("-"),
+                    &mut report.corrupt,
+                    &mut on_record,
+                )?;
+            }
+        }
+    }
+    let mut rows: Vec<Row> = match q.by {
+        Some(_) => groups
+            .into_iter()
+            .map(|(k, a)| Row {
+                key: String::from_utf8_lossy(&k).into_owned(),
+                op: None,
+                count: a.count,
+                time: match q.func {
+                    Func::Sum => a.total as f64,
+                    Func::Mean => a.total as f64 / a.count.max(1) as f64,
+                    Func::Max => a.max as f64,
+                    Func::Min => a.min as f64,
+                    Func::Count => a.count as f64,
+                },
+                total_ns: a.total,
+                min_ns: a.min,
+                max_ns: a.max,
+                ..Default::default()
+            })
+            .collect(),
+        None => heap
+            .into_iter()
+            .map(|std::cmp::Reverse(k)| Row {
+                key: k.name,
+                op: Some((k.op_type, k.dev, k.stream, k.model, k.start)),
+                count: 1,
+                time: k.dur as f64,
+                total_ns: k.dur,
+                min_ns: k.dur,
+                max_ns: k.dur,
+                ..Default::default()
+            })
+            .collect(),
+    };
+    report.groups = if q.by.is_some() {
+        rows.len()
+    } else {
+        report.ops as usize
+    };
+    sort_rows(&mut rows, q)?;
+    if q.top != 0 {
+        rows.truncate(q.top);
+    }
+    let mut cum = 0.0;
+    for r in &mut rows {
+        r.share = 100.0 * r.total_ns as f64 / report.total_ns.max(1) as f64;
+        cum += r.share;
+        r.cumulative = cum;
+    }
+    report.rows = rows;
+    Ok(report)
+}
+
+fn sort_rows(rows: &mut [Row], q: &Query) -> Result<()> {
+    let col = q.order_by.as_deref().unwrap_or("time").to_ascii_lowercase();
+    let key_title = q.by.map_or("name", |k| k.title()).to_ascii_lowercase();
+    let num = |f: fn(&Row) -> f64| {
+        move |a: &Row, b: &Row| f(b).total_cmp(&f(a)).then_with(|| a.key.cmp(&b.key))
+    };
+    match col.as_str() {
+        "time" | "duration" => rows.sort_by(num(|r| r.time)),
+        "count" => rows.sort_by(num(|r| r.count as f64)),
+        "total" | "share" | "cumulative" => rows.sort_by(num(|r| r.total_ns as f64)),
+        "mean" => rows.sort_by(num(Row::mean_ns)),
+        "min" => rows.sort_by(num(|r| r.min_ns as f64)),
+        "max" => rows.sort_by(num(|r| r.max_ns as f64)),
+        "start" => rows.sort_by_key(|r| r.op.as_ref().map_or(0, |o| o.4)),
+        c if c == key_title || c == "name" || c == "key" => {
+            // Numeric keys (device, stream, model, rank) in numeric order.
+            rows.sort_by(|a, b| match (a.key.parse::<u64>(), b.key.parse::<u64>()) {
+                (Ok(x), Ok(y)) => x.cmp(&y),
+                _ => a.key.cmp(&b.key),
+            })
+        }
+        other => {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "--order-by {other:?}: not a column (time, count, total, share, mean, min, \
+                     max, start, name or the --aggregate-by key)"
+                ),
+            )
+        }
+    }
+    Ok(())
+}
+
+/// Output formats of [`render`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+    Markdown,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Format> {
+        Some(match s {
+            "table" => Format::Table,
+            "csv" => Format::Csv,
+            "json" => Format::Json,
+            "markdown" | "md" => Format::Markdown,
+            _ => return None,
+        })
+    }
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.3}", ns / 1000.0)
+}
+
+/// The report's columns and cells.
+pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
+    let time_title = match r.func {
+        None => "Duration(us)".to_string(),
+        Some(Func::Count) => "Count(agg)".to_string(),
+        Some(f) => format!("{}(us)", format!("{f:?}")),
+    };
+    let mut head: Vec<String> = match r.by {
+        Some(k) => vec![k.title().into(), "Count".into(), time_title],
+        None => ["Name", "Type", "Device", "Stream", "Model"]
+            .iter()
+            .map(|s| s.to_string())
+            .chain([time_title])
+            .collect(),
+    };
+    head.extend(
+        [
+            "Share(%)",
+            "Cumulative(%)",
+            "Mean(us)",
+            "Min(us)",
+            "Max(us)",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if r.by.is_none() {
+        head.truncate(head.len() - 3); // one op: mean, min and max are its duration
+    }
+    let rows = r
+        .rows
+        .iter()
+        .map(|row| {
+            let mut c = vec![row.key.clone()];
+            match &row.op {
+                Some((ty, dev, stream, model, _)) => {
+                    c.extend([
+                        ty.clone(),
+                        dev.to_string(),
+                        stream.to_string(),
+                        model.to_string(),
+                    ]);
+                    c.push(us(row.time));
+                }
+                None => {
+                    c.push(row.count.to_string());
+                    c.push(if r.func == Some(Func::Count) {
+                        format!("{}", row.time)
+                    } else {
+                        us(row.time)
+                    });
+                }
+            }
+            c.push(format!("{:.2}", row.share));
+            c.push(format!("{:.2}", row.cumulative));
+            if r.by.is_some() {
+                c.extend([
+                    us(row.mean_ns()),
+                    us(row.min_ns as f64),
+                    us(row.max_ns as f64),
+                ]);
+            }
+            c
+        })
+        .collect();
+    (head, rows)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The report as text in `format`.
+pub fn render(r: &Report, format: Format) -> String {
+    let (head, rows) = table(r);
+    let mut o = String::new();
+    match format {
+        Format::Csv => {
+            for line in std::iter::once(&head).chain(rows.iter()) {
+                let cells: Vec<String> = line.iter().map(|c| csv_field(c)).collect();
+                let _ = writeln!(o, "{}", cells.join(","));
+            }
+        }
+        Format::Json => {
+            let rows: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|cells| {
+                    let m: serde_json::Map<String, serde_json::Value> = head
+                        .iter()
+                        .zip(cells)
+                        .map(|(h, c)| {
+                            let v = c
+                                .parse::<f64>()
+                                .ok()
+                                .filter(|_| h != "Name" && h != "Type")
+                                .and_then(|f| serde_json::Number::from_f64(f).map(Into::into))
+                                .unwrap_or_else(|| c.clone().into());
+                            (h.clone(), v)
+                        })
+                        .collect();
+                    m.into()
+                })
+                .collect();
+            let v = serde_json::json!({
+                "ops": r.ops, "total_us": r.total_ns as f64 / 1000.0, "groups": r.groups,
+                "corrupt_records": r.corrupt, "rows": rows,
+            });
+            let _ = writeln!(
+                o,
+                "{}",
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            );
+        }
+        Format::Markdown => {
+            let _ = writeln!(o, "| {} |", head.join(" | "));
+            let _ = writeln!(o, "|{}|", vec!["---"; head.len()].join("|"));
+            for cells in &rows {
+                let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+                let _ = writeln!(o, "| {} |", cells.join(" | "));
+            }
+        }
+        Format::Table => {
+            let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+            for cells in &rows {
+                for (i, c) in cells.iter().enumerate() {
+                    w[i] = w[i].max(c.chars().count());
+                }
+            }
+            let line = |cells: &[String], o: &mut String| {
+                let parts: Vec<String> = cells
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| {
+                        // Text left-aligned, numbers right-aligned.
+                        if i == 0 || (r.by.is_none() && i == 1) {
+                            format!("{c:<w$}", w = w[i])
+                        } else {
+                            format!("{c:>w$}", w = w[i])
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(o, "{}", parts.join("  ").trim_end());
+            };
+            line(&head, &mut o);
+            let rule: Vec<String> = w.iter().map(|&n| "-".repeat(n)).collect();
+            line(&rule, &mut o);
+            for cells in &rows {
+                line(cells, &mut o);
+            }
+            let shown = rows.len();
+            let what = if r.by.is_some() { "groups" } else { "ops" };
+            let _ = writeln!(
+                o,
+                "{shown} of {} {what}; {} ops, {} us in all{}",
+                r.groups,
+                r.ops,
+                us(r.total_ns as f64),
+                if r.corrupt > 0 {
+                    format!("; {} corrupt records skipped", r.corrupt)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{encode, sign, OpFields};
+
+    fn rec(name: &str, ty: &str, dev: u32, stream: u32, start: u64, dur: u64) -> Vec<u8> {
+        let mut r = Box::new([0u8; RECORD_SIZE]);
+        let f = OpFields {
+            model_id: 1,
+            start,
+            end: start + dur,
+            dev_id: dev,
+            stream_id: stream,
+            ..Default::default()
+        };
+        encode(&mut r, &f, name.as_bytes(), ty.as_bytes());
+        sign(&mut r[..]);
+        r.to_vec()
+    }
+
+    fn file(recs: &[Vec<u8>]) -> PathBuf {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "aclprof-analyze-{}-{}.bin",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::write(&p, recs.concat()).unwrap();
+        p
+    }
+
+    fn sample() -> PathBuf {
+        file(&[
+            rec("conv1", "Conv2D", 0, 1, 0, 10_000),
+            rec("relu1", "Relu", 0, 1, 10_000, 1_000),
+            rec("conv2", "Conv2D", 1, 2, 0, 30_000),
+            rec("relu2", "Relu", 1, 2, 30_000, 3_000),
+            rec("fc", "MatMulV2", 0, 1, 11_000, 6_000),
+        ])
+    }
+
+    #[test]
+    fn groups_by_type_with_every_aggregate() {
+        let p = sample();
+        let q = Query {
+            by: Some(Key::Type),
+            ..Default::default()
+        };
+        let r = analyze(&p, &q).unwrap();
+        assert_eq!((r.ops, r.total_ns, r.groups), (5, 50_000, 3));
+        let keys: Vec<&str> = r.rows.iter().map(|x| x.key.as_str()).collect();
+        assert_eq!(keys, ["Conv2D", "MatMulV2", "Relu"]);
+        assert_eq!(r.rows[0].count, 2);
+        assert_eq!((r.rows[0].min_ns, r.rows[0].max_ns), (10_000, 30_000));
+        assert!((r.rows[0].share - 80.0).abs() < 1e-9);
+        assert!((r.rows[2].cumulative - 100.0).abs() < 1e-9);
+        for (f, want) in [
+            (Func::Mean, 20_000.0),
+            (Func::Max, 30_000.0),
+            (Func::Min, 10_000.0),
+            (Func::Count, 2.0),
+        ] {
+            let r = analyze(
+                &p,
+                &Query {
+                    func: f,
+                    ..q.clone()
+                },
+            )
+            .unwrap();
+            let conv = r.rows.iter().find(|x| x.key == "Conv2D").unwrap();
+            assert_eq!(conv.time, want, "{f:?}");
+        }
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn filters_and_top_ops() {
+        let p = sample();
+        let r = analyze(
+            &p,
+            &Query {
+                top: 2,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let names: Vec<&str> = r.rows.iter().map(|x| x.key.as_str()).collect();
+        assert_eq!(names, ["conv2", "conv1"], "the two longest ops");
+        assert_eq!(r.groups, 5);
+        let q = Query {
+            top: 0,
+            types: vec!["Relu".into()],
+            device: Some(1),
+            ..Default::default()
+        };
+        let r = analyze(&p, &q).unwrap();
+        assert_eq!((r.ops, r.rows[0].key.as_str()), (1, "relu2"));
+        let q = Query {
+            top: 0,
+            name: Some(regex::bytes::Regex::new("^conv").unwrap()),
+            min_time_ns: 20_000,
+            ..Default::default()
+        };
+        assert_eq!(analyze(&p, &q).unwrap().ops, 1);
+        let q = Query {
+            by: Some(Key::Device),
+            order_by: Some("device".into()),
+            ..Default::default()
+        };
+        let r = analyze(&p, &q).unwrap();
+        assert_eq!(r.rows[0].key, "0");
+        assert_eq!(r.rows[0].total_ns, 17_000);
+        let bad = Query {
+            order_by: Some("colour".into()),
+            ..Default::default()
+        };
+        assert!(analyze(&p, &bad).is_err());
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn corrupt_and_torn_records_are_skipped_and_counted() {
+        let mut bad = rec("x", "X", 0, 0, 0, 5);
+        bad[200] ^= 1;
+        let mut torn = rec("y", "Y", 0, 0, 0, 5);
+        torn.truncate(100);
+        let p = file(&[rec("a", "A", 0, 0, 0, 7), bad, torn]);
+        let r = analyze(&p, &Query::default()).unwrap();
+        assert_eq!((r.ops, r.corrupt), (1, 2));
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn renders_every_format() {
+        let p = sample();
+        let q = Query {
+            by: Some(Key::Type),
+            ..Default::default()
+        };
+        let r = analyze(&p, &q).unwrap();
+        let t = render(&r, Format::Table);
+        assert!(t.lines().next().unwrap().starts_with("Type"), "{t}");
+        assert!(
+            t.contains("Conv2D") && t.contains("3 of 3 groups; 5 ops, 50.000 us in all"),
+            "{t}"
+        );
+        let c = render(&r, Format::Csv);
+        assert_eq!(
+            c.lines().nth(1).unwrap(),
+            "Conv2D,2,40.000,80.00,80.00,20.000,10.000,30.000"
+        );
+        let j: serde_json::Value = serde_json::from_str(&render(&r, Format::Json)).unwrap();
+        assert_eq!(j["rows"][0]["Type"], "Conv2D");
+        assert_eq!(j["rows"][0]["Count"], 2.0);
+        let m = render(&r, Format::Markdown);
+        assert!(
+            m.starts_with("| Type | Count |") && m.lines().nth(1).unwrap().starts_with("|---|")
+        );
+        let _ = std::fs::remove_file(p);
+    }
+}

@@ -1,0 +1,244 @@
+//! `aclprof`: analyze what aclprof recorded, re-export a result directory, and profile an
+//! unmodified program. The work is done by the library (`aclprof::analyze`,
+//! `aclprof::filemode`); this file only reads arguments and prints.
+
+use aclprof::analyze::{self, Format, Func, Key, Query};
+use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "aclprof", version, about = "Look at what aclprof recorded", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args, Clone)]
+struct AnalyzeArgs {
+    /// Rows to show (0: all)
+    #[arg(short = 't', long = "top", default_value_t = 10)]
+    top: usize,
+    /// Group ops by: type, name, device, stream, model or rank (default: list single ops)
+    #[arg(long = "aggregate-by", value_parser = parse_key)]
+    aggregate_by: Option<Key>,
+    /// How a group's times become its time column: sum, mean, max, min or count
+    #[arg(long = "aggregate", default_value = "sum", value_parser = parse_func)]
+    aggregate: Func,
+    /// Column to sort by (descending for numbers): time, count, total, share, mean, min, max,
+    /// start, name or the --aggregate-by key
+    #[arg(long = "order-by")]
+    order_by: Option<String>,
+    /// Leave out ops shorter than this many microseconds
+    #[arg(long = "min-time", default_value_t = 0.0)]
+    min_time: f64,
+    /// Only ops of this type (repeatable)
+    #[arg(long = "type")]
+    types: Vec<String>,
+    /// Only ops whose name matches this regular expression
+    #[arg(long = "name")]
+    name: Option<String>,
+    /// Only ops of this device
+    #[arg(long)]
+    device: Option<u32>,
+    /// Only ops of this rank (info.json rank_id)
+    #[arg(long)]
+    rank: Option<u32>,
+    /// Only ops that start inside this step (aclprofGetStepTimestamp)
+    #[arg(long)]
+    step: Option<u64>,
+    /// Output format: table, csv, json or markdown
+    #[arg(long, default_value = "table", value_parser = parse_format)]
+    format: Format,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Rank ops or groups of ops by device time. PATH is a PROF_* result directory, a folder
+    /// of them, a file of raw records (what a subscription wrote), or - for standard input.
+    Analyze {
+        path: PathBuf,
+        #[command(flatten)]
+        args: AnalyzeArgs,
+    },
+    /// Write mindstudio_profiler_output/ again from a result directory's raw data (for
+    /// example what a killed process left).
+    Export { dir: PathBuf },
+    /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
+    /// per-type summary of what it recorded.
+    Record {
+        /// The folder the result directories go to
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
+        /// AI Core metric group (PROFILING_OPTIONS aic_metrics), e.g. PipeUtilization
+        #[arg(long = "aic-metrics")]
+        aic_metrics: Option<String>,
+        /// The program and its arguments
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+fn parse_key(s: &str) -> Result<Key, String> {
+    Key::parse(s).ok_or_else(|| "one of type, name, device, stream, model, rank".into())
+}
+fn parse_func(s: &str) -> Result<Func, String> {
+    Func::parse(s).ok_or_else(|| "one of sum, mean, max, min, count".into())
+}
+fn parse_format(s: &str) -> Result<Format, String> {
+    Format::parse(s).ok_or_else(|| "one of table, csv, json, markdown".into())
+}
+
+impl AnalyzeArgs {
+    fn query(&self) -> Result<Query, String> {
+        let name = match &self.name {
+            Some(n) => Some(regex::bytes::Regex::new(n).map_err(|e| format!("--name {n:?}: {e}"))?),
+            None => None,
+        };
+        if !(self.min_time >= 0.0 && self.min_time.is_finite()) {
+            return Err("--min-time must be a non-negative number of microseconds".into());
+        }
+        Ok(Query {
+            top: self.top,
+            by: self.aggregate_by,
+            func: self.aggregate,
+            order_by: self.order_by.clone(),
+            min_time_ns: (self.min_time * 1000.0).round() as u64,
+            types: self.types.clone(),
+            name,
+            device: self.device,
+            rank: self.rank,
+            step: self.step,
+        })
+    }
+}
+
+/// Analyzes with a progress line on a terminal (silent otherwise).
+fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
+    let tty = std::io::stderr().is_terminal();
+    let mut progress = |n: u64| {
+        if tty {
+            eprint!("\r{} M ops read", n / 1_000_000);
+        }
+    };
+    let r = analyze::analyze_with_progress(path, q, &mut progress);
+    if tty {
+        eprint!("\r\x1b[K");
+    }
+    r.map(|r| analyze::render(&r, format)).map_err(|e| e.msg)
+}
+
+/// PROF_* directories directly under `dir`.
+fn prof_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("PROF_"))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn record(
+    output: &Path,
+    aic_metrics: Option<&str>,
+    command: &[String],
+) -> Result<ExitCode, String> {
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let before = prof_dirs(&out);
+    let mut options =
+        serde_json::json!({"output": out, "task_trace": "on", "training_trace": "on"});
+    if let Some(m) = aic_metrics {
+        options["aic_metrics"] = m.into();
+    }
+    // The program finds this build's library first (beside this binary, or lib/ beside bin/).
+    let mut libs: Vec<PathBuf> = Vec::new();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        libs.push(dir.join("../lib"));
+        libs.push(dir);
+    }
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        libs.extend(std::env::split_paths(&old));
+    }
+    let ld = std::env::join_paths(libs).map_err(|e| e.to_string())?;
+    let status = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .env("PROFILING_MODE", "true")
+        .env("PROFILING_OPTIONS", options.to_string())
+        .env("LD_LIBRARY_PATH", ld)
+        .status()
+        .map_err(|e| format!("cannot run {:?}: {e}", command[0]))?;
+    let new: Vec<PathBuf> = prof_dirs(&out)
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    if new.is_empty() {
+        return Err(format!(
+            "{} wrote no result directory: is it linked against aclprof (libascendcl or \
+             libaclprof) and does it run a model? ({status})",
+            command[0]
+        ));
+    }
+    let q = Query {
+        by: Some(Key::Type),
+        ..Default::default()
+    };
+    for d in &new {
+        println!("{}", d.display());
+        print!("{}", run_analyze(d, &q, Format::Table)?);
+    }
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
+        None => ExitCode::FAILURE,
+    })
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Analyze { path, args } => args
+            .query()
+            .and_then(|q| run_analyze(&path, &q, args.format))
+            .map(|text| {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }),
+        Cmd::Export { dir } => aclprof::filemode::export_quietly(&dir)
+            .map(|s| {
+                let ops: u64 = s.ops.values().sum();
+                println!(
+                    "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
+                    dir.display(),
+                    s.stamp,
+                    if s.corrupt > 0 {
+                        format!(", {} corrupt records skipped", s.corrupt)
+                    } else {
+                        String::new()
+                    }
+                );
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg),
+        Cmd::Record {
+            output,
+            aic_metrics,
+            command,
+        } => record(&output, aic_metrics.as_deref(), &command),
+    };
+    r.unwrap_or_else(|e| {
+        eprintln!("aclprof: {e}");
+        ExitCode::FAILURE
+    })
+}
