@@ -185,20 +185,24 @@ fn rank_of(device_dir: &Path) -> Option<u32> {
     None
 }
 
-fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
-    let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
-    let mut devices: Vec<PathBuf> = std::fs::read_dir(dir)
-        .or_else(|e| io_err(dir, e))?
+/// The entries of `dir` whose names start with `prefix`, sorted.
+pub fn entries_named(dir: &Path, prefix: &str) -> std::io::Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("device_"))
+                .is_some_and(|n| n.starts_with(prefix))
         })
         .collect();
-    devices.sort();
-    for d in devices {
+    v.sort();
+    Ok(v)
+}
+
+fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
+    let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
+    for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {
         let files = crate::filemode::export::stream_files(&d.join("data")).unwrap_or_default();
         out.push(Input::Device {
             files,
@@ -289,22 +293,29 @@ fn each_record(
     Ok(())
 }
 
+/// Count, total, extremes and sum of squares (in µs², for a variance) of durations in ns.
 #[derive(Default, Clone, Copy)]
-struct Agg {
-    count: u64,
-    total: u64,
-    min: u64,
-    max: u64,
+pub struct Agg {
+    pub count: u64,
+    pub total: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sq: f64,
 }
 
 impl Agg {
-    fn add(&mut self, d: u64) {
-        if self.count == 0 || d < self.min {
-            self.min = d;
+    pub fn add(&mut self, ns: u64) {
+        if self.count == 0 || ns < self.min {
+            self.min = ns;
         }
-        self.max = self.max.max(d);
+        self.max = self.max.max(ns);
         self.count += 1;
-        self.total += d;
+        self.total += ns;
+        self.sq += (ns as f64 / 1000.0).powi(2);
+    }
+    /// The mean, in ns.
+    pub fn avg(&self) -> f64 {
+        self.total as f64 / self.count.max(1) as f64
     }
 }
 
@@ -465,7 +476,7 @@ pub fn analyze_with_progress(
                 count: a.count,
                 time: match q.func {
                     Func::Sum => a.total as f64,
-                    Func::Mean => a.total as f64 / a.count.max(1) as f64,
+                    Func::Mean => a.avg(),
                     Func::Max => a.max as f64,
                     Func::Min => a.min as f64,
                     Func::Count => a.count as f64,
@@ -573,7 +584,7 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
     let time_title = match r.func {
         None => "Duration(us)".to_string(),
         Some(Func::Count) => "Count(agg)".to_string(),
-        Some(f) => format!("{}(us)", format!("{f:?}")),
+        Some(f) => format!("{f:?}(us)"),
     };
     let mut head: Vec<String> = match r.by {
         Some(k) => vec![k.title().into(), "Count".into(), time_title],

@@ -5,14 +5,14 @@
 
 use aclprof::ffi::ext::*;
 use aclprof::ffi::prof::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::CString;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{output, read_csv, root, us};
+use common::{output, profiled, read_csv, root, us};
 
 const EXECUTIONS: u64 = 3;
 
@@ -55,14 +55,35 @@ fn csv_rows(text: &str) -> BTreeMap<String, BTreeMap<String, String>> {
         .collect()
 }
 
-/// Per type (count, total ns) from `aclprof analyze ... --aggregate-by type --format csv`.
-fn per_type(args: &[&str], stdin: Option<&[u8]>) -> BTreeMap<String, (u64, u64)> {
-    let (ok, out, err) = aclprof(args, stdin);
+/// Per type (count, total ns) from `aclprof analyze SOURCE --aggregate-by type` plus `extra`.
+fn per_type(source: &str, extra: &[&str], stdin: Option<&[u8]>) -> BTreeMap<String, (u64, u64)> {
+    let mut args = vec![
+        "analyze",
+        source,
+        "--aggregate-by",
+        "type",
+        "-t",
+        "0",
+        "--format",
+        "csv",
+    ];
+    args.extend(extra);
+    let (ok, out, err) = aclprof(&args, stdin);
     assert!(ok, "{args:?}: {err}");
     csv_rows(&out)
         .into_iter()
         .map(|(k, r)| (k, (r["Count"].parse().unwrap(), us(&r["Sum(us)"]))))
         .collect()
+}
+
+/// `aclprof analyze` plus `args`, as JSON.
+fn analyze_json(args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["analyze"];
+    all.extend(args);
+    all.extend(["--format", "json"]);
+    let (ok, out, err) = aclprof(&all, None);
+    assert!(ok, "{all:?}: {err}");
+    serde_json::from_str(&out).unwrap()
 }
 
 fn simulated_run(out: &Path) -> PathBuf {
@@ -77,22 +98,11 @@ fn simulated_run(out: &Path) -> PathBuf {
         unsafe { aclprofInit(outc.as_ptr(), out.to_str().unwrap().len()) },
         0
     );
-    let mut devs = [0u32];
-    let cfg = unsafe {
-        aclprofCreateConfig(
-            devs.as_mut_ptr(),
-            1,
-            aclprofAicoreMetrics(0xFF),
-            std::ptr::null(),
-            ACL_PROF_TASK_TIME,
-        )
-    };
-    assert_eq!(aclprofStart(cfg), 0);
-    for _ in 0..EXECUTIONS {
-        assert_eq!(aclprofExtSimModelExecute(model), 0);
-    }
-    assert_eq!(aclprofStop(cfg), 0);
-    assert_eq!(aclprofDestroyConfig(cfg), 0);
+    profiled(0, 0xFF, || {
+        for _ in 0..EXECUTIONS {
+            assert_eq!(aclprofExtSimModelExecute(model), 0);
+        }
+    });
     assert_eq!(aclprofFinalize(), 0);
     assert_eq!(aclprofExtModelUnload(model), 0);
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
@@ -125,33 +135,17 @@ fn analyze_agrees_with_the_result_files() {
     let (_, summary) = read_csv(&output(&prof, "op_summary_"));
     assert_eq!(summary.len() as u64, 125 * EXECUTIONS);
 
-    let by_type = [
-        "analyze",
-        p,
-        "--aggregate-by",
-        "type",
-        "--top",
-        "0",
-        "--format",
-        "csv",
-    ];
     assert_eq!(
-        per_type(&by_type, None),
+        per_type(p, &[], None),
         want,
         "per type, from the result directory"
     );
-    // The folder holding it reads the same.
-    let folder = [
-        "analyze",
-        out.to_str().unwrap(),
-        "--aggregate-by",
-        "type",
-        "--top",
-        "0",
-        "--format",
-        "csv",
-    ];
-    assert_eq!(per_type(&folder, None), want, "per type, from the folder");
+    let folder = out.to_str().unwrap();
+    assert_eq!(
+        per_type(folder, &[], None),
+        want,
+        "per type, from the folder"
+    );
 
     // A file of raw records (what a subscription writes) and standard input: the device's
     // stream files back to back.
@@ -161,36 +155,13 @@ fn analyze_agrees_with_the_result_files() {
     }
     let raw_path = out.join("records.bin");
     std::fs::write(&raw_path, &raw).unwrap();
-    let from_file = [
-        "analyze",
-        raw_path.to_str().unwrap(),
-        "--aggregate-by",
-        "type",
-        "-t",
-        "0",
-        "--format",
-        "csv",
-    ];
+    let raw_file = raw_path.to_str().unwrap();
     assert_eq!(
-        per_type(&from_file, None),
+        per_type(raw_file, &[], None),
         want,
         "per type, from a record file"
     );
-    let from_stdin = [
-        "analyze",
-        "-",
-        "--aggregate-by",
-        "type",
-        "-t",
-        "0",
-        "--format",
-        "csv",
-    ];
-    assert_eq!(
-        per_type(&from_stdin, Some(&raw)),
-        want,
-        "per type, from stdin"
-    );
+    assert_eq!(per_type("-", &[], Some(&raw)), want, "per type, from stdin");
 
     // Single ops: the top 5 are op_summary's 5 longest, with their durations.
     let mut durs: Vec<u64> = summary
@@ -198,9 +169,7 @@ fn analyze_agrees_with_the_result_files() {
         .map(|r| us(&r["Task Duration(us)"]))
         .collect();
     durs.sort_unstable_by(|a, b| b.cmp(a));
-    let (ok, top, err) = aclprof(&["analyze", p, "-t", "5", "--format", "json"], None);
-    assert!(ok, "{err}");
-    let j: serde_json::Value = serde_json::from_str(&top).unwrap();
+    let j = analyze_json(&[p, "-t", "5"]);
     let got: Vec<u64> = j["rows"]
         .as_array()
         .unwrap()
@@ -211,65 +180,20 @@ fn analyze_agrees_with_the_result_files() {
     assert_eq!(j["ops"], 125 * EXECUTIONS);
 
     // Filters: --type, --name, --min-time.
-    let conv = want["Conv2D"];
-    let t = per_type(
-        &[
-            "analyze",
-            p,
-            "--aggregate-by",
-            "type",
-            "--type",
-            "Conv2D",
-            "--format",
-            "csv",
-        ],
-        None,
-    );
-    assert_eq!(
-        t.into_iter().collect::<Vec<_>>(),
-        [("Conv2D".to_string(), conv)]
-    );
-    let (ok, named, _) = aclprof(
-        &[
-            "analyze",
-            p,
-            "--name",
-            "layer1/block1/",
-            "-t",
-            "0",
-            "--format",
-            "json",
-        ],
-        None,
-    );
-    assert!(ok);
-    let named: serde_json::Value = serde_json::from_str(&named).unwrap();
-    let want_named = summary
-        .iter()
-        .filter(|r| r["Op Name"].contains("layer1/block1/"))
-        .count();
+    let conv: Vec<_> = per_type(p, &["--type", "Conv2D"], None)
+        .into_iter()
+        .collect();
+    assert_eq!(conv, [("Conv2D".to_string(), want["Conv2D"])]);
+    let in_block = |r: &&HashMap<String, String>| r["Op Name"].contains("layer1/block1/");
+    let want_named = summary.iter().filter(in_block).count() as u64;
     assert!(want_named > 0);
-    assert_eq!(named["ops"], want_named as u64);
-    let min = durs[9] as f64 / 1000.0;
-    let (ok, long, _) = aclprof(
-        &[
-            "analyze",
-            p,
-            "--min-time",
-            &min.to_string(),
-            "-t",
-            "0",
-            "--format",
-            "json",
-        ],
-        None,
-    );
-    assert!(ok);
-    let long: serde_json::Value = serde_json::from_str(&long).unwrap();
     assert_eq!(
-        long["ops"],
-        durs.iter().filter(|&&d| d >= durs[9]).count() as u64
+        analyze_json(&[p, "--name", "layer1/block1/"])["ops"],
+        want_named
     );
+    let min = (durs[9] as f64 / 1000.0).to_string();
+    let long = durs.iter().filter(|&&d| d >= durs[9]).count() as u64;
+    assert_eq!(analyze_json(&[p, "--min-time", &min])["ops"], long);
 
     // The table a person reads.
     let (ok, table, _) = aclprof(&["analyze", p, "--aggregate-by", "type", "-t", "3"], None);

@@ -131,19 +131,7 @@ fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String>
 
 /// PROF_* directories directly under `dir`.
 fn prof_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("PROF_"))
-        })
-        .collect();
-    v.sort();
-    v
+    analyze::entries_named(dir, "PROF_").unwrap_or_default()
 }
 
 fn record(

@@ -9,6 +9,7 @@
 
 use super::overlap::{Overlap, Piece, StepRow, Steps};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
+use crate::analyze::Agg;
 use crate::error::*;
 use crate::record::{self, View, RECORD_SIZE};
 use std::borrow::Cow;
@@ -275,30 +276,6 @@ pub fn task_type_and_block_dim(op_type: &str) -> (&'static str, u32) {
 pub const AI_CORE_NUM: u32 = 8;
 /// AI Vector cores of the emulated device.
 pub const AIV_NUM: u32 = 7;
-
-#[derive(Default)]
-struct Agg {
-    count: u64,
-    total: f64,
-    min: u64,
-    max: u64,
-    sq: f64,
-}
-
-impl Agg {
-    fn add(&mut self, ns: u64) {
-        if self.count == 0 || ns < self.min {
-            self.min = ns;
-        }
-        self.max = self.max.max(ns);
-        self.count += 1;
-        self.total += ns as f64;
-        self.sq += (ns as f64 / 1000.0).powi(2);
-    }
-    fn avg(&self) -> f64 {
-        self.total / self.count.max(1) as f64
-    }
-}
 
 pub const OP_SUMMARY_HEADER: [&str; 21] = [
     "Device_id",
@@ -1189,26 +1166,20 @@ pub fn export(dir: &Path) -> Result<Summary> {
             "Ratio(%)",
         ])
         .map_err(|e| csv_err(&st_path, e))?;
-    let mut dev_total: HashMap<u32, f64> = HashMap::new();
+    let mut dev_total: HashMap<u32, u64> = HashMap::new();
     for (d, _, a) in &stats {
         *dev_total.entry(*d).or_default() += a.total;
     }
-    stats.sort_by(|a, b| {
-        a.0.cmp(&b.0).then(
-            b.2.total
-                .partial_cmp(&a.2.total)
-                .unwrap_or(std::cmp::Ordering::Equal),
-        )
-    });
+    stats.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.total.cmp(&a.2.total)));
     for (d, ty, a) in &stats {
-        let ratio = 100.0 * a.total / dev_total[d].max(1.0);
+        let ratio = 100.0 * a.total as f64 / dev_total[d].max(1) as f64;
         st_csv
             .write_record([
                 d.to_string().as_str(),
                 ty,
                 task_type_and_block_dim(ty).0,
                 &a.count.to_string(),
-                &us_trim(a.total),
+                &us_trim(a.total as f64),
                 &us_trim(a.min as f64),
                 &us_trim(a.avg()),
                 &us_trim(a.max as f64),
@@ -1430,7 +1401,7 @@ fn host_events(
                 "host",
                 level.as_str(),
                 name.as_str(),
-                &us_trim(a.total),
+                &us_trim(a.total as f64),
                 &a.count.to_string(),
                 &us_trim(a.avg()),
                 &us_trim(a.min as f64),

@@ -78,3 +78,24 @@ pub fn us(s: &str) -> u64 {
     let frac = format!("{b:0<3}");
     a.parse::<u64>().unwrap() * 1000 + frac[..3].parse::<u64>().unwrap()
 }
+
+/// Runs `body` between `aclprofStart` and `aclprofStop` of an ACL_PROF_TASK_TIME config for
+/// one device with the given `aclprofAicoreMetrics` (after `aclprofInit`).
+pub fn profiled<T>(dev: u32, metric: u32, body: impl FnOnce() -> T) -> T {
+    use aclprof::ffi::prof::*;
+    let mut devs = [dev];
+    let cfg = unsafe {
+        aclprofCreateConfig(
+            devs.as_mut_ptr(),
+            1,
+            aclprofAicoreMetrics(metric),
+            std::ptr::null(),
+            ACL_PROF_TASK_TIME,
+        )
+    };
+    assert_eq!(aclprofStart(cfg), 0, "aclprofStart");
+    let r = body();
+    assert_eq!(aclprofStop(cfg), 0, "aclprofStop");
+    assert_eq!(aclprofDestroyConfig(cfg), 0);
+    r
+}
