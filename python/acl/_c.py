@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Optional, SupportsIndex, Tuple, Union
+from typing import Any, Optional, SupportsIndex, Tuple, Union
 
 from aclprof import _bindings
 from aclprof._lib import load
@@ -29,8 +29,10 @@ PathArg = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 #: (lowest, highest) value of a C integer type.
 Bounds = Tuple[int, int]
 
+I8: Bounds = (-128, 127)
 I32: Bounds = (-(2**31), 2**31 - 1)
 U32: Bounds = (0, 2**32 - 1)
+U64: Bounds = (0, 2**64 - 1)
 SIZE: Bounds = (0, 2 ** (8 * ctypes.sizeof(ctypes.c_size_t)) - 1)
 PTR: Bounds = (0, 2 ** (8 * ctypes.sizeof(ctypes.c_void_p)) - 1)
 
@@ -51,3 +53,9 @@ def path(value: object) -> Optional[bytes]:
         return None
     raw = os.fsencode(value)
     return None if b"\0" in raw else raw
+
+
+def out(value: "ctypes._SimpleCData[Any]", ret: int) -> Tuple[int, int]:
+    """``(value, ret)`` of a call that fills ``value`` through a pointer: the value only if
+    the call succeeded, else 0 (pyACL's convention)."""
+    return ((value.value or 0) if ret == SUCCESS else 0), ret

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 from typing import Tuple
 
-from ._c import INVALID_PARAM, PTR, SIZE, SUCCESS, U32, PathArg, integer, lib, path
+from ._c import INVALID_PARAM, PTR, SIZE, SUCCESS, U32, PathArg, integer, lib, out, path
 
 # ---- loading -----------------------------------------------------------------------------
 
@@ -38,7 +38,7 @@ def load_from_file(model_path: PathArg) -> Tuple[int, int]:
         return 0, INVALID_PARAM
     model_id = ctypes.c_uint32()
     ret = lib.aclmdlLoadFromFile(raw, ctypes.byref(model_id))
-    return (model_id.value if ret == SUCCESS else 0), ret
+    return out(model_id, ret)
 
 
 def query_size(file_name: PathArg) -> Tuple[int, int, int]:
@@ -64,7 +64,7 @@ def load_from_file_with_mem(model_path: PathArg, work_ptr: int, work_size: int,
     model_id = ctypes.c_uint32()
     ret = lib.aclmdlLoadFromFileWithMem(raw, ctypes.byref(model_id), work, work_len,
                                         weight, weight_len)
-    return (model_id.value if ret == SUCCESS else 0), ret
+    return out(model_id, ret)
 
 
 def unload(model_id: int) -> int:

@@ -22,24 +22,16 @@ from typing import Callable, Dict, Optional, Sequence, SupportsIndex, Tuple, Uni
 
 from aclprof import _bindings
 
-from ._c import PathArg
+from ._c import I8, I32, PTR, SIZE, U32, U64, INVALID_PARAM, PathArg, integer, out
 from ._c import lib as _lib
 
-_INVALID = _bindings.ACL_ERROR_INVALID_PARAM
 _TX_FAILED = -1  # the msproftx calls' failure value
-
-_U32 = (0, 2**32 - 1)
-_I32 = (-(2**31), 2**31 - 1)
-_U64 = (0, 2**64 - 1)
-_SIZE = (0, 2**64 - 1)
-_PTR = (0, 2**64 - 1)
-_I8 = (-128, 127)
 
 
 def _int(value: SupportsIndex, bounds: Tuple[int, int]) -> Optional[int]:
-    """``value`` as an int if it fits ``bounds``, else None (TypeError if not an integer)."""
-    v = operator.index(value)
-    return v if bounds[0] <= v <= bounds[1] else None
+    """``value`` as an int if it fits ``bounds``, else None (TypeError if not an integer,
+    as pyACL raises)."""
+    return integer(operator.index(value), bounds)
 
 
 # Subscription fds: the C library keeps the *address* of the int holding the write end and
@@ -68,11 +60,11 @@ def create_config(device_list: Sequence[int], aicore_metrics: int, aicore_events
 
     ``aicore_events`` 0 is passed as NULL (anything else is passed as a pointer, which the
     library rejects, as CANN's does)."""
-    checked = [_int(d, _U32) for d in device_list]
+    checked = [_int(d, U32) for d in device_list]
     ids = [d for d in checked if d is not None]
-    metrics = _int(aicore_metrics, _I32)
-    events = _int(aicore_events, _PTR)
-    data_types = _int(data_type_config, _U64)
+    metrics = _int(aicore_metrics, I32)
+    events = _int(aicore_events, PTR)
+    data_types = _int(data_type_config, U64)
     if len(ids) != len(checked) or metrics is None or events is None or data_types is None:
         return 0
     array = (ctypes.c_uint32 * len(ids))(*ids) if ids else None
@@ -80,14 +72,14 @@ def create_config(device_list: Sequence[int], aicore_metrics: int, aicore_events
 
 
 def destroy_config(profiler_config: int) -> int:
-    return _lib.aclprofDestroyConfig(_int(profiler_config, _PTR))
+    return _lib.aclprofDestroyConfig(_int(profiler_config, PTR))
 
 
 def set_config(config_type: int, config: Union[str, bytes, bytearray]) -> int:
     """``ret = acl.prof.set_config(ACL_PROF_SYS_HARDWARE_MEM_FREQ, "15")``."""
-    kind = _int(config_type, _I32)
+    kind = _int(config_type, I32)
     if kind is None:
-        return _INVALID
+        return INVALID_PARAM
     if isinstance(config, str):
         value = config.encode()
     elif isinstance(config, (bytes, bytearray)):
@@ -98,11 +90,11 @@ def set_config(config_type: int, config: Union[str, bytes, bytearray]) -> int:
 
 
 def start(profiler_config: int) -> int:
-    return _lib.aclprofStart(_int(profiler_config, _PTR))
+    return _lib.aclprofStart(_int(profiler_config, PTR))
 
 
 def stop(profiler_config: int) -> int:
-    return _lib.aclprofStop(_int(profiler_config, _PTR))
+    return _lib.aclprofStop(_int(profiler_config, PTR))
 
 
 # ---- subscription ------------------------------------------------------------------------
@@ -112,9 +104,9 @@ def create_subscribe_config(time_info_switch: int, aicore_metrics: int, fd: int)
 
     ``fd`` is the pipe's write end itself (not a dup): the library closes it at unsubscribe,
     which is what ends the reader's loop. 0 on failure."""
-    switch = _int(time_info_switch, _I8)
-    metrics = _int(aicore_metrics, _I32)
-    write_fd = _int(fd, _I32)
+    switch = _int(time_info_switch, I8)
+    metrics = _int(aicore_metrics, I32)
+    write_fd = _int(fd, I32)
     if switch is None or metrics is None or write_fd is None:
         return 0
     cell = ctypes.c_int(write_fd)
@@ -126,7 +118,7 @@ def create_subscribe_config(time_info_switch: int, aicore_metrics: int, fd: int)
 
 
 def destroy_subscribe_config(subscribe_config: int) -> int:
-    handle = _int(subscribe_config, _PTR)
+    handle = _int(subscribe_config, PTR)
     ret = _lib.aclprofDestroySubscribeConfig(handle)
     if ret == 0 and handle is not None:
         with _fd_lock:
@@ -135,10 +127,10 @@ def destroy_subscribe_config(subscribe_config: int) -> int:
 
 
 def model_subscribe(model_id: int, subscribe_config: int) -> int:
-    model = _int(model_id, _U32)
-    handle = _int(subscribe_config, _PTR)
+    model = _int(model_id, U32)
+    handle = _int(subscribe_config, PTR)
     if model is None:
-        return _INVALID
+        return INVALID_PARAM
     ret = _lib.aclprofModelSubscribe(model, handle)
     if ret == 0 and handle is not None:
         with _fd_lock:
@@ -151,9 +143,9 @@ def model_subscribe(model_id: int, subscribe_config: int) -> int:
 def model_un_subscribe(model_id: int) -> int:
     """``ret = acl.prof.model_un_subscribe(model_id)``: everything reported is written, then
     the write end is closed (so a later ``os.close(w)`` raises OSError EBADF)."""
-    model = _int(model_id, _U32)
+    model = _int(model_id, U32)
     if model is None:
-        return _INVALID
+        return INVALID_PARAM
     ret = _lib.aclprofModelUnSubscribe(model)
     if ret == 0:
         with _fd_lock:
@@ -169,21 +161,21 @@ def get_op_desc_size() -> Tuple[int, int]:
     """``op_desc_size, ret = acl.prof.get_op_desc_size()``."""
     size = ctypes.c_size_t()
     ret = _lib.aclprofGetOpDescSize(ctypes.byref(size))
-    return (size.value if ret == 0 else 0), ret
+    return out(size, ret)
 
 
 def get_op_num(op_info: int, op_info_len: int) -> Tuple[int, int]:
     """``op_number, ret = acl.prof.get_op_num(ptr, size)``: checks every record."""
-    ptr, length = _int(op_info, _PTR), _int(op_info_len, _SIZE)
+    ptr, length = _int(op_info, PTR), _int(op_info_len, SIZE)
     if ptr is None or length is None:
-        return 0, _INVALID
+        return 0, INVALID_PARAM
     count = ctypes.c_uint32()
     ret = _lib.aclprofGetOpNum(ptr, length, ctypes.byref(count))
-    return (count.value if ret == 0 else 0), ret
+    return out(count, ret)
 
 
 def _record_args(op_info: int, op_info_len: int, index: int) -> Optional[Tuple[int, int, int]]:
-    ptr, length, i = _int(op_info, _PTR), _int(op_info_len, _SIZE), _int(index, _U32)
+    ptr, length, i = _int(op_info, PTR), _int(op_info_len, SIZE), _int(index, U32)
     return None if ptr is None or length is None or i is None else (ptr, length, i)
 
 
@@ -198,18 +190,18 @@ _ValueFn = Callable[[int, int, int], int]
 def _string_len(fn: _LenFn, op_info: int, op_info_len: int, index: int) -> Tuple[int, int]:
     args = _record_args(op_info, op_info_len, index)
     if args is None:
-        return 0, _INVALID
+        return 0, INVALID_PARAM
     size = ctypes.c_size_t()
     ret = fn(args[0], args[1], args[2], ctypes.byref(size))
-    return (size.value if ret == 0 else 0), ret
+    return out(size, ret)
 
 
 def _string(fn: _StrFn, op_info: int, op_info_len: int, index: int,
             buffer_len: int) -> Tuple[str, int]:
     args = _record_args(op_info, op_info_len, index)
-    size = _int(buffer_len, _SIZE)
+    size = _int(buffer_len, SIZE)
     if args is None or size is None:
-        return "", _INVALID
+        return "", INVALID_PARAM
     if size == 0:  # the library reports the empty buffer
         return "", fn(args[0], args[1], args[2], None, 0)
     out = ctypes.create_string_buffer(size)
@@ -285,7 +277,7 @@ def get_model_id(op_info: int, op_info_len: int, index: int) -> int:
     """The model id (bare int); ACL_ERROR_INVALID_PARAM (100000) on error, as in C."""
     args = _record_args(op_info, op_info_len, index)
     if args is None:
-        return _INVALID
+        return INVALID_PARAM
     return _lib.aclprofGetModelId(args[0], args[1], args[2])
 
 
@@ -297,7 +289,7 @@ def create_stamp() -> int:
 
 
 def destroy_stamp(stamp: int) -> None:
-    _lib.aclprofDestroyStamp(_int(stamp, _PTR))
+    _lib.aclprofDestroyStamp(_int(stamp, PTR))
 
 
 def set_stamp_trace_message(stamp: int, msg: Union[str, bytes, bytearray, int],
@@ -306,7 +298,7 @@ def set_stamp_trace_message(stamp: int, msg: Union[str, bytes, bytearray, int],
 
     ``msg`` may be a str (UTF-8), bytes, or an int address as in pyACL's docs. For a str or
     bytes, a ``msg_len`` longer than the message fails (-1) instead of reading past it."""
-    handle, length = _int(stamp, _PTR), _int(msg_len, _U32)
+    handle, length = _int(stamp, PTR), _int(msg_len, U32)
     if handle is None or length is None:
         return _TX_FAILED
     if isinstance(msg, (str, bytes, bytearray)):
@@ -314,18 +306,18 @@ def set_stamp_trace_message(stamp: int, msg: Union[str, bytes, bytearray, int],
         if length > len(raw):
             return _TX_FAILED
         return _lib.aclprofSetStampTraceMessage(handle, raw, length)
-    address = _int(msg, _PTR)
+    address = _int(msg, PTR)
     if address is None:
         return _TX_FAILED
     return _lib.aclprofSetStampTraceMessage(handle, ctypes.c_char_p(address), length)
 
 
 def mark(stamp: int) -> int:
-    return _lib.aclprofMark(_int(stamp, _PTR))
+    return _lib.aclprofMark(_int(stamp, PTR))
 
 
 def push(stamp: int) -> int:
-    return _lib.aclprofPush(_int(stamp, _PTR))
+    return _lib.aclprofPush(_int(stamp, PTR))
 
 
 def pop(*_stamp: int) -> int:
@@ -337,16 +329,16 @@ def pop(*_stamp: int) -> int:
 
 def range_start(stamp: int) -> Tuple[int, int]:
     """``range_id, ret = acl.prof.range_start(stamp)``."""
-    handle = _int(stamp, _PTR)
+    handle = _int(stamp, PTR)
     if handle is None:
         return 0, _TX_FAILED
     range_id = ctypes.c_uint32()
     ret = _lib.aclprofRangeStart(handle, ctypes.byref(range_id))
-    return (range_id.value if ret == 0 else 0), ret
+    return out(range_id, ret)
 
 
 def range_stop(range_id: int) -> int:
-    rid = _int(range_id, _U32)
+    rid = _int(range_id, U32)
     return _TX_FAILED if rid is None else _lib.aclprofRangeStop(rid)
 
 
@@ -359,11 +351,11 @@ def create_step_info() -> Optional[int]:
 
 def get_step_timestamp(stepinfo: int, tag: int, stream: int) -> int:
     """``ret = acl.prof.get_step_timestamp(info, ACL_STEP_START or ACL_STEP_END, stream)``."""
-    handle, step_tag, stream_ptr = _int(stepinfo, _PTR), _int(tag, _I32), _int(stream, _PTR)
+    handle, step_tag, stream_ptr = _int(stepinfo, PTR), _int(tag, I32), _int(stream, PTR)
     if handle is None or step_tag is None or stream_ptr is None:
-        return _INVALID
+        return INVALID_PARAM
     return _lib.aclprofGetStepTimestamp(handle, step_tag, stream_ptr)
 
 
 def destroy_step_info(stepinfo: int) -> None:
-    _lib.aclprofDestroyStepInfo(_int(stepinfo, _PTR))
+    _lib.aclprofDestroyStepInfo(_int(stepinfo, PTR))

@@ -19,7 +19,7 @@ from typing import Tuple
 
 from aclprof import _bindings
 
-from ._c import I32, INVALID_PARAM, PTR, SIZE, SUCCESS, integer, lib
+from ._c import I32, INVALID_PARAM, PTR, SIZE, integer, lib, out
 
 # Memory copy kinds (every kind is a host copy here).
 ACL_MEMCPY_HOST_TO_HOST = _bindings.ACL_MEMCPY_HOST_TO_HOST
@@ -28,18 +28,13 @@ ACL_MEMCPY_DEVICE_TO_HOST = _bindings.ACL_MEMCPY_DEVICE_TO_HOST
 ACL_MEMCPY_DEVICE_TO_DEVICE = _bindings.ACL_MEMCPY_DEVICE_TO_DEVICE
 
 
-def _handle(value: ctypes.c_void_p, ret: int) -> Tuple[int, int]:
-    """``(handle, ret)`` from an output parameter: 0 unless the call succeeded."""
-    return ((value.value or 0) if ret == SUCCESS else 0), ret
-
-
 # ---- devices -----------------------------------------------------------------------------
 
 def get_device_count() -> Tuple[int, int]:
     """``count, ret = acl.rt.get_device_count()``."""
     count = ctypes.c_uint32()
     ret = lib.aclrtGetDeviceCount(ctypes.byref(count))
-    return (count.value if ret == SUCCESS else 0), ret
+    return out(count, ret)
 
 
 def set_device(device_id: int) -> int:
@@ -52,7 +47,7 @@ def get_device() -> Tuple[int, int]:
     """``device_id, ret = acl.rt.get_device()``: the calling thread's device."""
     device = ctypes.c_int32()
     ret = lib.aclrtGetDevice(ctypes.byref(device))
-    return (device.value if ret == SUCCESS else 0), ret
+    return out(device, ret)
 
 
 def reset_device(device_id: int) -> int:
@@ -65,7 +60,7 @@ def get_run_mode() -> Tuple[int, int]:
     """``run_mode, ret = acl.rt.get_run_mode()``: ACL_HOST (1), the program runs on the host."""
     mode = ctypes.c_int()
     ret = lib.aclrtGetRunMode(ctypes.byref(mode))
-    return (mode.value if ret == SUCCESS else 0), ret
+    return out(mode, ret)
 
 
 def synchronize_device() -> int:
@@ -81,7 +76,7 @@ def create_context(device_id: int) -> Tuple[int, int]:
     if device is None:
         return 0, INVALID_PARAM
     context = ctypes.c_void_p()
-    return _handle(context, lib.aclrtCreateContext(ctypes.byref(context), device))
+    return out(context, lib.aclrtCreateContext(ctypes.byref(context), device))
 
 
 def destroy_context(context: int) -> int:
@@ -98,7 +93,7 @@ def set_context(context: int) -> int:
 def get_context() -> Tuple[int, int]:
     """``context, ret = acl.rt.get_context()``: the calling thread's current context."""
     context = ctypes.c_void_p()
-    return _handle(context, lib.aclrtGetCurrentContext(ctypes.byref(context)))
+    return out(context, lib.aclrtGetCurrentContext(ctypes.byref(context)))
 
 
 # ---- streams -----------------------------------------------------------------------------
@@ -106,7 +101,7 @@ def get_context() -> Tuple[int, int]:
 def create_stream() -> Tuple[int, int]:
     """``stream, ret``: a stream on the calling thread's device."""
     stream = ctypes.c_void_p()
-    return _handle(stream, lib.aclrtCreateStream(ctypes.byref(stream)))
+    return out(stream, lib.aclrtCreateStream(ctypes.byref(stream)))
 
 
 def destroy_stream(stream: int) -> int:
@@ -130,7 +125,7 @@ def malloc(size: int, policy: int = _bindings.ACL_MEM_MALLOC_HUGE_FIRST) -> Tupl
     if length is None or how is None:
         return 0, INVALID_PARAM
     ptr = ctypes.c_void_p()
-    return _handle(ptr, lib.aclrtMalloc(ctypes.byref(ptr), length, how))
+    return out(ptr, lib.aclrtMalloc(ctypes.byref(ptr), length, how))
 
 
 def free(dev_ptr: int) -> int:
@@ -145,7 +140,7 @@ def malloc_host(size: int) -> Tuple[int, int]:
     if length is None:
         return 0, INVALID_PARAM
     ptr = ctypes.c_void_p()
-    return _handle(ptr, lib.aclrtMallocHost(ctypes.byref(ptr), length))
+    return out(ptr, lib.aclrtMallocHost(ctypes.byref(ptr), length))
 
 
 def free_host(host_ptr: int) -> int:
