@@ -157,31 +157,26 @@ pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
         Some(s) => m.insert(model, s),
         None => m.remove(&model),
     };
-    let any = !m.is_empty();
     drop(g);
-    publish(any);
+    publish();
     old
 }
 
 /// File mode: records ops of models on these devices into these sinks (empty: stop).
 pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
-    let subs = SUBS
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .is_some_and(|m| !m.is_empty());
-    let any = !sinks.is_empty();
     *FILE_SINKS.write().unwrap_or_else(|p| p.into_inner()) = Some(sinks);
-    publish(any || subs);
+    publish();
 }
 
-fn publish(active: bool) {
-    let files = FILE_SINKS
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .is_some_and(|m| !m.is_empty());
-    ACTIVE.store(active || files, Ordering::Release);
+/// Reporting is active while any subscription or file-mode sink exists.
+fn publish() {
+    let any = |m: &RwLock<Option<HashMap<u32, Arc<Sub>>>>| {
+        m.read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|m| !m.is_empty())
+    };
+    ACTIVE.store(any(&SUBS) || any(&FILE_SINKS), Ordering::Release);
     routes_changed();
 }
 

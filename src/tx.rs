@@ -70,7 +70,6 @@ thread_local! {
     static STACK: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Called by file mode: start with ACL_PROF_MSPROFTX enables, finalize disables.
 /// Holds msproftx's locks across `fork()`; a child starts with msproftx off and no open
 /// ranges (see [`crate::fork`]).
 pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
@@ -89,6 +88,7 @@ pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
     ]
 }
 
+/// Called by file mode: start with ACL_PROF_MSPROFTX enables, finalize disables.
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::Release);
 }
