@@ -786,6 +786,28 @@ struct Rows {
     tt_path: PathBuf,
     tt_w: BufWriter<File>,
     line: String,
+    /// op_summary's PMU columns.
+    pmu_count: usize,
+}
+
+/// One op as op_summary and task_time show it.
+struct OpRow<'a> {
+    dev: u32,
+    model: u32,
+    task: u64,
+    stream: u32,
+    name: &'a str,
+    ty: &'a str,
+    task_type: &'a str,
+    /// Start in epoch ns.
+    start: u64,
+    dur: u64,
+    /// Since the end of the device's ops before it (None for its first op).
+    wait: Option<u64>,
+    block_dim: u32,
+    mix_block_dim: u32,
+    /// The replayed op and where each PMU column is among its values.
+    replayed: Option<(&'a crate::sim::SimOp, &'a [Option<usize>])>,
 }
 
 impl Rows {
@@ -807,7 +829,78 @@ impl Rows {
             ops_path,
             tt_path,
             line: String::with_capacity(1024),
+            pmu_count: pmu.len(),
         })
+    }
+
+    /// Writes `r`'s op_summary and task_time rows.
+    fn write(&mut self, r: &OpRow) -> Result<()> {
+        let line = &mut self.line;
+        line.clear();
+        for x in [r.dev as u64, r.model as u64, r.task, r.stream as u64] {
+            push_u64(line, x, 1);
+            line.push(',');
+        }
+        push_csv_field(line, r.name);
+        line.push(',');
+        push_csv_field(line, r.ty);
+        line.push_str(",static,");
+        push_csv_field(line, r.task_type);
+        line.push(',');
+        push_us(line, r.start, 3);
+        line.push_str("\t,");
+        push_us(line, r.dur, 3);
+        line.push(',');
+        match r.wait {
+            None => line.push('0'),
+            Some(w) => push_us(line, w, 6),
+        }
+        line.push(',');
+        push_u64(line, r.block_dim as u64, 1);
+        line.push(',');
+        push_u64(line, r.mix_block_dim as u64, 1);
+        // HF32 Eligible, Input Shapes/Data Types/Formats, Output Shapes/Data Types/Formats,
+        // Context ID. Unknown shapes are blank, not N/A: msprof-analyze skips an op with
+        // blank shapes but parses "N/A" as a shape and logs errors.
+        line.push_str(",N/A,,N/A,N/A,,N/A,N/A,N/A");
+        // PMU values: a replayed table's, N/A where there is no hardware.
+        for k in 0..self.pmu_count {
+            let value = r
+                .replayed
+                .and_then(|(o, at)| o.pmu.get(at[k]?))
+                .filter(|x| !x.is_empty());
+            line.push(',');
+            match value {
+                Some(x) => push_csv_field(line, x),
+                None => line.push_str("N/A"),
+            }
+        }
+        line.push('\n');
+        io(
+            "cannot write",
+            &self.ops_path,
+            self.ops_w.write_all(line.as_bytes()),
+        )?;
+        line.clear();
+        push_u64(line, r.dev as u64, 1);
+        line.push(',');
+        push_csv_field(line, r.name);
+        line.push(',');
+        push_csv_field(line, r.task_type);
+        for x in [r.stream as u64, r.task] {
+            line.push(',');
+            push_u64(line, x, 1);
+        }
+        for t in [r.dur, r.start, r.start + r.dur] {
+            line.push(',');
+            push_us(line, t, 3);
+        }
+        line.push('\n');
+        io(
+            "cannot write",
+            &self.tt_path,
+            self.tt_w.write_all(line.as_bytes()),
+        )
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -816,8 +909,6 @@ impl Rows {
     }
 }
 
-/// Merges each device's stream files by start time into op_summary and task_time rows,
-/// timeline ops and per-type statistics.
 /// What the merge reads: the result directory's devices, the clock offset to epoch time,
 /// and the replayed models.
 struct Source<'a> {
@@ -827,6 +918,8 @@ struct Source<'a> {
     replays: Replays,
 }
 
+/// Merges each device's stream files by start time into op_summary and task_time rows,
+/// timeline ops and per-type statistics.
 fn merge_devices(
     src: Source,
     summary: &mut Summary,
@@ -846,7 +939,6 @@ fn merge_devices(
         offset,
         mut replays,
     } = src;
-    let pmu_count = replays.columns.len();
     for &dev in devices {
         let mark = TlOp {
             kind: TlKind::Device,
@@ -885,134 +977,77 @@ fn merge_devices(
         let mut prev_end: Option<u64> = None;
         let mut n = 0u64;
         while let Some(Reverse((start, end, i))) = heap.pop() {
-            {
-                let v = View(&readers[i].cur[..]);
-                let replayed_op = replays.op(&v);
-                let sim_op = replayed_op.map(|r| r.0);
-                // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
-                let (name, ty) = match sim_op {
-                    Some(o) => (
-                        Cow::Borrowed(o.name.as_str()),
-                        Cow::Borrowed(o.op_type.as_str()),
-                    ),
-                    None => (
-                        String::from_utf8_lossy(v.name().unwrap_or_default()),
-                        String::from_utf8_lossy(v.op_type().unwrap_or_default()),
-                    ),
-                };
-                let stream = v.stream_id();
-                let replayed = sim_op.and_then(|o| o.task.as_ref());
-                let dur = end - start;
-                let (derived_type, derived_dim) = task_type_and_block_dim(&ty);
-                let task_type = replayed
-                    .and_then(|t| t.task_type.as_deref())
-                    .unwrap_or(derived_type);
-                let comm = is_communication(task_type, &name);
-                // Tasks counted per stream, and whether the stream's track is named yet
-                // (communication is drawn on the HCCL track instead).
-                let (counted, named) = task_ids.entry(stream).or_insert((0, false));
-                *counted += 1;
-                let first_on_stream = !comm && !std::mem::replace(named, true);
-                let task = replayed.and_then(|t| t.task_id).map_or(*counted, u64::from);
-                let block_dim = replayed.and_then(|t| t.block_dim).unwrap_or(derived_dim);
-                let mix_block_dim = replayed.and_then(|t| t.mix_block_dim).unwrap_or(0);
-                let epoch_start = (start as i128 + offset).max(0) as u64;
-                // op_summary row
-                let line = &mut rows.line;
-                line.clear();
-                for x in [dev as u64, v.model_id() as u64, task, stream as u64] {
-                    push_u64(line, x, 1);
-                    line.push(',');
+            let v = View(&readers[i].cur[..]);
+            let replayed = replays.op(&v);
+            let sim = replayed.map(|r| r.0);
+            // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
+            let (name, ty) = match sim {
+                Some(o) => (
+                    Cow::Borrowed(o.name.as_str()),
+                    Cow::Borrowed(o.op_type.as_str()),
+                ),
+                None => (
+                    String::from_utf8_lossy(v.name().unwrap_or_default()),
+                    String::from_utf8_lossy(v.op_type().unwrap_or_default()),
+                ),
+            };
+            let stream = v.stream_id();
+            let task_info = sim.and_then(|o| o.task.as_ref());
+            let dur = end - start;
+            let (derived_type, derived_dim) = task_type_and_block_dim(&ty);
+            let task_type = task_info
+                .and_then(|t| t.task_type.as_deref())
+                .unwrap_or(derived_type);
+            let comm = is_communication(task_type, &name);
+            // Tasks counted per stream, and whether the stream's track is named yet
+            // (communication is drawn on the HCCL track instead).
+            let (counted, named) = task_ids.entry(stream).or_insert((0, false));
+            *counted += 1;
+            let first_on_stream = !comm && !std::mem::replace(named, true);
+            let task = task_info
+                .and_then(|t| t.task_id)
+                .map_or(*counted, u64::from);
+            rows.write(&OpRow {
+                dev,
+                model: v.model_id(),
+                task,
+                stream,
+                name: &name,
+                ty: &ty,
+                task_type,
+                start: (start as i128 + offset).max(0) as u64,
+                dur,
+                wait: prev_end.map(|p| start.saturating_sub(p)),
+                block_dim: task_info.and_then(|t| t.block_dim).unwrap_or(derived_dim),
+                mix_block_dim: task_info.and_then(|t| t.mix_block_dim).unwrap_or(0),
+                replayed,
+            })?;
+            prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
+            let op = TlOp {
+                kind: if first_on_stream {
+                    TlKind::FirstOnStream
+                } else {
+                    TlKind::Op
+                },
+                name_end: 0,
+                type_end: 0,
+                dev,
+                stream,
+                model: v.model_id(),
+                task,
+                start,
+                end,
+                comm,
+            };
+            sink.push(op, &name, task_type).or_else(timeline)?;
+            // Real runs leave communication out of op_statistic.
+            if !comm {
+                match by_type.get_mut(ty.as_ref()) {
+                    Some(a) => a.add(dur),
+                    None => by_type.entry(ty.into_owned()).or_default().add(dur),
                 }
-                push_csv_field(line, &name);
-                line.push(',');
-                push_csv_field(line, &ty);
-                line.push_str(",static,");
-                push_csv_field(line, task_type);
-                line.push(',');
-                push_us(line, epoch_start, 3);
-                line.push_str("\t,");
-                push_us(line, dur, 3);
-                line.push(',');
-                match prev_end {
-                    None => line.push('0'),
-                    Some(p) => push_us(line, start.saturating_sub(p), 6),
-                }
-                line.push(',');
-                push_u64(line, block_dim as u64, 1);
-                line.push(',');
-                push_u64(line, mix_block_dim as u64, 1);
-                // HF32 Eligible, Input Shapes/Data Types/Formats, Output Shapes/Data
-                // Types/Formats, Context ID. Unknown shapes are blank, not N/A: msprof-analyze
-                // skips an op with blank shapes but parses "N/A" as a shape and logs errors.
-                line.push_str(",N/A,,N/A,N/A,,N/A,N/A,N/A");
-                // PMU values: a replayed table's, N/A where there is no hardware.
-                for k in 0..pmu_count {
-                    let value = replayed_op
-                        .and_then(|(o, at)| o.pmu.get(at[k]?))
-                        .filter(|x| !x.is_empty());
-                    line.push(',');
-                    match value {
-                        Some(x) => push_csv_field(line, x),
-                        None => line.push_str("N/A"),
-                    }
-                }
-                line.push('\n');
-                io(
-                    "cannot write",
-                    &rows.ops_path,
-                    rows.ops_w.write_all(line.as_bytes()),
-                )?;
-                prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
-                // task_time row
-                line.clear();
-                push_u64(line, dev as u64, 1);
-                line.push(',');
-                push_csv_field(line, &name);
-                line.push(',');
-                push_csv_field(line, task_type);
-                for x in [stream as u64, task] {
-                    line.push(',');
-                    push_u64(line, x, 1);
-                }
-                line.push(',');
-                push_us(line, dur, 3);
-                line.push(',');
-                push_us(line, epoch_start, 3);
-                line.push(',');
-                push_us(line, epoch_start + dur, 3);
-                line.push('\n');
-                io(
-                    "cannot write",
-                    &rows.tt_path,
-                    rows.tt_w.write_all(line.as_bytes()),
-                )?;
-                let op = TlOp {
-                    kind: if first_on_stream {
-                        TlKind::FirstOnStream
-                    } else {
-                        TlKind::Op
-                    },
-                    name_end: 0,
-                    type_end: 0,
-                    dev,
-                    stream,
-                    model: v.model_id(),
-                    task,
-                    start,
-                    end,
-                    comm,
-                };
-                sink.push(op, &name, task_type).or_else(timeline)?;
-                // Real runs leave communication out of op_statistic.
-                if !comm {
-                    match by_type.get_mut(ty.as_ref()) {
-                        Some(a) => a.add(dur),
-                        None => by_type.entry(ty.into_owned()).or_default().add(dur),
-                    }
-                }
-                n += 1;
             }
+            n += 1;
             if readers[i].advance(&mut summary.corrupt) {
                 let v = View(&readers[i].cur[..]);
                 heap.push(Reverse((v.start(), v.end(), i)));
