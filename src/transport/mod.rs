@@ -685,6 +685,15 @@ mod tests {
         Sub::start(9, 0, dest, capacity, policy).unwrap()
     }
 
+    /// A thread reading `r` to its end.
+    fn read_all(mut r: std::fs::File) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            r.read_to_end(&mut all).unwrap();
+            all
+        })
+    }
+
     fn op(i: u64) -> OpFields {
         OpFields {
             model_id: 9,
@@ -715,13 +724,9 @@ mod tests {
 
     #[test]
     fn delivers_whole_signed_records_in_order() {
-        let (mut r, w) = pipe();
+        let (r, w) = pipe();
         let sub = started(w, 1024, OnFull::Block);
-        let reader = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            r.read_to_end(&mut all).unwrap();
-            all
-        });
+        let reader = read_all(r);
         let lane = sub.claim();
         for i in 1..=1000 {
             sub.push(lane, &op(i), b"n", b"t");
@@ -895,13 +900,9 @@ mod tests {
 
     #[test]
     fn many_threads_share_few_lanes_and_every_record_arrives() {
-        let (mut r, w) = pipe();
+        let (r, w) = pipe();
         let sub = started(w, 256, OnFull::Block);
-        let reader = std::thread::spawn(move || {
-            let mut all = Vec::new();
-            r.read_to_end(&mut all).unwrap();
-            all
-        });
+        let reader = read_all(r);
         let hs = spawn_producers(&sub, 24, 2000);
         for h in hs {
             h.join().unwrap();
