@@ -213,8 +213,43 @@ fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     Ok(())
 }
 
-/// What `path` holds: "-" is standard input; a result directory; a folder of them (at any
-/// depth: devices, ranks, repeated starts); or a file of records.
+/// The result directories `path` names: itself if it is one, else every `PROF_*` directory
+/// under it, at any depth (devices, ranks, repeated starts), sorted.
+pub fn result_dirs(path: &Path) -> Result<Vec<PathBuf>> {
+    if is_prof_dir(path) {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let mut stack = vec![path.to_path_buf()];
+    let mut dirs = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).or_else(|e| io_err(&d, e))?.flatten() {
+            let p = e.path();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if is_prof_dir(&p) {
+                dirs.push(p);
+            } else {
+                stack.push(p);
+            }
+        }
+    }
+    dirs.sort();
+    if dirs.is_empty() {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!(
+                "{}: no PROF_* result directory in it (give a result directory, a folder \
+                 of them, a file of records, or - for standard input)",
+                path.display()
+            ),
+        );
+    }
+    Ok(dirs)
+}
+
+/// What `path` holds: "-" is standard input; a result directory; a folder of them; or a
+/// file of records.
 fn inputs(path: &Path) -> Result<Vec<Input>> {
     if path == Path::new("-") {
         return Ok(vec![Input::Stdin]);
@@ -223,36 +258,8 @@ fn inputs(path: &Path) -> Result<Vec<Input>> {
     let mut v = Vec::new();
     if meta.is_file() {
         v.push(Input::Raw(path.to_path_buf()));
-    } else if is_prof_dir(path) {
-        prof_inputs(path, &mut v)?;
     } else {
-        let mut stack = vec![path.to_path_buf()];
-        let mut dirs = Vec::new();
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).or_else(|e| io_err(&d, e))?.flatten() {
-                let p = e.path();
-                if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                    continue;
-                }
-                if is_prof_dir(&p) {
-                    dirs.push(p);
-                } else {
-                    stack.push(p);
-                }
-            }
-        }
-        dirs.sort();
-        if dirs.is_empty() {
-            return err(
-                ACL_ERROR_INVALID_PARAM,
-                format!(
-                    "{}: no PROF_* result directory in it (give a result directory, a folder \
-                     of them, a file of records, or - for standard input)",
-                    path.display()
-                ),
-            );
-        }
-        for d in dirs {
+        for d in result_dirs(path)? {
             prof_inputs(&d, &mut v)?;
         }
     }
@@ -350,14 +357,15 @@ fn key_text(key: Key, v: &View<'_>, rank: Option<u32>, buf: &mut Vec<u8>) {
 
 /// Runs `q` over what `path` holds.
 pub fn analyze(path: &Path, q: &Query) -> Result<Report> {
-    analyze_with_progress(path, q, &mut |_| {})
+    analyze_with_progress(path, q, &mut |_, _| {})
 }
 
-/// As [`analyze`], calling `progress` with the number of ops read every million.
+/// As [`analyze`], calling `progress(read, expected)` every 256 Ki records: records read so
+/// far, and how many the input files hold (0 for standard input).
 pub fn analyze_with_progress(
     path: &Path,
     q: &Query,
-    progress: &mut dyn FnMut(u64),
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Report> {
     let inputs = inputs(path)?;
     if q.step.is_some() && inputs.iter().any(|i| !matches!(i, Input::Device { .. })) {
@@ -376,6 +384,16 @@ pub fn analyze_with_progress(
     let keep = if q.top == 0 { usize::MAX } else { q.top };
     let mut key = Vec::with_capacity(256);
     let mut read = 0u64;
+    let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+    let expected: u64 = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Device { files, .. } => files.iter().map(size).sum(),
+            Input::Raw(p) => size(p),
+            Input::Stdin => 0,
+        })
+        .sum::<u64>()
+        / RECORD_SIZE as u64;
     for input in &inputs {
         let (rank, steps) = match input {
             Input::Device { rank, steps, .. } => (*rank, Some(steps.clone())),
@@ -393,8 +411,8 @@ pub fn analyze_with_progress(
         }
         let mut on_record = |v: View<'_>| {
             read += 1;
-            if read % 1_000_000 == 0 {
-                progress(read);
+            if read % (1 << 18) == 0 {
+                progress(read, expected);
             }
             let d = v.duration();
             if d < q.min_time_ns

@@ -1,6 +1,7 @@
 //! The `aclprof` command line as users run it (the built binary): `analyze` of a simulated
 //! ResNet-50 run agrees exactly with the run's op_summary and op_statistic, from the result
-//! directory, a file of raw records and standard input; `export` rewrites a directory.
+//! directory, a file of raw records and standard input; `export` rewrites a directory;
+//! `timeline` writes the Perfetto trace, whose op slices are op_summary's.
 //! One test function: the profiler is process-wide.
 
 use aclprof::ffi::ext::*;
@@ -84,6 +85,73 @@ fn analyze_json(args: &[&str]) -> serde_json::Value {
     let (ok, out, err) = aclprof(&all, None);
     assert!(ok, "{all:?}: {err}");
     serde_json::from_str(&out).unwrap()
+}
+
+/// Decodes a Perfetto trace as written by aclprof: (track name, slice durations in ns).
+fn pftrace_slices(mut b: &[u8]) -> Vec<(String, Vec<u64>)> {
+    fn varint(b: &mut &[u8]) -> u64 {
+        let (mut v, mut s) = (0u64, 0);
+        loop {
+            let x = b[0];
+            *b = &b[1..];
+            v |= ((x & 0x7f) as u64) << s;
+            s += 7;
+            if x & 0x80 == 0 {
+                return v;
+            }
+        }
+    }
+    /// (field, varint value or bytes) of one message.
+    fn fields(mut b: &[u8]) -> Vec<(u64, u64, &[u8])> {
+        let mut v = Vec::new();
+        while !b.is_empty() {
+            let k = varint(&mut b);
+            match k & 7 {
+                0 => v.push((k >> 3, varint(&mut b), &[][..])),
+                2 => {
+                    let n = varint(&mut b) as usize;
+                    v.push((k >> 3, 0, &b[..n]));
+                    b = &b[n..];
+                }
+                w => panic!("wire type {w}"),
+            }
+        }
+        v
+    }
+    fn get<'a>(f: &[(u64, u64, &'a [u8])], n: u64) -> Option<(u64, &'a [u8])> {
+        f.iter().find(|x| x.0 == n).map(|x| (x.1, x.2))
+    }
+    let mut names: HashMap<u64, String> = HashMap::new();
+    let mut open: HashMap<u64, Vec<u64>> = HashMap::new();
+    let mut durs: HashMap<u64, Vec<u64>> = HashMap::new();
+    while !b.is_empty() {
+        assert_eq!(varint(&mut b), 1 << 3 | 2, "a TracePacket");
+        let n = varint(&mut b) as usize;
+        let pkt = fields(&b[..n]);
+        b = &b[n..];
+        if let Some((_, td)) = get(&pkt, 60) {
+            let td = fields(td);
+            if let Some((_, name)) = get(&td, 2) {
+                let uuid = get(&td, 1).unwrap().0;
+                names.insert(uuid, String::from_utf8(name.to_vec()).unwrap());
+            }
+        }
+        if let Some((_, te)) = get(&pkt, 11) {
+            let te = fields(te);
+            let ts = get(&pkt, 8).unwrap().0;
+            let track = get(&te, 11).unwrap().0;
+            match get(&te, 9).unwrap().0 {
+                1 => open.entry(track).or_default().push(ts),
+                2 => {
+                    let start = open.get_mut(&track).unwrap().pop().unwrap();
+                    durs.entry(track).or_default().push(ts - start);
+                }
+                t => panic!("event type {t}"),
+            }
+        }
+    }
+    assert!(open.values().all(Vec::is_empty), "every slice ends");
+    durs.into_iter().map(|(t, d)| (names[&t].clone(), d)).collect()
 }
 
 fn simulated_run(out: &Path) -> PathBuf {
@@ -233,6 +301,22 @@ fn analyze_agrees_with_the_result_files() {
     );
     let (_, again) = read_csv(&output(&prof, "op_summary_"));
     assert_eq!(again.len(), summary.len());
+
+    // timeline: both files, and the Perfetto trace has every op with its exact duration.
+    let (ok, said, err) = aclprof(&["timeline", folder], None);
+    assert!(ok, "{err}");
+    let files: Vec<&str> = said.lines().filter_map(|l| l.split('\t').next()).collect();
+    assert!(files.len() == 2 && files.iter().all(|f| Path::new(f).is_file()), "{said}");
+    let tracks = pftrace_slices(&std::fs::read(files[0]).unwrap());
+    let mut got: Vec<u64> = tracks
+        .iter()
+        .filter(|(name, _)| name.starts_with("Stream "))
+        .flat_map(|(_, d)| d.iter().copied())
+        .collect();
+    let mut want_durs: Vec<u64> = summary.iter().map(|r| us(&r["Task Duration(us)"])).collect();
+    got.sort_unstable();
+    want_durs.sort_unstable();
+    assert_eq!(got, want_durs, "op slices in the .pftrace == op_summary's durations");
 
     let _ = std::fs::remove_dir_all(&out);
 }

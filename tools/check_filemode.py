@@ -12,6 +12,9 @@
    tests/data/real) replayed in file mode: Perfetto imports it with the all-reduce on the HCCL
    track, `advisor all` and `compare` run on it with no error lines, compare finds the
    communication op, and `cluster` computes the same step trace as our step_trace_time.csv.
+5. The native Perfetto trace (msprof_*.pftrace) of each run above, and of three reporting
+   threads whose busy intervals leave 100 ns gaps: imported with no error or data-loss stats,
+   every JSON slice present with its exact duration, including the sub-µs Free slices.
 
 Needs python3, gcc, node and the package registry (first run only; later runs use
 target/tools-cache). Usage: tools/check_filemode.py [--skip-msprof-analyze]
@@ -192,6 +195,74 @@ def perfetto_replayed(prof):
           "Perfetto: all four Overlap Analysis tracks: %s" % sorted(overlap))
 
 
+def json_slices(timeline):
+    """(process name, thread name) -> [durations in ns] of the JSON timeline's slices."""
+    events = json.load(open(timeline))
+    procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e["ph"] == "M" and e["name"] == "thread_name"}
+    out = {}
+    for e in events:
+        if e["ph"] == "X":
+            key = (procs.get(e["pid"]), threads.get((e["pid"], e["tid"])))
+            out.setdefault(key, []).append(round(float(e["dur"]) * 1000))
+    return out
+
+
+def perfetto_native(prof, what):
+    """The .pftrace beside the JSON: imported with no error or data-loss stats, and every JSON
+    slice is there, on a track of the same process and thread name, with the same duration."""
+    node = shutil.which("node")
+    wasm = os.path.join(CACHE, "trace_processor.wasm")
+    if not node or not os.path.exists(wasm):
+        check(False, "node and trace_processor.wasm (see perfetto())")
+        return
+    q = ("select p.name as process, t.name as track, s.dur as dur, count(*) as n from slice s "
+         "join track t on s.track_id = t.id left join process_track pt on pt.id = t.id "
+         "left join process p on p.upid = pt.upid group by 1, 2, 3")
+    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm,
+                        one(prof, "msprof_*.pftrace"), q], capture_output=True, text=True)
+    check(r.returncode == 0, "%s: Perfetto imports the .pftrace with no error or data-loss stats (exit %d)"
+          % (what, r.returncode))
+    if r.returncode:
+        print(r.stdout[:3000])
+    theirs = {}
+    for line in r.stdout.splitlines()[3:]:
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) == 4 and cells[3].isdigit():
+            theirs.setdefault((cells[0], cells[1]), []).extend([int(cells[2])] * int(cells[3]))
+    ours = json_slices(one(prof, "msprof_*.json"))
+    total = sum(len(v) for v in ours.values())
+    check(total > 0 and {k: sorted(v) for k, v in theirs.items()} == {k: sorted(v) for k, v in ours.items()},
+          "%s: all %d JSON slices are in the .pftrace, per process and thread, with their durations"
+          % (what, total))
+    return ours
+
+
+def threads_run():
+    """Three reporting threads on one device, busy 900 ns of every 1000: sub-µs Free gaps."""
+    exe = os.path.join(ROOT, "target", "release", "examples-c", "threads")
+    lib = os.path.join(ROOT, "target", "release")
+    run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
+         "-o", exe, os.path.join(ROOT, "tools", "perfetto_check", "threads.c"), "-L" + lib, "-laclprof",
+         "-lpthread", "-Wl,-rpath," + lib])
+    out = WORK + "-threads"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    run([exe, out, "2000"])
+    prof = glob.glob(os.path.join(out, "PROF_*"))[0]
+    ours = perfetto_native(prof, "3 threads, 100 ns gaps")
+    free = (ours or {}).get(("Overlap Analysis", "Free"), [])
+    check(len(free) == 1999 and set(free) == {100},
+          "the 1999 Free gaps of 100 ns are all in the .pftrace (%d, %s)" % (len(free), sorted(set(free))[:5]))
+    # What the JSON importer makes of the same timeline, for the record (not a check).
+    node = shutil.which("node")
+    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"),
+                        os.path.join(CACHE, "trace_processor.wasm"), one(prof, "msprof_*.json")],
+                       capture_output=True, text=True)
+    print("for comparison, the JSON import's error stats:\n" + r.stdout)
+
+
 def no_errors(what, text):
     errors = [line for line in text.splitlines() if "[ERROR]" in line]
     for line in errors[:5]:
@@ -237,8 +308,11 @@ def msprof_analyze_replayed(prof):
 def main():
     prof = build_and_profile()
     perfetto(prof)
+    perfetto_native(prof, "ResNet-50 on two devices")
     replayed = replay_real_step()
     perfetto_replayed(replayed)
+    perfetto_native(replayed, "the replayed training step")
+    threads_run()
     if "--skip-msprof-analyze" not in sys.argv:
         msprof_analyze(prof)
         msprof_analyze_replayed(replayed)

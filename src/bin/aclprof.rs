@@ -1,5 +1,5 @@
-//! `aclprof`: analyze what aclprof recorded, re-export a result directory, and profile an
-//! unmodified program. The work is done by the library (`aclprof::analyze`,
+//! `aclprof`: analyze what aclprof recorded, re-export a result directory or its timeline,
+//! and profile an unmodified program. The work is done by the library (`aclprof::analyze`,
 //! `aclprof::filemode`); this file only reads arguments and prints.
 
 use aclprof::analyze::{self, Format, Func, Key, Query};
@@ -65,6 +65,9 @@ enum Cmd {
     /// Write mindstudio_profiler_output/ again from a result directory's raw data (for
     /// example what a killed process left).
     Export { dir: PathBuf },
+    /// Write the timeline again, as msprof JSON and as a native Perfetto trace (.pftrace),
+    /// for a result directory or every one in a folder; prints where they are.
+    Timeline { path: PathBuf },
     /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
     /// per-type summary of what it recorded.
     Record {
@@ -114,18 +117,40 @@ impl AnalyzeArgs {
     }
 }
 
-/// Analyzes with a progress line on a terminal (silent otherwise).
-fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
+/// A progress bar on stderr when it is a terminal; silent otherwise.
+fn progress_bar() -> impl FnMut(u64, u64) {
     let tty = std::io::stderr().is_terminal();
-    let mut progress = |n: u64| {
-        if tty {
-            eprint!("\r{} M ops read", n / 1_000_000);
+    move |read, expected| {
+        if !tty {
+            return;
         }
-    };
-    let r = analyze::analyze_with_progress(path, q, &mut progress);
-    if tty {
+        let m = |n: u64| n as f64 / 1e6;
+        if expected == 0 {
+            eprint!("\r{:.1} M ops read", m(read));
+        } else {
+            let done = (read.min(expected) * 30 / expected) as usize;
+            eprint!(
+                "\r[{}{}] {:3}%  {:.1}/{:.1} M ops",
+                "#".repeat(done),
+                ".".repeat(30 - done),
+                read.min(expected) * 100 / expected,
+                m(read),
+                m(expected)
+            );
+        }
+    }
+}
+
+/// Clears the progress bar's line.
+fn progress_done() {
+    if std::io::stderr().is_terminal() {
         eprint!("\r\x1b[K");
     }
+}
+
+fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
+    let r = analyze::analyze_with_progress(path, q, &mut progress_bar());
+    progress_done();
     r.map(|r| analyze::render(&r, format)).map_err(|e| e.msg)
 }
 
@@ -193,6 +218,23 @@ fn record(
     })
 }
 
+/// Re-exports every result directory in `path` and names its two timeline files.
+fn timeline(path: &Path) -> Result<ExitCode, String> {
+    for d in analyze::result_dirs(path).map_err(|e| e.msg)? {
+        let s = aclprof::filemode::export_quietly(&d).map_err(|e| e.msg)?;
+        let out = d.join("mindstudio_profiler_output");
+        println!(
+            "{}\t(Perfetto: ui.perfetto.dev, trace_processor; nanosecond timestamps)",
+            out.join(format!("msprof_{}.pftrace", s.stamp)).display()
+        );
+        println!(
+            "{}\t(MindStudio Insight, msprof-analyze, chrome://tracing)",
+            out.join(format!("msprof_{}.json", s.stamp)).display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -219,6 +261,7 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
             .map_err(|e| e.msg),
+        Cmd::Timeline { path } => timeline(&path),
         Cmd::Record {
             output,
             aic_metrics,

@@ -8,6 +8,7 @@
 //! written as it goes. Aggregates are kept per op type / API name, never per op.
 
 use super::overlap::{Overlap, Piece, StepRow, Steps};
+use super::pftrace::{Arg, Pftrace};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
 use crate::analyze::Agg;
 use crate::error::*;
@@ -127,9 +128,12 @@ fn push_us(o: &mut String, ns: u64, decimals: u32) {
     }
 }
 
-/// The timeline writer: a bare JSON array of trace events.
+/// The timeline writer: a bare JSON array of trace events, and the same timeline as a
+/// native Perfetto trace (see `pftrace`).
 struct Timeline {
     w: BufWriter<File>,
+    pf: Pftrace<BufWriter<File>>,
+    pf_path: PathBuf,
     buf: String,
     first: bool,
     /// monotonic ns -> epoch ns
@@ -146,7 +150,15 @@ impl Timeline {
         (self.pid << 10) | (sort << 5) | dev
     }
     fn ts(&self, mono: u64) -> String {
-        us3((mono as i128 + self.offset).max(0) as u64)
+        us3(self.wall(mono))
+    }
+    /// Monotonic ns -> epoch ns.
+    fn wall(&self, mono: u64) -> u64 {
+        (mono as i128 + self.offset).max(0) as u64
+    }
+    /// The Perfetto trace's errors name its own file.
+    fn pf_err(&self, r: std::io::Result<()>) -> std::io::Result<()> {
+        r.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.pf_path.display())))
     }
     fn event(&mut self, body: &str) -> std::io::Result<()> {
         if !self.first {
@@ -160,6 +172,8 @@ impl Timeline {
         if !self.named.insert((pid, u64::MAX)) {
             return Ok(());
         }
+        let r = self.pf.process(pid, name, label);
+        self.pf_err(r)?;
         self.event(&format!(
             r#"{{"name":"process_name","pid":{pid},"tid":0,"ph":"M","args":{{"name":{}}}}}"#,
             jstr(name)
@@ -175,6 +189,8 @@ impl Timeline {
         if !self.named.insert((pid, tid)) {
             return Ok(());
         }
+        let r = self.pf.thread(pid, tid, name, sort);
+        self.pf_err(r)?;
         self.event(&format!(
             r#"{{"name":"thread_name","pid":{pid},"tid":{tid},"ph":"M","args":{{"name":{}}}}}"#,
             jstr(name)
@@ -188,8 +204,11 @@ impl Timeline {
         tid: u64,
         start: u64,
         dur_ns: u64,
-        args: &str,
+        args: &[(&str, Arg)],
     ) -> std::io::Result<()> {
+        let wall = self.wall(start);
+        let r = self.pf.slice(name, pid, tid, wall, dur_ns, args);
+        self.pf_err(r)?;
         let mut b = std::mem::take(&mut self.buf);
         b.clear();
         if !self.first {
@@ -203,12 +222,22 @@ impl Timeline {
         b.push_str(",\"tid\":");
         push_u64(&mut b, tid, 1);
         b.push_str(",\"ts\":\"");
-        push_us(&mut b, (start as i128 + self.offset).max(0) as u64, 3);
+        push_us(&mut b, wall, 3);
         b.push_str("\",\"dur\":");
         push_us_trim(&mut b, dur_ns);
-        b.push_str(",\"ph\":\"X\",\"args\":");
-        b.push_str(args);
-        b.push('}');
+        b.push_str(",\"ph\":\"X\",\"args\":{");
+        for (i, (k, v)) in args.iter().enumerate() {
+            if i > 0 {
+                b.push(',');
+            }
+            push_json_str(&mut b, k);
+            b.push(':');
+            match v {
+                Arg::U(u) => push_u64(&mut b, *u, 1),
+                Arg::S(t) => push_json_str(&mut b, t),
+            }
+        }
+        b.push_str("}}");
         let r = self.w.write_all(b.as_bytes());
         self.buf = b;
         r
@@ -527,7 +556,6 @@ struct TlState {
     dev: Option<u32>,
     overlap: Overlap,
     steps: Steps,
-    args: String,
 }
 
 /// Writes a finished Overlap Analysis piece and counts it into its steps.
@@ -540,7 +568,7 @@ fn overlap_piece<'a>(
     move |p, s, e| {
         let (name, tid) = p.track();
         if err.is_ok() {
-            *err = tl.slice(name, ov, tid, s, e - s, "{}");
+            *err = tl.slice(name, ov, tid, s, e - s, &[]);
         }
         steps.add(p, s, e);
     }
@@ -552,7 +580,6 @@ impl TlState {
             dev: None,
             overlap: Overlap::default(),
             steps,
-            args: String::new(),
         }
     }
 
@@ -599,19 +626,15 @@ impl TlState {
                 }
                 (hw, stream)
             };
-            let a = &mut self.args;
-            a.clear();
-            a.push_str("{\"Model Id\":");
-            push_u64(a, op.model as u64, 1);
-            // A replayed table's task type is text from outside: escaped like a name.
-            a.push_str(",\"Task Type\":");
-            push_json_str(a, task_type);
-            a.push_str(",\"Physic Stream Id\":");
-            push_u64(a, stream, 1);
-            a.push_str(",\"Task Id\":");
-            push_u64(a, op.task, 1);
-            a.push_str(",\"Batch Id\":0,\"Subtask Id\":4294967295}");
-            tl.slice(name, pid, tid, op.start, op.end - op.start, a)?;
+            let args = [
+                ("Model Id", Arg::U(op.model as u64)),
+                ("Task Type", Arg::S(task_type)),
+                ("Physic Stream Id", Arg::U(stream)),
+                ("Task Id", Arg::U(op.task)),
+                ("Batch Id", Arg::U(0)),
+                ("Subtask Id", Arg::U(u32::MAX as u64)),
+            ];
+            tl.slice(name, pid, tid, op.start, op.end - op.start, &args)?;
             self.steps.op(name, op.start, op.end);
             let mut r = Ok(());
             self.overlap.op(
@@ -1106,11 +1129,17 @@ pub fn export(dir: &Path) -> Result<Summary> {
     };
 
     let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let pf_path = out.join(format!("msprof_{stamp}.pftrace"));
     let mut tl = Timeline {
         w: BufWriter::with_capacity(
             1 << 20,
             io("cannot create", &tl_path, create_output(&tl_path))?,
         ),
+        pf: Pftrace::new(BufWriter::with_capacity(
+            1 << 20,
+            io("cannot create", &pf_path, create_output(&pf_path))?,
+        )),
+        pf_path,
         buf: String::with_capacity(1024),
         first: true,
         offset: wall0 as i128 - mono0 as i128,
@@ -1119,6 +1148,8 @@ pub fn export(dir: &Path) -> Result<Summary> {
     };
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     tlw(tl.w.write_all(b"["))?;
+    let r = tl.pf.clock(wall0);
+    tlw(tl.pf_err(r))?;
 
     let metric = session["aicoreMetrics"]
         .as_u64()
@@ -1234,6 +1265,8 @@ pub fn export(dir: &Path) -> Result<Summary> {
     host_events(dir, &out, &stamp, data_type, &steps, &mut tl)?;
     tlw(tl.w.write_all(b"]\n"))?;
     tlw(tl.w.flush())?;
+    let r = tl.pf.flush();
+    tlw(tl.pf_err(r))?;
     write_readme(dir, &out, &stamp, data_type, metric)?;
     Ok(summary)
 }
@@ -1361,10 +1394,12 @@ fn host_events(
             Some("api") => {
                 tlw(tl.process(cann, "CANN", "CPU", 7))?;
                 tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
-                let args = format!(
-                    r#"{{"Thread Id":{tid},"Mode":"ACL_MODEL","level":"acl","item_id":{}}}"#,
-                    jstr(ev["item"].as_str().unwrap_or(""))
-                );
+                let args = [
+                    ("Thread Id", Arg::U(tid)),
+                    ("Mode", Arg::S("ACL_MODEL")),
+                    ("level", Arg::S("acl")),
+                    ("item_id", Arg::S(ev["item"].as_str().unwrap_or(""))),
+                ];
                 tlw(tl.slice(
                     &format!("AscendCL@{name}"),
                     cann,
@@ -1380,10 +1415,7 @@ fn host_events(
             Some("tx") => {
                 tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
                 tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
-                let args = format!(
-                    r#"{{"Event Type":{}}}"#,
-                    jstr(ev["type"].as_str().unwrap_or(""))
-                );
+                let args = [("Event Type", Arg::S(ev["type"].as_str().unwrap_or("")))];
                 tlw(tl.slice(&name, txp, tid, start, end - start, &args))?;
                 if let Some(w) = tx_csv.as_mut() {
                     w.write_record([
@@ -1409,7 +1441,7 @@ fn host_events(
         tlw(tl.thread(stepp, 0, "Steps", 0))?;
         let (idx, s) = (r.step.id.unwrap_or(0), r.step.start);
         let name = format!("Iteration {idx}");
-        tlw(tl.slice(&name, stepp, 0, s, r.end.saturating_sub(s), "{}"))?;
+        tlw(tl.slice(&name, stepp, 0, s, r.end.saturating_sub(s), &[]))?;
     }
     if let Some(mut w) = tx_csv {
         w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;

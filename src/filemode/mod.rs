@@ -10,6 +10,7 @@
 
 pub mod export;
 mod overlap;
+mod pftrace;
 
 use crate::error::*;
 use crate::settings;

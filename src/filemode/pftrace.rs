@@ -1,0 +1,342 @@
+//! The timeline as a native Perfetto trace (`msprof_<stamp>.pftrace`), written beside the
+//! msprof JSON from the same calls.
+//!
+//! Perfetto's JSON importer reads `ts` through a double, which at epoch-µs magnitudes rounds
+//! to about 0.25 µs: adjacent slices closer than that overlap after import and are dropped.
+//! The protobuf format carries integer nanoseconds, so nothing is lost (docs/design.md,
+//! "Timelines"). Encoding is hand-written: the handful of messages below is all we emit, and
+//! a protobuf crate would bring a code generator for them.
+//!
+//! Layout: one `TrackDescriptor` per process (a `ProcessDescriptor` with the JSON's process
+//! name and label) and one named child track per JSON thread, ordered as the JSON's sort
+//! indices order them; each slice is a `TYPE_SLICE_BEGIN` carrying the name and the JSON's
+//! args as debug annotations, and a `TYPE_SLICE_END`. Timestamps are epoch nanoseconds, and a
+//! clock snapshot tells the viewer they are wall-clock time.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+/// A slice argument: what the JSON timeline writes into `args`.
+#[derive(Clone, Copy)]
+pub enum Arg<'a> {
+    U(u64),
+    S(&'a str),
+}
+
+// Field numbers, from Perfetto's protos/perfetto/trace (trace.proto, trace_packet.proto,
+// track_event/*.proto, clock_snapshot.proto).
+const TRACE_PACKET: u32 = 1;
+const PKT_TIMESTAMP: u32 = 8;
+const PKT_SEQUENCE_ID: u32 = 10;
+const PKT_SEQUENCE_FLAGS: u32 = 13;
+const PKT_CLOCK_SNAPSHOT: u32 = 6;
+const PKT_TRACK_EVENT: u32 = 11;
+const PKT_TRACK_DESCRIPTOR: u32 = 60;
+const PKT_FIRST_ON_SEQUENCE: u32 = 87;
+const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const CLOCKS: u32 = 1;
+const CLOCK_ID: u32 = 1;
+const CLOCK_TIMESTAMP: u32 = 2;
+const CLOCK_REALTIME: u64 = 1;
+const CLOCK_BOOTTIME: u64 = 6;
+const TD_UUID: u32 = 1;
+const TD_NAME: u32 = 2;
+const TD_PROCESS: u32 = 3;
+const TD_PARENT: u32 = 5;
+const TD_CHILD_ORDERING: u32 = 11;
+const TD_SIBLING_RANK: u32 = 12;
+const ORDER_EXPLICIT: u64 = 3;
+const PD_PID: u32 = 1;
+const PD_NAME: u32 = 6;
+const PD_LABELS: u32 = 8;
+const TE_TYPE: u32 = 9;
+const TE_TRACK: u32 = 11;
+const TE_NAME: u32 = 23;
+const TE_ANNOTATION: u32 = 4;
+const TYPE_SLICE_BEGIN: u64 = 1;
+const TYPE_SLICE_END: u64 = 2;
+const DA_NAME: u32 = 10;
+const DA_UINT: u32 = 3;
+const DA_STRING: u32 = 6;
+
+fn varint(o: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        o.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    o.push(v as u8);
+}
+
+fn uint(o: &mut Vec<u8>, field: u32, v: u64) {
+    varint(o, (field as u64) << 3);
+    varint(o, v);
+}
+
+fn bytes(o: &mut Vec<u8>, field: u32, b: &[u8]) {
+    varint(o, (field as u64) << 3 | 2);
+    varint(o, b.len() as u64);
+    o.extend_from_slice(b);
+}
+
+/// Writes a length-delimited field whose body `f` appends to `o`. Bodies here are short (a
+/// slice with its annotations), so the body is built in `tmp` and copied once.
+fn nested(o: &mut Vec<u8>, tmp: &mut Vec<u8>, field: u32, f: impl FnOnce(&mut Vec<u8>)) {
+    tmp.clear();
+    f(tmp);
+    bytes(o, field, tmp);
+}
+
+/// The protobuf timeline writer; see the module documentation.
+pub struct Pftrace<W: Write> {
+    w: W,
+    pkt: Vec<u8>,
+    body: Vec<u8>,
+    inner: Vec<u8>,
+    /// Track uuids by (pid, tid); a process is (pid, u64::MAX).
+    tracks: HashMap<(u64, u64), u64>,
+    started: bool,
+}
+
+impl<W: Write> Pftrace<W> {
+    pub fn new(w: W) -> Self {
+        Pftrace {
+            w,
+            pkt: Vec::with_capacity(512),
+            body: Vec::with_capacity(512),
+            inner: Vec::with_capacity(256),
+            tracks: HashMap::new(),
+            started: false,
+        }
+    }
+
+    /// Writes one packet: `f` appends its payload fields to the packet body.
+    fn packet(&mut self, f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) -> std::io::Result<()> {
+        let mut body = std::mem::take(&mut self.body);
+        body.clear();
+        uint(&mut body, PKT_SEQUENCE_ID, 1);
+        if !self.started {
+            self.started = true;
+            uint(&mut body, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+            uint(&mut body, PKT_FIRST_ON_SEQUENCE, 1);
+        }
+        f(&mut body, &mut self.inner);
+        self.pkt.clear();
+        bytes(&mut self.pkt, TRACE_PACKET, &body);
+        self.body = body;
+        self.w.write_all(&self.pkt)
+    }
+
+    /// Declares that timestamps are wall-clock (epoch) nanoseconds, from `ts` on.
+    pub fn clock(&mut self, ts: u64) -> std::io::Result<()> {
+        self.packet(|b, t| {
+            let mut clocks = Vec::new();
+            for id in [CLOCK_BOOTTIME, CLOCK_REALTIME] {
+                nested(&mut clocks, t, CLOCKS, |c| {
+                    uint(c, CLOCK_ID, id);
+                    uint(c, CLOCK_TIMESTAMP, ts);
+                });
+            }
+            uint(b, PKT_TIMESTAMP, ts);
+            bytes(b, PKT_CLOCK_SNAPSHOT, &clocks);
+        })
+    }
+
+    fn uuid(&mut self, pid: u64, tid: u64) -> (u64, bool) {
+        let n = self.tracks.len() as u64 + 1;
+        let mut new = false;
+        let id = *self.tracks.entry((pid, tid)).or_insert_with(|| {
+            new = true;
+            n
+        });
+        (id, new)
+    }
+
+    /// A process track, named and labelled as in the JSON timeline. The JSON's pids are
+    /// 64-bit; the descriptor's is 32-bit, so the top bits (the host pid's highest) go.
+    pub fn process(&mut self, pid: u64, name: &str, label: &str) -> std::io::Result<()> {
+        let (uuid, new) = self.uuid(pid, u64::MAX);
+        if !new {
+            return Ok(());
+        }
+        self.packet(|b, t| {
+            nested(b, t, PKT_TRACK_DESCRIPTOR, |d| {
+                uint(d, TD_UUID, uuid);
+                uint(d, TD_CHILD_ORDERING, ORDER_EXPLICIT);
+                let mut p = Vec::new();
+                uint(&mut p, PD_PID, pid & 0x7fff_ffff);
+                bytes(&mut p, PD_NAME, name.as_bytes());
+                bytes(&mut p, PD_LABELS, label.as_bytes());
+                bytes(d, TD_PROCESS, &p);
+            })
+        })
+    }
+
+    /// A track inside process `pid` (the JSON's thread), placed by `sort`.
+    pub fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
+        let parent = self.uuid(pid, u64::MAX).0;
+        let (uuid, new) = self.uuid(pid, tid);
+        if !new {
+            return Ok(());
+        }
+        self.packet(|b, t| {
+            nested(b, t, PKT_TRACK_DESCRIPTOR, |d| {
+                uint(d, TD_UUID, uuid);
+                uint(d, TD_PARENT, parent);
+                bytes(d, TD_NAME, name.as_bytes());
+                uint(d, TD_SIBLING_RANK, sort.min(i32::MAX as u64));
+            })
+        })
+    }
+
+    /// One slice on the track of (`pid`, `tid`): begin at `ts` ns, end `dur` ns later.
+    pub fn slice(
+        &mut self,
+        name: &str,
+        pid: u64,
+        tid: u64,
+        ts: u64,
+        dur: u64,
+        args: &[(&str, Arg)],
+    ) -> std::io::Result<()> {
+        let track = self.uuid(pid, tid).0;
+        self.packet(|b, t| {
+            uint(b, PKT_TIMESTAMP, ts);
+            nested(b, t, PKT_TRACK_EVENT, |e| {
+                uint(e, TE_TYPE, TYPE_SLICE_BEGIN);
+                uint(e, TE_TRACK, track);
+                bytes(e, TE_NAME, name.as_bytes());
+                for (k, v) in args {
+                    let start = e.len();
+                    // Annotations are short: reserve a one-byte length and fix it up.
+                    e.extend_from_slice(&[(TE_ANNOTATION << 3 | 2) as u8, 0]);
+                    bytes(e, DA_NAME, k.as_bytes());
+                    match v {
+                        Arg::U(u) => uint(e, DA_UINT, *u),
+                        Arg::S(s) => bytes(e, DA_STRING, s.as_bytes()),
+                    }
+                    let len = e.len() - start - 2;
+                    if len < 0x80 {
+                        e[start + 1] = len as u8;
+                    } else {
+                        let a: Vec<u8> = e.drain(start + 2..).collect();
+                        e.truncate(start);
+                        bytes(e, TE_ANNOTATION, &a);
+                    }
+                }
+            });
+        })?;
+        self.packet(|b, t| {
+            uint(b, PKT_TIMESTAMP, ts.saturating_add(dur));
+            nested(b, t, PKT_TRACK_EVENT, |e| {
+                uint(e, TE_TYPE, TYPE_SLICE_END);
+                uint(e, TE_TRACK, track);
+            });
+        })
+    }
+
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal protobuf reader for the test: (field, varint or bytes) pairs.
+    fn fields(mut b: &[u8]) -> Vec<(u32, Result<u64, Vec<u8>>)> {
+        fn rd(b: &mut &[u8]) -> u64 {
+            let mut v = 0u64;
+            let mut s = 0;
+            loop {
+                let x = b[0];
+                *b = &b[1..];
+                v |= ((x & 0x7f) as u64) << s;
+                s += 7;
+                if x & 0x80 == 0 {
+                    return v;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        while !b.is_empty() {
+            let k = rd(&mut b);
+            match k & 7 {
+                0 => out.push(((k >> 3) as u32, Ok(rd(&mut b)))),
+                2 => {
+                    let n = rd(&mut b) as usize;
+                    out.push(((k >> 3) as u32, Err(b[..n].to_vec())));
+                    b = &b[n..];
+                }
+                w => panic!("wire type {w}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX] {
+            let mut o = Vec::new();
+            uint(&mut o, 1, v);
+            assert_eq!(fields(&o), vec![(1, Ok(v))]);
+        }
+    }
+
+    #[test]
+    fn slices_carry_exact_nanoseconds_and_every_argument() {
+        let mut t = Pftrace::new(Vec::new());
+        t.process(7 << 10, "Ascend Hardware", "NPU 0").unwrap();
+        t.thread(7 << 10, 3, "Stream 3", 3).unwrap();
+        let long = "x".repeat(200);
+        let ts = 1_795_464_029_244_930_115;
+        t.slice(
+            "Conv2D",
+            7 << 10,
+            3,
+            ts,
+            1,
+            &[("Model Id", Arg::U(4)), ("Task Type", Arg::S(&long))],
+        )
+        .unwrap();
+        let packets: Vec<Vec<u8>> = fields(&t.w)
+            .into_iter()
+            .map(|(f, v)| {
+                assert_eq!(f, TRACE_PACKET);
+                v.unwrap_err()
+            })
+            .collect();
+        assert_eq!(packets.len(), 4);
+        let begin = fields(&packets[2]);
+        assert!(begin.contains(&(PKT_TIMESTAMP, Ok(ts))));
+        let ev = begin
+            .iter()
+            .find(|f| f.0 == PKT_TRACK_EVENT)
+            .unwrap()
+            .1
+            .clone()
+            .unwrap_err();
+        let ev = fields(&ev);
+        assert!(ev.contains(&(TE_TYPE, Ok(TYPE_SLICE_BEGIN))));
+        assert!(ev.contains(&(TE_NAME, Err(b"Conv2D".to_vec()))));
+        let ann: Vec<_> = ev
+            .iter()
+            .filter(|f| f.0 == TE_ANNOTATION)
+            .map(|f| fields(f.1.as_ref().unwrap_err()))
+            .collect();
+        assert_eq!(ann[0], vec![(DA_NAME, Err(b"Model Id".to_vec())), (DA_UINT, Ok(4))]);
+        assert_eq!(
+            ann[1],
+            vec![
+                (DA_NAME, Err(b"Task Type".to_vec())),
+                (DA_STRING, Err(long.into_bytes()))
+            ]
+        );
+        let end = fields(&packets[3]);
+        assert!(end.contains(&(PKT_TIMESTAMP, Ok(ts + 1))));
+        // The thread's track is a child of the process's, and descriptors are written once.
+        t.thread(7 << 10, 3, "Stream 3", 3).unwrap();
+        t.process(7 << 10, "Ascend Hardware", "NPU 0").unwrap();
+        assert_eq!(fields(&t.w).len(), 4);
+    }
+}
