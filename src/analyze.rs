@@ -692,11 +692,19 @@ pub fn render(r: &Report, format: Format) -> String {
                         .iter()
                         .zip(cells)
                         .map(|(h, c)| {
+                            let text = h == "Name" || h == "Type";
                             let v = c
-                                .parse::<f64>()
+                                .parse::<u64>()
                                 .ok()
-                                .filter(|_| h != "Name" && h != "Type")
-                                .and_then(|f| serde_json::Number::from_f64(f).map(Into::into))
+                                .filter(|_| !text)
+                                .map(Into::into)
+                                .or_else(|| {
+                                    c.parse::<f64>()
+                                        .ok()
+                                        .filter(|_| !text)
+                                        .and_then(serde_json::Number::from_f64)
+                                        .map(Into::into)
+                                })
                                 .unwrap_or_else(|| c.clone().into());
                             (h.clone(), v)
                         })

@@ -24,6 +24,8 @@ pub struct Settings {
     pub on_full: OnFull,
     pub buffer_records: usize,
     pub unsubscribe_timeout: Duration,
+    /// `RANK_ID` (or `RANK`): the rank result directories record in `info.json`.
+    pub rank: Option<u32>,
     /// Problems found while reading the environment, logged once the logger is up.
     pub problems: Vec<String>,
 }
@@ -97,8 +99,22 @@ impl Settings {
                 }
             },
         };
+        // The rank of a distributed job: CANN's RANK_ID, else torchrun's RANK.
+        let rank = ["RANK_ID", "RANK"].into_iter().find_map(|name| {
+            let v = get(name)?;
+            match v.trim().parse::<u32>() {
+                Ok(r) if r < 1 << 24 => Some(r),
+                _ => {
+                    problems.push(format!(
+                        "{name}={v:?} is not a rank (a whole number below 16777216); ignored"
+                    ));
+                    None
+                }
+            }
+        });
         Settings {
             device_count,
+            rank,
             log_level,
             log_explicit: get("ACLPROF_LOG").is_some(),
             on_full,
@@ -144,6 +160,7 @@ mod tests {
         assert!(s.buffer_records >= 10_000);
         assert_eq!(s.unsubscribe_timeout, Duration::from_secs(30));
         assert_eq!(s.log_level, log::LevelFilter::Off);
+        assert_eq!(s.rank, None);
         assert!(s.problems.is_empty());
     }
 
@@ -161,6 +178,15 @@ mod tests {
         assert_eq!(s.buffer_records, 128);
         assert_eq!(s.unsubscribe_timeout, Duration::from_millis(250));
         assert_eq!(s.log_level, log::LevelFilter::Debug);
+    }
+
+    #[test]
+    fn rank_comes_from_rank_id_then_torchrun_rank() {
+        assert_eq!(with(&[("RANK_ID", "5"), ("RANK", "2")]).rank, Some(5));
+        assert_eq!(with(&[("RANK", " 2 ")]).rank, Some(2));
+        let s = with(&[("RANK_ID", "-1"), ("RANK", "3")]);
+        assert_eq!(s.rank, Some(3));
+        assert!(s.problems[0].contains("RANK_ID"), "{:?}", s.problems);
     }
 
     #[test]

@@ -12,7 +12,9 @@
    tests/data/real) replayed in file mode: Perfetto imports it with the all-reduce on the HCCL
    track, `advisor all` and `compare` run on it with no error lines, compare finds the
    communication op, and `cluster` computes the same step trace as our step_trace_time.csv.
-5. The native Perfetto trace (msprof_*.pftrace) of each run above, and of three reporting
+5. Eight rank processes (RANK_ID) profiling into one folder, one of them slow: `cluster` sees
+   8 ranks and so does `aclprof analyze --aggregate-by rank`, both naming the slow one.
+6. The native Perfetto trace (msprof_*.pftrace) of each run above, and of three reporting
    threads whose busy intervals leave 100 ns gaps: imported with no error or data-loss stats,
    every JSON slice present with its exact duration, including the sub-µs Free slices.
 
@@ -263,6 +265,56 @@ def threads_run():
     print("for comparison, the JSON import's error stats:\n" + r.stdout)
 
 
+RANKS = 8
+SLOW_RANK = 5
+
+
+def cluster_of_ranks():
+    """8 rank processes (RANK_ID) profile into one folder, rank SLOW_RANK with ops 3x longer:
+    msprof-analyze cluster sees 8 ranks, and `aclprof analyze --aggregate-by rank` of the same
+    folder puts the slow rank first."""
+    exe = os.path.join(ROOT, "target", "release", "examples-c", "env_mode_app")
+    lib = os.path.join(ROOT, "target", "release")
+    run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
+         "-I" + os.path.join(ROOT, "ctests"), "-o", exe, os.path.join(ROOT, "ctests", "env_mode_app.c"),
+         "-L" + lib, "-laclprof", "-lpthread", "-Wl,-rpath," + lib])
+    folder = WORK + "-ranks"
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    model = json.load(open(os.path.join(ROOT, "ctests", "data", "tiny.json")))
+    for op in model["ops"]:
+        op["duration_us"] *= 3
+    slow = os.path.join(folder, "tiny_slow.json")
+    json.dump(model, open(slow, "w"))
+    procs = []
+    for rank in range(RANKS):
+        env = dict(os.environ, RANK_ID=str(rank), PROFILING_MODE="true",
+                   PROFILING_OPTIONS=json.dumps({"output": folder, "task_trace": "on", "training_trace": "on"}))
+        env.pop("ACLPROF_DEVICE_COUNT", None)
+        m = slow if rank == SLOW_RANK else os.path.join(ROOT, "ctests", "data", "tiny.json")
+        procs.append(subprocess.Popen([exe, m, "20"], env=env, stdout=subprocess.DEVNULL))
+    check(all(p.wait() == 0 for p in procs), "8 rank processes ran")
+    check(len(glob.glob(os.path.join(folder, "PROF_*"))) == RANKS, "8 result directories in one folder")
+    r = run([os.path.join(ROOT, "target", "release", "aclprof"), "analyze", folder, "--aggregate-by", "rank",
+             "--format", "json"], capture_output=True)
+    rows = json.loads(r.stdout)["rows"]
+    check(len(rows) == RANKS and rows[0]["Rank"] == SLOW_RANK,
+          "aclprof analyze --aggregate-by rank: %d ranks, rank %s first" % (len(rows), rows[0]["Rank"] if rows else "-"))
+    exe_ma = os.path.join(CACHE, "msprof-venv", "bin", "msprof-analyze")
+    out = os.path.join(WORK, "cluster-ranks")
+    r = run([exe_ma, "cluster", "-d", folder, "-o", out], capture_output=True, cwd=WORK)
+    no_errors("cluster on 8 ranks", r.stdout + r.stderr)
+    found = glob.glob(os.path.join(out, "**", "cluster_step_trace_time.csv"), recursive=True)
+    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv for 8 ranks")
+    if not found:
+        return
+    ranks = [r for r in csv.DictReader(open(found[0])) if r["Type"] == "rank"]
+    print("\n".join("rank %s: Computing %s" % (r["Index"], r["Computing"]) for r in ranks))
+    check(sorted(int(r["Index"]) for r in ranks) == list(range(RANKS)), "cluster sees ranks 0..7")
+    busiest = max(ranks, key=lambda r: float(r["Computing"]))
+    check(busiest["Index"] == str(SLOW_RANK), "cluster's busiest rank is the slow one (%s)" % busiest["Index"])
+
+
 def no_errors(what, text):
     errors = [line for line in text.splitlines() if "[ERROR]" in line]
     for line in errors[:5]:
@@ -316,6 +368,7 @@ def main():
     if "--skip-msprof-analyze" not in sys.argv:
         msprof_analyze(prof)
         msprof_analyze_replayed(replayed)
+        cluster_of_ranks()
     if failures:
         print("\n%d check(s) failed" % len(failures))
         sys.exit(1)

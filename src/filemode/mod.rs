@@ -220,10 +220,13 @@ pub fn begin(
     let s = settings::get();
     let mut sinks = Vec::new();
     let mut routes = HashMap::new();
-    for &d in &config.devices {
+    for (i, &d) in config.devices.iter().enumerate() {
         let dd = dir.join(format!("device_{d}"));
         mkdir(&dd.join("data"))?;
-        let mut info = json!({"pid": pid.to_string(), "rank_id": d, "hostUid": host_uid, "hostname": hostname(),
+        // With RANK_ID set, the process's devices are ranks RANK_ID, RANK_ID + 1, ... in the
+        // config's order; without, a device's rank is its id (docs/design.md, "Clusters").
+        let rank = s.rank.map_or(d, |r| r.saturating_add(i as u32));
+        let mut info = json!({"pid": pid.to_string(), "rank_id": rank, "hostUid": host_uid, "hostname": hostname(),
                               "platform_version": "aclprof-emulated", "DeviceInfo": [device_info(d)]});
         info["devices"] = json!(d.to_string());
         write_json(&dd.join(format!("info.json.{d}")), &info)?;
