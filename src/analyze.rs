@@ -360,15 +360,82 @@ pub fn analyze(path: &Path, q: &Query) -> Result<Report> {
     analyze_with_progress(path, q, &mut |_, _| {})
 }
 
-/// As [`analyze`], calling `progress(read, expected)` every 256 Ki records: records read so
-/// far, and how many the input files hold (0 for standard input).
+/// Where a record came from: its input's index, its rank (`rank_id` of its device's
+/// info.json) and its result directory's steps (none for record files and stdin).
+pub struct Origin<'a> {
+    pub input: usize,
+    pub rank: Option<u32>,
+    pub steps: Option<&'a [(u64, u64, u64)]>,
+}
+
+/// Calls `f` with every record under `path` (see [`inputs`]) whose signature verifies, and
+/// `progress(read, expected)` every 256 Ki records: records read so far, and how many the
+/// input files hold (0 for standard input). Returns the number of corrupt records skipped.
+pub fn each_op(
+    path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+    f: &mut dyn FnMut(&Origin<'_>, View<'_>),
+) -> Result<u64> {
+    let inputs = inputs(path)?;
+    let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
+    let expected: u64 = inputs
+        .iter()
+        .map(|i| match i {
+            Input::Device { files, .. } => files.iter().map(size).sum(),
+            Input::Raw(p) => size(p),
+            Input::Stdin => 0,
+        })
+        .sum::<u64>()
+        / RECORD_SIZE as u64;
+    let mut read = 0u64;
+    let mut corrupt = 0u64;
+    for (i, input) in inputs.iter().enumerate() {
+        let origin = match input {
+            Input::Device { rank, steps, .. } => Origin {
+                input: i,
+                rank: *rank,
+                steps: Some(steps),
+            },
+            _ => Origin {
+                input: i,
+                rank: None,
+                steps: None,
+            },
+        };
+        let mut on_record = |v: View<'_>| {
+            read += 1;
+            if read % (1 << 18) == 0 {
+                progress(read, expected);
+            }
+            f(&origin, v);
+        };
+        match input {
+            Input::Device { files, .. } => {
+                for p in files {
+                    let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+                    each_record(&mut file, p, &mut corrupt, &mut on_record)?;
+                }
+            }
+            Input::Raw(p) => {
+                let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+                each_record(&mut file, p, &mut corrupt, &mut on_record)?;
+            }
+            Input::Stdin => {
+                let stdin = std::io::stdin();
+                each_record(&mut stdin.lock(), Path::new("-"), &mut corrupt, &mut on_record)?;
+            }
+        }
+    }
+    Ok(corrupt)
+}
+
+/// As [`analyze`], with a progress callback (see [`each_op`]).
 pub fn analyze_with_progress(
     path: &Path,
     q: &Query,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Report> {
-    let inputs = inputs(path)?;
-    if q.step.is_some() && inputs.iter().any(|i| !matches!(i, Input::Device { .. })) {
+    if q.step.is_some() && (path == Path::new("-") || path.is_file()) {
         return err(
             ACL_ERROR_INVALID_PARAM,
             "--step needs a result directory: records alone carry no steps",
@@ -383,108 +450,71 @@ pub fn analyze_with_progress(
     let mut heap: BinaryHeap<std::cmp::Reverse<Kept>> = BinaryHeap::new();
     let keep = if q.top == 0 { usize::MAX } else { q.top };
     let mut key = Vec::with_capacity(256);
-    let mut read = 0u64;
-    let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
-    let expected: u64 = inputs
-        .iter()
-        .map(|i| match i {
-            Input::Device { files, .. } => files.iter().map(size).sum(),
-            Input::Raw(p) => size(p),
-            Input::Stdin => 0,
-        })
-        .sum::<u64>()
-        / RECORD_SIZE as u64;
-    for input in &inputs {
-        let (rank, steps) = match input {
-            Input::Device { rank, steps, .. } => (*rank, Some(steps.clone())),
-            _ => (None, None),
-        };
-        let window = match (q.step, &steps) {
-            (Some(s), Some(steps)) => match steps.iter().find(|x| x.0 == s) {
-                Some(&(_, a, b)) => Some((a, b)),
-                None => continue,
-            },
-            _ => None,
-        };
-        if q.rank.is_some() && q.rank != rank {
-            continue;
+    // The step window of the current input: (input, window), None if it has no such step.
+    let mut window: (usize, Option<(u64, u64)>) = (usize::MAX, None);
+    let (mut ops, mut total_ns) = (0u64, 0u64);
+    let corrupt = each_op(path, progress, &mut |o, v| {
+        if q.rank.is_some() && q.rank != o.rank {
+            return;
         }
-        let mut on_record = |v: View<'_>| {
-            read += 1;
-            if read % (1 << 18) == 0 {
-                progress(read, expected);
+        if let Some(s) = q.step {
+            if window.0 != o.input {
+                let w = o.steps.unwrap_or_default().iter().find(|x| x.0 == s);
+                window = (o.input, w.map(|&(_, a, b)| (a, b)));
             }
-            let d = v.duration();
-            if d < q.min_time_ns
-                || q.device.is_some_and(|dev| dev != v.dev_id())
-                || window.is_some_and(|(a, b)| v.start() < a || v.start() >= b)
-            {
+            match window.1 {
+                Some((a, b)) if v.start() >= a && v.start() < b => {}
+                _ => return,
+            }
+        }
+        let d = v.duration();
+        if d < q.min_time_ns || q.device.is_some_and(|dev| dev != v.dev_id()) {
+            return;
+        }
+        let ty = v.op_type().unwrap_or_default();
+        if !q.types.is_empty() && !q.types.iter().any(|t| t.as_bytes() == ty) {
+            return;
+        }
+        if let Some(re) = &q.name {
+            if !re.is_match(v.name().unwrap_or_default()) {
                 return;
             }
-            let ty = v.op_type().unwrap_or_default();
-            if !q.types.is_empty() && !q.types.iter().any(|t| t.as_bytes() == ty) {
-                return;
+        }
+        ops += 1;
+        total_ns += d;
+        match q.by {
+            Some(k) => {
+                key_text(k, &v, o.rank, &mut key);
+                match groups.get_mut(key.as_slice()) {
+                    Some(a) => a.add(d),
+                    None => groups.entry(key.as_slice().into()).or_default().add(d),
+                }
             }
-            if let Some(re) = &q.name {
-                if !re.is_match(v.name().unwrap_or_default()) {
+            None => {
+                let full = heap.len() >= keep;
+                if full && heap.peek().is_some_and(|m| m.0.dur >= d) {
                     return;
                 }
-            }
-            report.ops += 1;
-            report.total_ns += d;
-            match q.by {
-                Some(k) => {
-                    key_text(k, &v, rank, &mut key);
-                    match groups.get_mut(key.as_slice()) {
-                        Some(a) => a.add(d),
-                        None => groups.entry(key.as_slice().into()).or_default().add(d),
-                    }
+                let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                heap.push(std::cmp::Reverse(Kept {
+                    dur: d,
+                    seq: std::cmp::Reverse(ops),
+                    name: lossy(v.name().unwrap_or_default()),
+                    op_type: lossy(ty),
+                    dev: v.dev_id(),
+                    stream: v.stream_id(),
+                    model: v.model_id(),
+                    start: v.start(),
+                }));
+                if full {
+                    heap.pop();
                 }
-                None => {
-                    let full = heap.len() >= keep;
-                    if full && heap.peek().is_some_and(|m| m.0.dur >= d) {
-                        return;
-                    }
-                    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                    heap.push(std::cmp::Reverse(Kept {
-                        dur: d,
-                        seq: std::cmp::Reverse(report.ops),
-                        name: lossy(v.name().unwrap_or_default()),
-                        op_type: lossy(ty),
-                        dev: v.dev_id(),
-                        stream: v.stream_id(),
-                        model: v.model_id(),
-                        start: v.start(),
-                    }));
-                    if full {
-                        heap.pop();
-                    }
-                }
-            }
-        };
-        match input {
-            Input::Device { files, .. } => {
-                for p in files {
-                    let mut f = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-                    each_record(&mut f, p, &mut report.corrupt, &mut on_record)?;
-                }
-            }
-            Input::Raw(p) => {
-                let mut f = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-                each_record(&mut f, p, &mut report.corrupt, &mut on_record)?;
-            }
-            Input::Stdin => {
-                let stdin = std::io::stdin();
-                let mut lock = stdin.lock();
-                each_record(
-                    &mut lock,
-                    Path::new("-"),
-                    &mut report.corrupt,
-                    &mut on_record,
-                )?;
             }
         }
-    }
+    })?;
+    report.ops = ops;
+    report.total_ns = total_ns;
+    report.corrupt = corrupt;
     let mut rows: Vec<Row> = match q.by {
         Some(_) => groups
             .into_iter()
