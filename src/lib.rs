@@ -29,6 +29,7 @@ pub mod handles;
 pub mod init;
 pub mod logging;
 pub mod names;
+pub mod page;
 pub mod panic;
 pub mod record;
 pub mod registry;

@@ -1,5 +1,5 @@
-//! `aclprof`: analyze what aclprof recorded, re-export a result directory or its timeline,
-//! and profile an unmodified program. The work is done by the library (`aclprof::analyze`,
+//! `aclprof`: analyze what aclprof recorded, write an HTML report, re-export a result
+//! directory or its timeline, and profile an unmodified program. The work is done by the library (`aclprof::analyze`,
 //! `aclprof::filemode`); this file only reads arguments and prints.
 
 use aclprof::analyze::{self, Format, Func, Key, Query};
@@ -65,6 +65,15 @@ enum Cmd {
     /// Write mindstudio_profiler_output/ again from a result directory's raw data (for
     /// example what a killed process left).
     Export { dir: PathBuf },
+    /// Write one self-contained HTML page: op-type shares, per-type statistics, a per-op
+    /// table that sorts and searches, the step trace, busy and free time per device and
+    /// stream, and links to the timelines.
+    Report {
+        path: PathBuf,
+        /// The page to write
+        #[arg(short = 'o', long = "output", default_value = "report.html")]
+        output: PathBuf,
+    },
     /// Write the timeline again, as msprof JSON and as a native Perfetto trace (.pftrace),
     /// for a result directory or every one in a folder; prints where they are.
     Timeline { path: PathBuf },
@@ -262,6 +271,23 @@ fn main() -> ExitCode {
             })
             .map_err(|e| e.msg),
         Cmd::Timeline { path } => timeline(&path),
+        Cmd::Report { path, output } => {
+            let r = aclprof::page::write(&path, &output, &mut progress_bar());
+            progress_done();
+            r.map(|w| {
+                println!(
+                    "{}: {} ops ({} in the table), {} op types, {} steps; {:.1} MB",
+                    output.display(),
+                    w.ops,
+                    w.table_ops,
+                    w.types,
+                    w.steps,
+                    w.bytes as f64 / 1e6
+                );
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg)
+        }
         Cmd::Record {
             output,
             aic_metrics,
