@@ -69,6 +69,8 @@
     X(aclError, aclprofExtSimModelLoad, (const char *path, uint32_t *modelId))                              \
     X(aclError, aclprofExtSimModelExecute, (uint32_t modelId))                                             \
     X(aclError, aclprofExtExport, (const char *profDir))                                                    \
+    X(aclError, aclprofExtAnalyze, (const char *path, const char *queryJson, char **result))              \
+    X(void, aclprofExtFreeResult, (char *result))                                                           \
     X(aclError, aclprofExtRingSubscribe, (uint32_t modelId, const char *path, uint32_t capacityRecords, int *ringFd)) \
     X(aclError, aclprofExtRingAttach, (const char *path, int fd, aclprofExtRing **ring))                  \
     X(aclError, aclprofExtRingAcquire,                                                                      \

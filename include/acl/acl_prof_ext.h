@@ -167,6 +167,25 @@ MSVP_PROF_API aclError aclprofExtSimModelExecute(uint32_t modelId);
 MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
 
 /**
+ * Analyzes what aclprof recorded, as `aclprof analyze` does: `path` is a result directory
+ * (`PROF_…`), a folder of them or a file of records. `queryJson` (NULL: the defaults) is a
+ * JSON object with the command's options as keys: "top" (rows, 0 = all; default 10),
+ * "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
+ * "mean", "max", "min", "count"), "order_by", "min_time" (µs), "type" (a string or a list),
+ * "name" (a regular expression), "device", "rank", "step", and "format" ("json" (default),
+ * "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
+ * the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
+ * aclGetRecentErrMsg): NULL path or result, a bad query -> ACL_ERROR_INVALID_PARAM; a path
+ * that cannot be read -> ACL_ERROR_INVALID_FILE.
+ */
+MSVP_PROF_API aclError aclprofExtAnalyze(const char *path, const char *queryJson, char **result);
+
+/**
+ * Frees a report aclprofExtAnalyze returned. NULL does nothing.
+ */
+MSVP_PROF_API void aclprofExtFreeResult(char *result);
+
+/**
  * Subscribes a loaded model to a new shared-memory ring of `capacityRecords` 512-byte
  * records (8 .. 4194304): in a memfd when `path` is NULL, else in a new file at `path`
  * (e.g. under /dev/shm; the caller removes it). `*ringFd` gets the ring's fd, for a reader

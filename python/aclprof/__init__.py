@@ -8,6 +8,7 @@ Two layers over the aclprof shared library:
   :class:`OpReader` (subscription mode, decoding whole reads at once with :func:`decode`),
   :class:`RingSubscription` and :class:`RingReader` (subscription through a shared-memory
   ring, read zero-copy, in this process or another),
+  :func:`analyze` (the engine of ``aclprof analyze``, as rows),
   :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
   :func:`stats`).
 
@@ -23,6 +24,7 @@ from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, Rec
 from .ring import RingBatch, RingReader, RingSubscription
 from .runtime import Model, Stats, flush, now_ns, report_op, stats
 from .subscription import Subscription
+from .summary import Rows, analyze
 
 __version__ = "0.1.0"
 
@@ -41,8 +43,10 @@ __all__ = [
     "RingBatch",
     "RingReader",
     "RingSubscription",
+    "Rows",
     "Stats",
     "Subscription",
+    "analyze",
     "check",
     "decode",
     "find_library",

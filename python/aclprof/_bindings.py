@@ -362,6 +362,8 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtSimModelLoad": (c_int, [c_char_p, POINTER(c_uint32)]),
     "aclprofExtSimModelExecute": (c_int, [c_uint32]),
     "aclprofExtExport": (c_int, [c_char_p]),
+    "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
+    "aclprofExtFreeResult": (None, [POINTER(c_char)]),
     "aclprofExtRingSubscribe": (c_int, [c_uint32, c_char_p, c_uint32, POINTER(c_int32)]),
     "aclprofExtRingAttach": (c_int, [c_char_p, c_int32, POINTER(c_void_p)]),
     "aclprofExtRingAcquire": (c_int, [c_void_p, c_uint32, c_int32, POINTER(c_void_p), POINTER(c_size_t)]),
@@ -473,6 +475,8 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtSimModelLoad": ['path', 'modelId'],
     "aclprofExtSimModelExecute": ['modelId'],
     "aclprofExtExport": ['profDir'],
+    "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
+    "aclprofExtFreeResult": ['result'],
     "aclprofExtRingSubscribe": ['modelId', 'path', 'capacityRecords', 'ringFd'],
     "aclprofExtRingAttach": ['path', 'fd', 'ring'],
     "aclprofExtRingAcquire": ['ring', 'maxRecords', 'timeoutMs', 'records', 'length'],
@@ -590,6 +594,8 @@ class Library(Protocol):
     def aclprofExtSimModelLoad(self, path: CharP, modelId: Ptr[c_uint32], /) -> int: ...
     def aclprofExtSimModelExecute(self, modelId: int, /) -> int: ...
     def aclprofExtExport(self, profDir: CharP, /) -> int: ...
+    def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
+    def aclprofExtFreeResult(self, result: Ptr[c_char], /) -> None: ...
     def aclprofExtRingSubscribe(self, modelId: int, path: CharP, capacityRecords: int, ringFd: Ptr[c_int32], /) -> int: ...
     def aclprofExtRingAttach(self, path: CharP, fd: int, ring: Ptr[c_void_p], /) -> int: ...
     def aclprofExtRingAcquire(self, ring: VoidP, maxRecords: int, timeoutMs: int, records: Ptr[c_void_p], length: Ptr[c_size_t], /) -> int: ...

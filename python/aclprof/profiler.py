@@ -15,6 +15,7 @@ from . import _bindings
 from ._lib import load, recent_error
 from .errors import AclError, check
 from .runtime import PathLike
+from .summary import summary_table
 
 RESULT_SUBDIR = "mindstudio_profiler_output"
 
@@ -135,10 +136,16 @@ class Profiler(contextlib.ContextDecorator):
         if errors:
             raise AclError(*errors[0])
 
-    def analyse(self) -> Analysis:
-        """The result directories this profiler's sessions created and their exported tables."""
+    def analyse(self, print_summary: bool = True, top: int = 10) -> Analysis:
+        """The result directories this profiler's sessions created and their exported tables.
+        Prints, for each, the ``top`` op types by device time (what ``aclprof analyze DIR
+        --aggregate-by type`` prints), unless ``print_summary`` is False."""
         before = self._before or set()
-        return Analysis(d for d in self._result_dirs() if d not in before)
+        analysis = Analysis(d for d in self._result_dirs() if d not in before)
+        if print_summary:
+            for d in analysis.result_dirs:
+                print(f"{d}\n{summary_table(d, top=top)}", end="")
+        return analysis
 
     def _result_dirs(self) -> List[Path]:
         return [d for d in self.output_dir.glob("PROF_*") if d.is_dir()]

@@ -164,6 +164,46 @@ def test_profiler_start_stop_analyse(tmp_path):
         profiler.stop()
 
 
+def test_analyze_agrees_with_op_statistic_and_analyse_prints_it(tmp_path, capsys):
+    out = tmp_path / "prof"
+    profiler = Profiler(out)
+    with Model.simulate(RESNET50) as model:
+        with profiler:
+            model.execute(times=2)
+    analysis = profiler.analyse(top=3)
+    printed = capsys.readouterr().out
+    (prof,) = analysis.result_dirs
+    stat = {r["OP Type"]: r for r in analysis.op_statistic}
+    rows = aclprof.analyze(prof, aggregate_by="type", top=0)
+    assert rows.ops == 2 * len(model_ops(RESNET50)) == sum(int(r["Count"]) for r in stat.values())
+    assert {r["Type"]: r["Count"] for r in rows} == {t: int(r["Count"]) for t, r in stat.items()}
+    for r in rows:
+        assert r["Sum(us)"] == pytest.approx(float(stat[r["Type"]]["Total Time(us)"]), abs=1e-3)
+    # The printed summary: the directory, then the top 3 types, longest first.
+    assert str(prof) in printed and printed.count("\n") >= 6
+    top3 = [r["Type"] for r in rows[:3]]
+    assert [line.split()[0] for line in printed.splitlines()[3:6]] == top3
+    # Filters and single ops.
+    conv = aclprof.analyze(out, type="Conv2D", top=2)
+    assert len(conv) == 2 and {r["Type"] for r in conv} == {"Conv2D"}
+    assert conv[0]["Duration(us)"] >= conv[1]["Duration(us)"]
+    assert aclprof.analyze(prof, name="^nothing$").ops == 0
+    with pytest.raises(AclError) as err:
+        aclprof.analyze(prof, aggregate_by="colour")
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_PARAM and "aggregate_by" in str(err.value)
+    with pytest.raises(AclError) as err:
+        aclprof.analyze(tmp_path / "missing")
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_FILE
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pip install pandas"):
+            rows.to_dataframe()
+    else:
+        frame = rows.to_dataframe()
+        assert list(frame["Type"]) == [r["Type"] for r in rows]
+
+
 def test_profiler_errors_leave_file_mode_clean(tmp_path):
     with pytest.raises(AclError) as err:
         Profiler(tmp_path, devices=[99]).start()

@@ -99,8 +99,10 @@ class Parser:
             if base in self.types:
                 return self.types[base]
             raise HeaderError(f"{what}: unknown type {decl!r}")
-        if stars == 2 and (base == "void" or base in self.opaque):
-            return "POINTER(c_void_p)"  # an out-parameter receiving a handle or an address
+        if stars == 2 and (base in ("void", "char") or base in self.opaque):
+            # An out-parameter receiving a handle or an address (char **: a string the
+            # library allocated, read with ctypes.string_at and handed back to be freed).
+            return "POINTER(c_void_p)"
         if stars > 1:
             raise HeaderError(f"{what}: pointer to pointer {decl!r} is not mapped")
         if base == "char":

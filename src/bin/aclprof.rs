@@ -105,18 +105,15 @@ fn parse_format(s: &str) -> Result<Format, String> {
 impl AnalyzeArgs {
     fn query(&self) -> Result<Query, String> {
         let name = match &self.name {
-            Some(n) => Some(regex::bytes::Regex::new(n).map_err(|e| format!("--name {n:?}: {e}"))?),
+            Some(n) => Some(Query::name_regex(n).map_err(|e| format!("--{e}"))?),
             None => None,
         };
-        if !(self.min_time >= 0.0 && self.min_time.is_finite()) {
-            return Err("--min-time must be a non-negative number of microseconds".into());
-        }
         Ok(Query {
             top: self.top,
             by: self.aggregate_by,
             func: self.aggregate,
             order_by: self.order_by.clone(),
-            min_time_ns: (self.min_time * 1000.0).round() as u64,
+            min_time_ns: Query::min_time_ns(self.min_time).map_err(|e| format!("--{e}"))?,
             types: self.types.clone(),
             name,
             device: self.device,

@@ -201,6 +201,57 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
     )
 }
 
+/// Analyzes what aclprof recorded, as `aclprof analyze` does: `path` is a result directory
+/// (`PROF_…`), a folder of them or a file of records. `queryJson` (NULL: the defaults) is a
+/// JSON object with the command's options as keys: "top" (rows, 0 = all; default 10),
+/// "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
+/// "mean", "max", "min", "count"), "order_by", "min_time" (µs), "type" (a string or a list),
+/// "name" (a regular expression), "device", "rank", "step", and "format" ("json" (default),
+/// "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
+/// the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
+/// aclGetRecentErrMsg): NULL path or result, a bad query -> ACL_ERROR_INVALID_PARAM; a path
+/// that cannot be read -> ACL_ERROR_INVALID_FILE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtAnalyze(
+    path: *const c_char,
+    queryJson: *const c_char,
+    result: *mut *mut c_char,
+) -> aclError {
+    entry(
+        "aclprofExtAnalyze",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let out = super::out(result, "result")?;
+            *out = std::ptr::null_mut();
+            let path = path_arg(path, "path")?;
+            let query = if queryJson.is_null() {
+                serde_json::Value::Null
+            } else {
+                serde_json::from_slice(cstr(queryJson, "queryJson")?)
+                    .map_err(|e| invalid(format!("queryJson: {e}")))?
+            };
+            let (q, format) = crate::analyze::Query::from_json(&query).map_err(invalid)?;
+            let report = crate::analyze::analyze(path, &q)?;
+            let text = crate::analyze::render(&report, format);
+            // Rendered text has no NUL: names are cut at their first NUL in records.
+            let c = std::ffi::CString::new(text)
+                .map_err(|_| invalid("the report holds a NUL byte"))?;
+            *out = c.into_raw();
+            Ok(())
+        },
+    )
+}
+
+/// Frees a report aclprofExtAnalyze returned. NULL does nothing.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtFreeResult(result: *mut c_char) {
+    guard("aclprofExtFreeResult", (), || {
+        if !result.is_null() {
+            drop(std::ffi::CString::from_raw(result));
+        }
+    })
+}
+
 /// A reader's handle on a shared-memory ring (aclprofExtRingAttach).
 pub struct aclprofExtRing {
     _opaque: [u8; 0],

@@ -1,0 +1,111 @@
+"""``aclprof.analyze``: the engine of ``aclprof analyze`` (the library's
+``aclprofExtAnalyze``), from Python."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from ._lib import load
+from .errors import check
+from .runtime import PathLike
+
+
+class Rows(List[Dict[str, Any]]):
+    """The rows of an analysis, best first, as dicts keyed by column title (``"Type"``,
+    ``"Count"``, ``"Sum(us)"``, ``"Share(%)"``, ...), with the totals as attributes."""
+
+    def __init__(self, report: Dict[str, Any]):
+        super().__init__(report["rows"])
+        #: Ops that passed the filters, and their device time in µs.
+        self.ops: int = report["ops"]
+        self.total_us: float = report["total_us"]
+        #: Groups (or single ops) before ``top`` cut the rows.
+        self.groups: int = report["groups"]
+        #: Records whose signature did not verify (skipped).
+        self.corrupt_records: int = report["corrupt_records"]
+
+    def to_dataframe(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas: ``pip install pandas``)."""
+        try:
+            import pandas  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        except ImportError as e:
+            raise ImportError("Rows.to_dataframe needs pandas: pip install pandas") from e
+        return pandas.DataFrame(list(self))
+
+
+def _query(
+    top: int,
+    aggregate_by: Optional[str],
+    aggregate: str,
+    order_by: Optional[str],
+    min_time: float,
+    type: Union[str, Iterable[str], None],
+    name: Optional[str],
+    device: Optional[int],
+    rank: Optional[int],
+    step: Optional[int],
+    format: str,
+) -> Dict[str, Any]:
+    return {
+        "top": top,
+        "aggregate_by": aggregate_by,
+        "aggregate": aggregate,
+        "order_by": order_by,
+        "min_time": min_time,
+        "type": [type] if isinstance(type, str) else (list(type) if type is not None else None),
+        "name": name,
+        "device": device,
+        "rank": rank,
+        "step": step,
+        "format": format,
+    }
+
+
+def _run(path: PathLike, query: Dict[str, Any]) -> str:
+    lib = load()
+    out = ctypes.c_void_p()
+    check(
+        "aclprofExtAnalyze",
+        lib.aclprofExtAnalyze(os.fsencode(path), json.dumps(query).encode(), ctypes.byref(out)),
+    )
+    try:
+        return ctypes.string_at(out.value).decode("utf-8", "replace") if out.value else ""
+    finally:
+        lib.aclprofExtFreeResult(ctypes.cast(out, ctypes.POINTER(ctypes.c_char)))
+
+
+def analyze(
+    path: PathLike,
+    *,
+    top: int = 10,
+    aggregate_by: Optional[str] = None,
+    aggregate: str = "sum",
+    order_by: Optional[str] = None,
+    min_time: float = 0.0,
+    type: Union[str, Iterable[str], None] = None,
+    name: Optional[str] = None,
+    device: Optional[int] = None,
+    rank: Optional[int] = None,
+    step: Optional[int] = None,
+) -> Rows:
+    """What ``aclprof analyze PATH`` shows, as rows: ``path`` is a result directory
+    (``PROF_*``), a folder of them, or a file of records a subscription wrote.
+
+    ``top`` rows (0: all); ``aggregate_by`` one of ``"type"``, ``"name"``, ``"device"``,
+    ``"stream"``, ``"model"``, ``"rank"`` (default: single ops); ``aggregate`` one of
+    ``"sum"``, ``"mean"``, ``"max"``, ``"min"``, ``"count"``; ``order_by`` a column;
+    ``min_time`` in µs; ``type`` one op type or several; ``name`` a regular expression;
+    ``device``, ``rank``, ``step`` filters. Raises :class:`AclError` for a bad option or an
+    unreadable path, with the library's reason."""
+    q = _query(top, aggregate_by, aggregate, order_by, min_time, type, name, device, rank,
+               step, "json")
+    return Rows(json.loads(_run(path, q)))
+
+
+def summary_table(path: PathLike, top: int = 10, aggregate_by: Optional[str] = "type") -> str:
+    """The text table ``aclprof analyze PATH --aggregate-by type`` prints."""
+    return _run(path, _query(top, aggregate_by, "sum", None, 0.0, None, None, None, None, None,
+                             "table"))
