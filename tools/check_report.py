@@ -24,22 +24,11 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_filemode import build_c, check, failures, run  # noqa: E402  (shared helpers)
+
 WORK = os.path.join(ROOT, "target", "report-check")
 EXECUTIONS = 4
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def run(cmd, **kw):
-    print("+ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd, check=True, text=True, **kw)
-
-
 def chromium():
     exe = shutil.which("chromium")
     if not exe:
@@ -162,12 +151,7 @@ class Browser:
 
 def profile(out, executions, extra=None):
     """Runs the simulated ResNet-50 in environment-variable mode into `out`."""
-    exe = os.path.join(ROOT, "target", "release", "examples-c", "env_mode_app")
-    lib = os.path.join(ROOT, "target", "release")
-    os.makedirs(os.path.dirname(exe), exist_ok=True)
-    run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-I" + os.path.join(ROOT, "include"),
-         "-I" + os.path.join(ROOT, "ctests"), "-o", exe, os.path.join(ROOT, "ctests", "env_mode_app.c"),
-         "-L" + lib, "-laclprof", "-lpthread", "-Wl,-rpath," + lib])
+    exe = build_c("ctests/env_mode_app.c", "env_mode_app")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     options = {"output": out, "task_trace": "on", "training_trace": "on"}
