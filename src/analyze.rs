@@ -113,7 +113,9 @@ impl Query {
         if us >= 0.0 && us.is_finite() {
             Ok((us * 1000.0).round() as u64)
         } else {
-            Err(format!("min_time {us} is not a non-negative number of microseconds"))
+            Err(format!(
+                "min_time {us} is not a non-negative number of microseconds"
+            ))
         }
     }
 
@@ -135,9 +137,12 @@ impl Query {
         let mut q = Query::default();
         let mut format = Format::Json;
         let bad = |k: &str, what: &str| format!("{k}: expected {what}");
-        let uint = |k: &str, x: &serde_json::Value| x.as_u64().ok_or_else(|| bad(k, "a whole number"));
+        let uint =
+            |k: &str, x: &serde_json::Value| x.as_u64().ok_or_else(|| bad(k, "a whole number"));
         let text = |k: &str, x: &serde_json::Value| {
-            x.as_str().map(str::to_string).ok_or_else(|| bad(k, "a string"))
+            x.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| bad(k, "a string"))
         };
         let id = |k: &str, x: &serde_json::Value| {
             uint(k, x).and_then(|n| u32::try_from(n).map_err(|_| bad(k, "a 32-bit id")))
@@ -149,9 +154,10 @@ impl Query {
             match k.as_str() {
                 "top" => q.top = uint(k, x)? as usize,
                 "aggregate_by" => {
-                    q.by = Some(Key::parse(&text(k, x)?).ok_or_else(|| {
-                        bad(k, "one of type, name, device, stream, model, rank")
-                    })?)
+                    q.by =
+                        Some(Key::parse(&text(k, x)?).ok_or_else(|| {
+                            bad(k, "one of type, name, device, stream, model, rank")
+                        })?)
                 }
                 "aggregate" => {
                     q.func = Func::parse(&text(k, x)?)
@@ -501,7 +507,12 @@ pub fn each_op(
             }
             Input::Stdin => {
                 let stdin = std::io::stdin();
-                each_record(&mut stdin.lock(), Path::new("-"), &mut corrupt, &mut on_record)?;
+                each_record(
+                    &mut stdin.lock(),
+                    Path::new("-"),
+                    &mut corrupt,
+                    &mut on_record,
+                )?;
             }
         }
     }

@@ -143,9 +143,7 @@ fn num(row: &BTreeMap<String, String>, k: &str) -> Option<f64> {
 /// killed process's directory): steps and device times come from them.
 fn exported(dir: &Path) -> Result<PathBuf> {
     let out = dir.join("mindstudio_profiler_output");
-    let has = |prefix: &str| {
-        analyze::entries_named(&out, prefix).is_ok_and(|v| !v.is_empty())
-    };
+    let has = |prefix: &str| analyze::entries_named(&out, prefix).is_ok_and(|v| !v.is_empty());
     if !has("op_summary_") || !has("msprof_") {
         crate::filemode::export_quietly(dir)?;
     }
@@ -195,7 +193,11 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
                     let phases = match (num(&r, "FP Start(us)"), num(&r, "BP End(us)")) {
                         (Some(fp), Some(bp)) => {
                             let start = end - total;
-                            Some(((fp - start).max(0.0), (bp - fp).max(0.0), (end - bp).max(0.0)))
+                            Some((
+                                (fp - start).max(0.0),
+                                (bp - fp).max(0.0),
+                                (end - bp).max(0.0),
+                            ))
                         }
                         _ => None,
                     };
@@ -374,7 +376,10 @@ fn step_chart(steps: &[StepRow]) -> String {
         ("#f28e2b", "tail"),
         ("#76b7b2", "whole iteration (no FP/BP points)"),
     ] {
-        let _ = write!(legend, r#"<span><i style="background:{c}"></i>{what}</span> "#);
+        let _ = write!(
+            legend,
+            r#"<span><i style="background:{c}"></i>{what}</span> "#
+        );
     }
     legend.push_str("</p>");
     if steps.len() > shown.len() {
@@ -398,7 +403,11 @@ fn pct(part: f64, whole: f64) -> String {
 
 /// A small bar showing a percentage inside a table cell.
 fn meter(part: f64, whole: f64) -> String {
-    let p = if whole > 0.0 { 100.0 * part / whole } else { 0.0 };
+    let p = if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    };
     format!(
         r#"<span class="meter"><i style="width:{p:.1}%"></i></span> {}%"#,
         pct(part, whole)
@@ -525,7 +534,9 @@ fn render(x: &Inputs) -> String {
         })
         .collect();
     // Inside a script element only "</" can end it early.
-    let json = serde_json::Value::from(data).to_string().replace("</", "<\\/");
+    let json = serde_json::Value::from(data)
+        .to_string()
+        .replace("</", "<\\/");
     let _ = write!(
         h,
         r#"<script type="application/json" id="op-data">{json}</script>
@@ -644,7 +655,10 @@ mod tests {
 
     #[test]
     fn names_are_escaped_and_scripts_cannot_be_closed() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
         let types = Report::default();
         let mut ops = Report::default();
         ops.rows.push(analyze::Row {
@@ -663,13 +677,20 @@ mod tests {
             steps: &[],
             links: &[],
         });
-        assert_eq!(html.matches("</script>").count(), 2, "only the page's own two");
+        assert_eq!(
+            html.matches("</script>").count(),
+            2,
+            "only the page's own two"
+        );
         assert!(html.contains("aclprof report: &lt;dir&gt;"));
     }
 
     #[test]
     fn relative_links() {
-        assert_eq!(relative(Path::new("/a/b"), Path::new("/a/c/d.json")), "../c/d.json");
+        assert_eq!(
+            relative(Path::new("/a/b"), Path::new("/a/c/d.json")),
+            "../c/d.json"
+        );
         assert_eq!(relative(Path::new("/a"), Path::new("/a/x")), "x");
     }
 }

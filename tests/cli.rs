@@ -151,7 +151,9 @@ fn pftrace_slices(mut b: &[u8]) -> Vec<(String, Vec<u64>)> {
         }
     }
     assert!(open.values().all(Vec::is_empty), "every slice ends");
-    durs.into_iter().map(|(t, d)| (names[&t].clone(), d)).collect()
+    durs.into_iter()
+        .map(|(t, d)| (names[&t].clone(), d))
+        .collect()
 }
 
 fn simulated_run(out: &Path) -> PathBuf {
@@ -306,17 +308,26 @@ fn analyze_agrees_with_the_result_files() {
     let (ok, said, err) = aclprof(&["timeline", folder], None);
     assert!(ok, "{err}");
     let files: Vec<&str> = said.lines().filter_map(|l| l.split('\t').next()).collect();
-    assert!(files.len() == 2 && files.iter().all(|f| Path::new(f).is_file()), "{said}");
+    assert!(
+        files.len() == 2 && files.iter().all(|f| Path::new(f).is_file()),
+        "{said}"
+    );
     let tracks = pftrace_slices(&std::fs::read(files[0]).unwrap());
     let mut got: Vec<u64> = tracks
         .iter()
         .filter(|(name, _)| name.starts_with("Stream "))
         .flat_map(|(_, d)| d.iter().copied())
         .collect();
-    let mut want_durs: Vec<u64> = summary.iter().map(|r| us(&r["Task Duration(us)"])).collect();
+    let mut want_durs: Vec<u64> = summary
+        .iter()
+        .map(|r| us(&r["Task Duration(us)"]))
+        .collect();
     got.sort_unstable();
     want_durs.sort_unstable();
-    assert_eq!(got, want_durs, "op slices in the .pftrace == op_summary's durations");
+    assert_eq!(
+        got, want_durs,
+        "op slices in the .pftrace == op_summary's durations"
+    );
 
     let _ = std::fs::remove_dir_all(&out);
 }

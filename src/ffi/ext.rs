@@ -234,8 +234,8 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
             let report = crate::analyze::analyze(path, &q)?;
             let text = crate::analyze::render(&report, format);
             // Rendered text has no NUL: names are cut at their first NUL in records.
-            let c = std::ffi::CString::new(text)
-                .map_err(|_| invalid("the report holds a NUL byte"))?;
+            let c =
+                std::ffi::CString::new(text).map_err(|_| invalid("the report holds a NUL byte"))?;
             *out = c.into_raw();
             Ok(())
         },

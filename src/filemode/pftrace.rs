@@ -324,7 +324,10 @@ mod tests {
             .filter(|f| f.0 == TE_ANNOTATION)
             .map(|f| fields(f.1.as_ref().unwrap_err()))
             .collect();
-        assert_eq!(ann[0], vec![(DA_NAME, Err(b"Model Id".to_vec())), (DA_UINT, Ok(4))]);
+        assert_eq!(
+            ann[0],
+            vec![(DA_NAME, Err(b"Model Id".to_vec())), (DA_UINT, Ok(4))]
+        );
         assert_eq!(
             ann[1],
             vec![
