@@ -40,11 +40,8 @@ struct Stream {
 
 impl Stream {
     fn add(&mut self, s: u64, e: u64) {
-        if self.ops == 0 {
-            self.first = s;
-        }
+        self.first = if self.ops == 0 { s } else { self.first.min(s) };
         self.ops += 1;
-        self.first = self.first.min(s);
         self.last = self.last.max(e);
         match &mut self.cur {
             Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),

@@ -36,34 +36,6 @@ class Rows(List[Dict[str, Any]]):
         return pandas.DataFrame(list(self))
 
 
-def _query(
-    top: int,
-    aggregate_by: Optional[str],
-    aggregate: str,
-    order_by: Optional[str],
-    min_time: float,
-    type: Union[str, Iterable[str], None],
-    name: Optional[str],
-    device: Optional[int],
-    rank: Optional[int],
-    step: Optional[int],
-    format: str,
-) -> Dict[str, Any]:
-    return {
-        "top": top,
-        "aggregate_by": aggregate_by,
-        "aggregate": aggregate,
-        "order_by": order_by,
-        "min_time": min_time,
-        "type": [type] if isinstance(type, str) else (list(type) if type is not None else None),
-        "name": name,
-        "device": device,
-        "rank": rank,
-        "step": step,
-        "format": format,
-    }
-
-
 def _run(path: PathLike, query: Dict[str, Any]) -> str:
     lib = load()
     out = ctypes.c_void_p()
@@ -100,12 +72,21 @@ def analyze(
     ``min_time`` in µs; ``type`` one op type or several; ``name`` a regular expression;
     ``device``, ``rank``, ``step`` filters. Raises :class:`AclError` for a bad option or an
     unreadable path, with the library's reason."""
-    q = _query(top, aggregate_by, aggregate, order_by, min_time, type, name, device, rank,
-               step, "json")
-    return Rows(json.loads(_run(path, q)))
+    query = {
+        "top": top,
+        "aggregate_by": aggregate_by,
+        "aggregate": aggregate,
+        "order_by": order_by,
+        "min_time": min_time,
+        "type": [type] if isinstance(type, str) else (None if type is None else list(type)),
+        "name": name,
+        "device": device,
+        "rank": rank,
+        "step": step,
+    }
+    return Rows(json.loads(_run(path, query)))
 
 
 def summary_table(path: PathLike, top: int = 10, aggregate_by: Optional[str] = "type") -> str:
     """The text table ``aclprof analyze PATH --aggregate-by type`` prints."""
-    return _run(path, _query(top, aggregate_by, "sum", None, 0.0, None, None, None, None, None,
-                             "table"))
+    return _run(path, {"top": top, "aggregate_by": aggregate_by, "format": "table"})

@@ -92,6 +92,9 @@ pub struct Pftrace<W: Write> {
     pkt: Vec<u8>,
     body: Vec<u8>,
     inner: Vec<u8>,
+    /// A slice's TrackEvent and one of its annotations, being built.
+    event: Vec<u8>,
+    ann: Vec<u8>,
     /// Track uuids by (pid, tid); a process is (pid, u64::MAX).
     tracks: HashMap<(u64, u64), u64>,
     started: bool,
@@ -104,6 +107,8 @@ impl<W: Write> Pftrace<W> {
             pkt: Vec::with_capacity(512),
             body: Vec::with_capacity(512),
             inner: Vec::with_capacity(256),
+            event: Vec::with_capacity(256),
+            ann: Vec::with_capacity(128),
             tracks: HashMap::new(),
             started: false,
         }
@@ -199,32 +204,30 @@ impl<W: Write> Pftrace<W> {
         args: &[(&str, Arg)],
     ) -> std::io::Result<()> {
         let track = self.uuid(pid, tid).0;
-        self.packet(|b, t| {
+        // The event body, with each annotation built in `ann` and copied in once.
+        let (mut ev, mut ann) = (
+            std::mem::take(&mut self.event),
+            std::mem::take(&mut self.ann),
+        );
+        ev.clear();
+        uint(&mut ev, TE_TYPE, TYPE_SLICE_BEGIN);
+        uint(&mut ev, TE_TRACK, track);
+        bytes(&mut ev, TE_NAME, name.as_bytes());
+        for (k, v) in args {
+            ann.clear();
+            bytes(&mut ann, DA_NAME, k.as_bytes());
+            match v {
+                Arg::U(u) => uint(&mut ann, DA_UINT, *u),
+                Arg::S(s) => bytes(&mut ann, DA_STRING, s.as_bytes()),
+            }
+            bytes(&mut ev, TE_ANNOTATION, &ann);
+        }
+        let r = self.packet(|b, _| {
             uint(b, PKT_TIMESTAMP, ts);
-            nested(b, t, PKT_TRACK_EVENT, |e| {
-                uint(e, TE_TYPE, TYPE_SLICE_BEGIN);
-                uint(e, TE_TRACK, track);
-                bytes(e, TE_NAME, name.as_bytes());
-                for (k, v) in args {
-                    let start = e.len();
-                    // Annotations are short: reserve a one-byte length and fix it up.
-                    e.extend_from_slice(&[(TE_ANNOTATION << 3 | 2) as u8, 0]);
-                    bytes(e, DA_NAME, k.as_bytes());
-                    match v {
-                        Arg::U(u) => uint(e, DA_UINT, *u),
-                        Arg::S(s) => bytes(e, DA_STRING, s.as_bytes()),
-                    }
-                    let len = e.len() - start - 2;
-                    if len < 0x80 {
-                        e[start + 1] = len as u8;
-                    } else {
-                        let a: Vec<u8> = e.drain(start + 2..).collect();
-                        e.truncate(start);
-                        bytes(e, TE_ANNOTATION, &a);
-                    }
-                }
-            });
-        })?;
+            bytes(b, PKT_TRACK_EVENT, &ev);
+        });
+        (self.event, self.ann) = (ev, ann);
+        r?;
         self.packet(|b, t| {
             uint(b, PKT_TIMESTAMP, ts.saturating_add(dur));
             nested(b, t, PKT_TRACK_EVENT, |e| {
