@@ -78,6 +78,8 @@ def trace_query(what, trace, q):
 
 
 def build_and_profile():
+    # The library and the `aclprof` binary (the rank check runs `aclprof analyze`).
+    run(["cargo", "build", "--release", "-q"], cwd=ROOT)
     run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
     exe = build_c("examples/filemode_profile.c", "filemode_profile")
     shutil.rmtree(WORK, ignore_errors=True)
