@@ -1,0 +1,75 @@
+"""The PyTorch bridge's overhead on a torchvision ResNet-18 (random weights) on CPU: wall time
+of N forward passes without profiling, under aclprof.torch (nobody subscribed, and with a pipe
+subscription reading every op), and under torch.profiler (CPU activity, events read back),
+the other mechanism the bridge could have used. Run: scripts/test-bridges --bench."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Callable, List
+
+import torch
+import torchvision
+
+import aclprof
+import aclprof.torch
+
+
+def timed(run: Callable[[], None], rounds: int) -> float:
+    walls: List[float] = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        run()
+        walls.append(time.perf_counter() - t0)
+    return statistics.median(walls)
+
+
+def main() -> None:
+    passes = int(sys.argv[1]) if len(sys.argv) > 1 else 10
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    torch.manual_seed(0)
+    net = torchvision.models.resnet18(weights=None).eval()
+    x = torch.randn(1, 3, 224, 224)
+
+    def forward() -> None:
+        with torch.no_grad():
+            for _ in range(passes):
+                net(x)
+
+    forward()  # warm up kernels and allocator
+    prof = aclprof.torch.profile(net, name="resnet18")
+    with prof:
+        forward()
+    ops = prof.ops // passes
+
+    def bridged() -> None:
+        with prof:
+            forward()
+
+    def subscribed() -> None:
+        with aclprof.Subscription(prof.model_id), prof:
+            forward()
+
+    def torch_profiler() -> None:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
+            forward()
+        sum(1 for _ in p.events())
+
+    base = timed(forward, rounds)
+    rows = [("aclprof.torch, nobody subscribed", timed(bridged, rounds)),
+            ("aclprof.torch, pipe subscription", timed(subscribed, rounds)),
+            ("torch.profiler (CPU), events read", timed(torch_profiler, rounds))]
+    print(f"ResNet-18, batch 1, 224x224, CPU ({torch.get_num_threads()} threads): "
+          f"{ops} ATen ops per forward, {passes} forwards, median of {rounds} rounds")
+    print(f"  {'no profiling':36s} {base / passes * 1e3:8.2f} ms/forward")
+    for label, wall in rows:
+        extra = (wall - base) / passes
+        print(f"  {label:36s} {wall / passes * 1e3:8.2f} ms/forward  "
+              f"+{extra / base * passes * 100:5.1f} %  {extra / ops * 1e6:6.2f} us/op")
+    prof.close()
+
+
+if __name__ == "__main__":
+    main()
