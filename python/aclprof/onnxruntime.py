@@ -1,0 +1,188 @@
+"""The ONNX Runtime bridge: every node an :class:`InferenceSession` executes becomes an aclprof
+op (node name, op type, ORT's own start and duration moved onto the library's clock)::
+
+    import aclprof.onnxruntime
+    with aclprof.Profiler("./prof"):
+        with aclprof.onnxruntime.InferenceSession("model.onnx", name="mnist") as sess:
+            sess.run(None, {"x": x})
+
+ONNX Runtime has no per-node callback; its profiler keeps node events in memory and hands
+them out only when profiling ends, once per session. So the ops are reported when the session
+ends profiling (:meth:`InferenceSession.end_profiling`, :meth:`close`, or leaving the
+``with`` block), from the thread that ends it, and a later ``run()`` of the same session is
+not profiled any more (ORT's rule). Each op keeps its real start time.
+
+Needs the ``onnxruntime`` extra: ``pip install 'aclprof[onnxruntime]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Type, Union
+
+try:
+    import onnxruntime as ort
+except ImportError as e:  # pragma: no cover - exercised where onnxruntime is absent
+    raise ImportError(
+        "aclprof.onnxruntime needs ONNX Runtime; install the extra: "
+        "pip install 'aclprof[onnxruntime]'"
+    ) from e
+
+from .runtime import Model, report_op
+
+__all__ = ["InferenceSession", "NodeEvent", "node_events", "report_profile"]
+
+_log = logging.getLogger("aclprof.onnxruntime")
+_KERNEL_SUFFIX = "_kernel_time"
+
+
+class NodeEvent(NamedTuple):
+    """One node execution from an ORT profile, on the library's clock (ns)."""
+
+    name: str
+    type: str
+    start: int
+    end: int
+    provider: str
+
+
+def _realtime_to_library_ns() -> int:
+    """What to add to a CLOCK_REALTIME reading (ORT's profiling start) to get the library's
+    clock (CLOCK_MONOTONIC_RAW): the tighter of a few paired readings."""
+    best: Optional[int] = None
+    offset = 0
+    for _ in range(5):
+        a = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        r = time.time_ns()
+        b = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        if best is None or b - a < best:
+            best, offset = b - a, (a + b) // 2 - r
+    return offset
+
+
+def node_events(profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
+                start_time_ns: int) -> Iterator[NodeEvent]:
+    """The node executions in an ORT profile (its file, or the parsed JSON), given the
+    session's ``get_profiling_start_time_ns()`` (CLOCK_REALTIME nanoseconds)."""
+    events = profile if isinstance(profile, list) else json.loads(Path(profile).read_text())
+    offset = start_time_ns + _realtime_to_library_ns()
+    for e in events:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or e.get("ph") != "X" or not name.endswith(_KERNEL_SUFFIX):
+            continue
+        args = e.get("args") or {}
+        start = offset + int(round(float(e["ts"]) * 1000))
+        yield NodeEvent(name[: -len(_KERNEL_SUFFIX)], str(args.get("op_name", "")), start,
+                        start + int(round(float(e["dur"]) * 1000)), str(args.get("provider", "")))
+
+
+def report_profile(model_id: int, profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
+                   start_time_ns: int) -> int:
+    """Reports every node execution of an ORT profile as an op of ``model_id``; returns how
+    many. For a session you made yourself with ``enable_profiling``:
+    ``report_profile(model.id, sess.end_profiling(), sess.get_profiling_start_time_ns())``."""
+    n = 0
+    for ev in node_events(profile, start_time_ns):
+        report_op(model_id, ev.name, ev.type, ev.start, ev.end)
+        n += 1
+    return n
+
+
+class InferenceSession:
+    """``onnxruntime.InferenceSession`` with every node execution reported to aclprof as an
+    op of the model ``name`` (default: the model file's name), registered on ``device``.
+
+    Takes ORT's arguments and forwards every other attribute to the ORT session
+    (``get_inputs``, ``run_with_iobinding``, ...). The given ``sess_options`` (or new ones)
+    get ``enable_profiling`` and a file prefix in a temporary directory; the profile file is
+    removed once reported unless ``keep_profile``. ORT keeps at most a million events a
+    session: runs it dropped are counted in :attr:`unprofiled_runs` and logged.
+    """
+
+    def __init__(self, path_or_bytes: Union[str, bytes, "os.PathLike[str]"],
+                 sess_options: Optional["ort.SessionOptions"] = None,
+                 providers: Optional[Sequence[Any]] = None,
+                 provider_options: Optional[Sequence[Dict[Any, Any]]] = None,
+                 *, name: Optional[str] = None, device: int = 0, keep_profile: bool = False,
+                 **kwargs: Any):
+        options = sess_options if sess_options is not None else ort.SessionOptions()
+        self._tmp = tempfile.mkdtemp(prefix="aclprof-ort-")
+        options.enable_profiling = True
+        options.profile_file_prefix = os.path.join(self._tmp, "ort_profile")
+        if name is None:
+            name = (Path(os.fsdecode(path_or_bytes)).stem
+                    if not isinstance(path_or_bytes, bytes) else "onnx_model")
+        self.keep_profile = keep_profile
+        self.model = Model.register(name, device)
+        try:
+            self.session = ort.InferenceSession(path_or_bytes, options, providers,
+                                                provider_options, **kwargs)
+        except BaseException:
+            self.model.unload()
+            raise
+        self.ops = 0
+        self.runs = 0
+        self.unprofiled_runs = 0
+        self.profile_file: Optional[str] = None
+
+    @property
+    def model_id(self) -> int:
+        return self.model.id
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.session, attr)
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any],
+            run_options: Optional["ort.RunOptions"] = None) -> Any:
+        """ORT's ``run``; profiled until :meth:`end_profiling`."""
+        if self.profile_file is None:
+            self.runs += 1
+        return self.session.run(output_names, input_feed, run_options)
+
+    def end_profiling(self) -> str:
+        """Ends ORT's profiling and reports every node execution since the session was made;
+        returns ORT's profile file (removed already unless ``keep_profile``). Later runs are
+        not profiled. A second call returns the same file and reports nothing."""
+        if self.profile_file is not None:
+            return self.profile_file
+        path = self.session.end_profiling()
+        self.profile_file = path
+        if not path:
+            _log.warning("aclprof.onnxruntime: ONNX Runtime wrote no profile")
+            return path
+        events = json.loads(Path(path).read_text())
+        self.ops = report_profile(self.model.id, events, self.session.get_profiling_start_time_ns())
+        seen = sum(1 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+        self.unprofiled_runs = max(0, self.runs - seen)
+        if self.unprofiled_runs:
+            _log.warning("aclprof.onnxruntime: ONNX Runtime's profiler kept %d of %d runs (it "
+                         "stops at a million events); the other %d are not reported",
+                         seen, self.runs, self.unprofiled_runs)
+        if not self.keep_profile:
+            os.unlink(path)
+            os.rmdir(self._tmp)
+        return path
+
+    def close(self) -> None:
+        """Reports the session's ops (if not done yet) and unloads the aclprof model."""
+        if self.model.loaded:
+            try:
+                self.end_profiling()
+            finally:
+                self.model.unload()
+
+    def __enter__(self) -> "InferenceSession":
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<aclprof.onnxruntime.InferenceSession model {self.model.id}, {self.ops} ops>"
