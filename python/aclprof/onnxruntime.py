@@ -151,7 +151,7 @@ class InferenceSession:
         not profiled. A second call returns the same file and reports nothing."""
         if self.profile_file is not None:
             return self.profile_file
-        path = self.session.end_profiling()
+        path: str = self.session.end_profiling()
         self.profile_file = path
         if not path:
             _log.warning("aclprof.onnxruntime: ONNX Runtime wrote no profile")

@@ -217,7 +217,7 @@ class profile(contextlib.ContextDecorator):
             _scope.stack.clear()  # a forward that raised left its modules on the stack
 
     def __call__(self, func: _F) -> _F:
-        return super().__call__(func)  # type: ignore[no-any-return]
+        return super().__call__(func)
 
     def close(self) -> None:
         """Unloads the aclprof model (a subscription to it stays until unsubscribed)."""
