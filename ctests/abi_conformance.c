@@ -71,6 +71,9 @@
     X(aclError, aclprofExtExport, (const char *profDir))                                                    \
     X(aclError, aclprofExtAnalyze, (const char *path, const char *queryJson, char **result))              \
     X(void, aclprofExtFreeResult, (char *result))                                                           \
+    X(aclError, aclprofExtOptionsCheck, (const char *profilingOptions))                                   \
+    X(aclError, aclprofExtOptionsStart, (const char *profilingOptions))                                   \
+    X(aclError, aclprofExtOptionsStop, (void))                                                            \
     X(aclError, aclprofExtRingSubscribe, (uint32_t modelId, const char *path, uint32_t capacityRecords, int *ringFd)) \
     X(aclError, aclprofExtRingAttach, (const char *path, int fd, aclprofExtRing **ring))                  \
     X(aclError, aclprofExtRingAcquire,                                                                      \
@@ -142,7 +145,7 @@ static void test_every_function_is_exported(void) {
     CHECK(p_##name != NULL);   \
     n++;
     CANN_FUNCTIONS(TOUCH)
-    CHECK_EQ(n, 59);
+    CHECK_EQ(n, 62);
     size_t size = 0;
     CHECK_EQ(p_aclprofGetOpDescSize(&size), ACL_SUCCESS);
     CHECK_EQ(size, 512);

@@ -360,9 +360,16 @@ pub fn next_config_id() -> u64 {
 /// Environment-variable profiling: a file-mode session for `config` into `root`, started
 /// without aclprofInit/aclprofStart (the control calls then answer 100042).
 pub fn start_env_session(root: &Path, config: &ProfConfig) -> Result<()> {
-    let root = state::prepare_result_dir(root)?;
     let mut g = core();
     let core = g.get_or_insert_with(Core::default);
+    if core.mode != state::Mode::Off {
+        return err(
+            ACL_ERROR_PROF_ALREADY_RUN,
+            "profiling is already running in this process (aclprofInit, a subscription, or \
+             PROFILING_OPTIONS): stop it first",
+        );
+    }
+    let root = state::prepare_result_dir(root)?;
     let index = core.start_cmd(config, root.clone());
     let r = crate::filemode::begin(&root, index - 1, config, &core.config_values());
     match r {

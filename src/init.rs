@@ -47,11 +47,40 @@ fn aicore_metric(name: &str) -> Option<u32> {
     NAMES.iter().position(|n| *n == name).map(|i| i as u32)
 }
 
+/// Keys of `PROFILING_OPTIONS` that CANN accepts and the emulated device has no data for
+/// (system sampling, storage limits, ...): accepted and ignored.
+const ENV_ACCEPTED: [&str; 14] = [
+    "storage_limit",
+    "task_time",
+    "ge_api",
+    "sys_hardware_mem_freq",
+    "llc_profiling",
+    "sys_io_sampling_freq",
+    "sys_interconnection_freq",
+    "dvpp_freq",
+    "host_sys",
+    "host_sys_usage",
+    "host_sys_usage_freq",
+    "instr_profiling_freq",
+    "op_attr",
+    "aic_metrics_freq",
+];
+
+/// How `PROFILING_OPTIONS`-style JSON treats keys it does not know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unknown {
+    /// Log each one and go on (the environment variable: a typo must not stop the program).
+    Warn,
+    /// Refuse the options, naming the key (`aclprofExtOptionsStart`, which returns errors).
+    Refuse,
+}
+
 /// Parses `PROFILING_OPTIONS`: the result root and the config to profile every emulated
-/// device with.
+/// device with. Switches take "on" or "off".
 pub fn env_mode_config(
     options: &str,
     device_count: u32,
+    unknown: Unknown,
 ) -> Result<(std::path::PathBuf, ProfConfig)> {
     let v: serde_json::Value = serde_json::from_str(options).or_else(|e| {
         err(
@@ -59,6 +88,32 @@ pub fn env_mode_config(
             format!("PROFILING_OPTIONS is not JSON: {e}"),
         )
     })?;
+    let Some(map) = v.as_object() else {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "PROFILING_OPTIONS is not a JSON object",
+        );
+    };
+    for (k, val) in map {
+        let switch = ENV_SWITCHES.iter().any(|(s, _)| s == k);
+        let known = switch
+            || ["output", "fp_point", "bp_point", "aic_metrics"].contains(&k.as_str())
+            || ENV_ACCEPTED.contains(&k.as_str());
+        let why = if !known {
+            Some(format!("PROFILING_OPTIONS has an unknown key {k:?}"))
+        } else if switch && !matches!(val.as_str(), Some("on" | "off")) {
+            Some(format!(
+                "PROFILING_OPTIONS {k:?} must be \"on\" or \"off\", not {val}"
+            ))
+        } else {
+            None
+        };
+        match (why, unknown) {
+            (Some(why), Unknown::Refuse) => return err(ACL_ERROR_INVALID_PARAM, why),
+            (Some(why), Unknown::Warn) => log::warn!("aclprof: {why}; ignored"),
+            (None, _) => {}
+        }
+    }
     let Some(output) = v
         .get("output")
         .and_then(|o| o.as_str())
@@ -121,13 +176,10 @@ fn start_env_mode() {
         return;
     }
     let options = std::env::var("PROFILING_OPTIONS").unwrap_or_default();
-    let r = env_mode_config(&options, crate::settings::get().device_count)
+    let r = env_mode_config(&options, crate::settings::get().device_count, Unknown::Warn)
         .and_then(|(root, config)| crate::api::start_env_session(&root, &config));
     match r {
-        // SAFETY: registers a plain extern "C" function.
-        Ok(()) => unsafe {
-            libc::atexit(end_env_mode);
-        },
+        Ok(()) => export_at_exit(),
         Err(e) => {
             log::error!(
                 "aclprof: PROFILING_MODE=true but profiling could not start: {}",
@@ -136,6 +188,39 @@ fn start_env_mode() {
             crate::error::set_last(format!("PROFILING_MODE: {}", e.msg));
         }
     }
+}
+
+/// Starts profiling every model as `PROFILING_MODE=true` with these `PROFILING_OPTIONS`
+/// would, refusing unknown keys: what framework adapters (aclprof.tensorflow) call.
+/// Exported at [`options_stop`] or at process exit.
+pub fn options_start(options: &str) -> Result<()> {
+    let (root, config) = env_mode_config(
+        options,
+        crate::settings::get().device_count,
+        Unknown::Refuse,
+    )?;
+    crate::api::start_env_session(&root, &config)?;
+    export_at_exit();
+    Ok(())
+}
+
+/// Stops what [`options_start`] (or `PROFILING_MODE`) started and exports it.
+pub fn options_stop() -> Result<()> {
+    crate::api::end_env_session().unwrap_or_else(|| {
+        err(
+            crate::error::ACL_ERROR_PROF_NOT_RUN,
+            "no profiling started from PROFILING_OPTIONS is running",
+        )
+    })
+}
+
+/// Registers the exit handler that exports a session still running at exit, once.
+fn export_at_exit() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registers a plain extern "C" function.
+    REGISTERED.call_once(|| unsafe {
+        libc::atexit(end_env_mode);
+    });
 }
 
 /// At process exit: stop environment-variable profiling and export its result directory.
@@ -148,4 +233,53 @@ extern "C" fn end_env_mode() {
             );
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str, u: Unknown) -> std::result::Result<ProfConfig, String> {
+        env_mode_config(s, 2, u).map(|(_, c)| c).map_err(|e| e.msg)
+    }
+
+    #[test]
+    fn switches_metrics_and_points() {
+        let c = parse(
+            r#"{"output":"/tmp/x","task_trace":"on","training_trace":"on","hccl":"off",
+                "aic_metrics":"PipeUtilization","fp_point":"a","bp_point":"b","storage_limit":"200MB"}"#,
+            Unknown::Refuse,
+        )
+        .unwrap();
+        assert_eq!(c.data_type, 0x1 | 0x2 | 0x40 | 0x4);
+        assert_eq!(c.aicore_metrics, 1);
+        assert_eq!(
+            (c.fp_point.as_deref(), c.bp_point.as_deref()),
+            (Some("a"), Some("b"))
+        );
+        assert_eq!(c.devices, vec![0, 1]);
+    }
+
+    #[test]
+    fn unknown_keys_refused_by_name_or_warned() {
+        let s = r#"{"output":"/tmp/x","task_trace":"on","trainig_trace":"on"}"#;
+        let e = parse(s, Unknown::Refuse).unwrap_err();
+        assert!(e.contains("\"trainig_trace\""), "{e}");
+        assert_eq!(parse(s, Unknown::Warn).unwrap().data_type, 0x1 | 0x2);
+        let e = parse(r#"{"output":"/tmp/x","aicpu":true}"#, Unknown::Refuse).unwrap_err();
+        assert!(e.contains("\"aicpu\" must be \"on\" or \"off\""), "{e}");
+    }
+
+    #[test]
+    fn bad_json_and_missing_output() {
+        assert!(parse("{", Unknown::Warn).unwrap_err().contains("not JSON"));
+        assert!(parse("[1]", Unknown::Warn)
+            .unwrap_err()
+            .contains("not a JSON object"));
+        assert!(parse(r#"{"task_trace":"on"}"#, Unknown::Refuse)
+            .unwrap_err()
+            .contains("needs \"output\""));
+        let e = parse(r#"{"output":"/tmp/x","aic_metrics":"Pipe"}"#, Unknown::Warn).unwrap_err();
+        assert!(e.contains("not a metric name"), "{e}");
+    }
 }

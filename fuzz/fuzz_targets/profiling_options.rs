@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok((root, config)) = aclprof::init::env_mode_config(text, 4) {
+    if let Ok((root, config)) = aclprof::init::env_mode_config(text, 4, aclprof::init::Unknown::Refuse) {
         assert!(!root.as_os_str().is_empty(), "a config always names its result directory");
         assert_eq!(config.devices, vec![0, 1, 2, 3]);
         assert!(config.data_type != 0);

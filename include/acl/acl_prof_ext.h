@@ -252,6 +252,31 @@ aclError aclprofExtDecodeOps(const void *opInfo,
                              uint32_t capacity,
                              uint32_t *count);
 
+/**
+ * Checks `profilingOptions`, a `PROFILING_OPTIONS` JSON object (as TensorFlow's npu_bridge
+ * writes it: "output", "task_trace", "training_trace", "aic_metrics", "fp_point", ...),
+ * without starting anything. Bad JSON, an unknown key, a switch that is not "on" or "off",
+ * an unknown metric or no "output" -> ACL_ERROR_INVALID_PARAM, the reason (naming the key)
+ * from aclGetRecentErrMsg.
+ */
+MSVP_PROF_API aclError aclprofExtOptionsCheck(const char *profilingOptions);
+
+/**
+ * Starts profiling every model on every device into a result directory under "output", as
+ * `PROFILING_MODE=true` with these `PROFILING_OPTIONS` would: what framework adapters call
+ * when their profiling switch is on. Exported by aclprofExtOptionsStop, or at process exit.
+ * Errors: as aclprofExtOptionsCheck; profiling already running in the process (aclprofInit,
+ * a subscription, PROFILING_MODE or an earlier start) -> ACL_ERROR_PROF_ALREADY_RUN; an
+ * output directory that cannot be created -> ACL_ERROR_INVALID_FILE.
+ */
+MSVP_PROF_API aclError aclprofExtOptionsStart(const char *profilingOptions);
+
+/**
+ * Stops what aclprofExtOptionsStart (or PROFILING_MODE) started and exports its result
+ * directory. Nothing running -> ACL_ERROR_PROF_NOT_RUN.
+ */
+MSVP_PROF_API aclError aclprofExtOptionsStop(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -370,6 +370,9 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtRingRelease": (c_int, [c_void_p, c_size_t]),
     "aclprofExtRingDetach": (c_int, [c_void_p]),
     "aclprofExtDecodeOps": (c_int, [c_void_p, c_size_t, POINTER(aclprofExtOp), c_uint32, POINTER(c_uint32)]),
+    "aclprofExtOptionsCheck": (c_int, [c_char_p]),
+    "aclprofExtOptionsStart": (c_int, [c_char_p]),
+    "aclprofExtOptionsStop": (c_int, []),
     # acl_rt.h
     "aclrtSetDevice": (c_int, [c_int32]),
     "aclrtResetDevice": (c_int, [c_int32]),
@@ -483,6 +486,9 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtRingRelease": ['ring', 'length'],
     "aclprofExtRingDetach": ['ring'],
     "aclprofExtDecodeOps": ['opInfo', 'opInfoLen', 'ops', 'capacity', 'count'],
+    "aclprofExtOptionsCheck": ['profilingOptions'],
+    "aclprofExtOptionsStart": ['profilingOptions'],
+    "aclprofExtOptionsStop": [],
     "aclrtSetDevice": ['deviceId'],
     "aclrtResetDevice": ['deviceId'],
     "aclrtGetDevice": ['deviceId'],
@@ -602,6 +608,9 @@ class Library(Protocol):
     def aclprofExtRingRelease(self, ring: VoidP, length: int, /) -> int: ...
     def aclprofExtRingDetach(self, ring: VoidP, /) -> int: ...
     def aclprofExtDecodeOps(self, opInfo: VoidP, opInfoLen: int, ops: Ptr[aclprofExtOp], capacity: int, count: Ptr[c_uint32], /) -> int: ...
+    def aclprofExtOptionsCheck(self, profilingOptions: CharP, /) -> int: ...
+    def aclprofExtOptionsStart(self, profilingOptions: CharP, /) -> int: ...
+    def aclprofExtOptionsStop(self, /) -> int: ...
 
     # acl_rt.h
     def aclrtSetDevice(self, deviceId: int, /) -> int: ...

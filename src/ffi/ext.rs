@@ -510,3 +510,56 @@ fn unpack(v: crate::record::View<'_>) -> aclprofExtOp {
         reserved: 0,
     }
 }
+
+/// The JSON text of a `PROFILING_OPTIONS`-style argument.
+unsafe fn options_arg<'a>(options: *const c_char) -> crate::error::Result<&'a str> {
+    std::str::from_utf8(cstr(options, "profilingOptions")?)
+        .map_err(|_| invalid("profilingOptions is not UTF-8"))
+}
+
+/// Checks `profilingOptions`, a `PROFILING_OPTIONS` JSON object (as TensorFlow's npu_bridge
+/// writes it: "output", "task_trace", "training_trace", "aic_metrics", "fp_point", ...),
+/// without starting anything. Bad JSON, an unknown key, a switch that is not "on" or "off",
+/// an unknown metric or no "output" -> ACL_ERROR_INVALID_PARAM, the reason (naming the key)
+/// from aclGetRecentErrMsg.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtOptionsCheck(profilingOptions: *const c_char) -> aclError {
+    entry(
+        "aclprofExtOptionsCheck",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let count = crate::init::ensure().device_count;
+            let text = options_arg(profilingOptions)?;
+            crate::init::env_mode_config(text, count, crate::init::Unknown::Refuse).map(|_| ())
+        },
+    )
+}
+
+/// Starts profiling every model on every device into a result directory under "output", as
+/// `PROFILING_MODE=true` with these `PROFILING_OPTIONS` would: what framework adapters call
+/// when their profiling switch is on. Exported by aclprofExtOptionsStop, or at process exit.
+/// Errors: as aclprofExtOptionsCheck; profiling already running in the process (aclprofInit,
+/// a subscription, PROFILING_MODE or an earlier start) -> ACL_ERROR_PROF_ALREADY_RUN; an
+/// output directory that cannot be created -> ACL_ERROR_INVALID_FILE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtOptionsStart(profilingOptions: *const c_char) -> aclError {
+    entry(
+        "aclprofExtOptionsStart",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::init::ensure();
+            crate::init::options_start(options_arg(profilingOptions)?)
+        },
+    )
+}
+
+/// Stops what aclprofExtOptionsStart (or PROFILING_MODE) started and exports its result
+/// directory. Nothing running -> ACL_ERROR_PROF_NOT_RUN.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtOptionsStop() -> aclError {
+    entry(
+        "aclprofExtOptionsStop",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        crate::init::options_stop,
+    )
+}
