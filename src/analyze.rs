@@ -81,6 +81,8 @@ pub struct Query {
     pub order_by: Option<String>,
     /// Ops shorter than this are left out.
     pub min_time_ns: u64,
+    /// Ops longer than this are left out.
+    pub max_time_ns: u64,
     /// Only these op types (any of them), if any are given.
     pub types: Vec<String>,
     pub name: Option<regex::bytes::Regex>,
@@ -98,6 +100,7 @@ impl Default for Query {
             func: Func::Sum,
             order_by: None,
             min_time_ns: 0,
+            max_time_ns: u64::MAX,
             types: Vec::new(),
             name: None,
             device: None,
@@ -167,6 +170,11 @@ impl Query {
                 "min_time" => {
                     q.min_time_ns =
                         Query::min_time_ns(x.as_f64().ok_or_else(|| bad(k, "a number"))?)?
+                }
+                "max_time" => {
+                    q.max_time_ns =
+                        Query::min_time_ns(x.as_f64().ok_or_else(|| bad(k, "a number"))?)
+                            .map_err(|e| e.replace("min_time", "max_time"))?
                 }
                 "type" => {
                     q.types = match x {
@@ -558,7 +566,7 @@ pub fn analyze_with_progress(
             }
         }
         let d = v.duration();
-        if d < q.min_time_ns || q.device.is_some_and(|dev| dev != v.dev_id()) {
+        if d < q.min_time_ns || d > q.max_time_ns || q.device.is_some_and(|dev| dev != v.dev_id()) {
             return;
         }
         let ty = v.op_type().unwrap_or_default();
@@ -659,10 +667,23 @@ pub fn analyze_with_progress(
 }
 
 fn sort_rows(rows: &mut [Row], q: &Query) -> Result<()> {
-    let col = q.order_by.as_deref().unwrap_or("time").to_ascii_lowercase();
+    // "+col": ascending (MegEngine's profile_analyze); numbers otherwise sort descending.
+    let asked = q.order_by.as_deref().unwrap_or("time");
+    let (ascending, col) = match asked.strip_prefix('+') {
+        Some(c) => (true, c.to_ascii_lowercase()),
+        None => (false, asked.to_ascii_lowercase()),
+    };
     let key_title = q.by.map_or("name", |k| k.title()).to_ascii_lowercase();
     let num = |f: fn(&Row) -> f64| {
-        move |a: &Row, b: &Row| f(b).total_cmp(&f(a)).then_with(|| a.key.cmp(&b.key))
+        move |a: &Row, b: &Row| {
+            let by_value = f(b).total_cmp(&f(a));
+            let by_value = if ascending {
+                by_value.reverse()
+            } else {
+                by_value
+            };
+            by_value.then_with(|| a.key.cmp(&b.key))
+        }
     };
     match col.as_str() {
         "time" | "duration" => rows.sort_by(num(|r| r.time)),
@@ -987,6 +1008,24 @@ mod tests {
         let names: Vec<&str> = r.rows.iter().map(|x| x.key.as_str()).collect();
         assert_eq!(names, ["conv2", "conv1"], "the two longest ops");
         assert_eq!(r.groups, 5);
+        let shortest = analyze(
+            &p,
+            &Query {
+                top: 0,
+                order_by: Some("+time".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let times: Vec<f64> = shortest.rows.iter().map(|x| x.time).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+        assert_eq!(shortest.rows.last().unwrap().key, "conv2");
+        let capped = Query {
+            top: 0,
+            max_time_ns: shortest.rows[1].time as u64,
+            ..Default::default()
+        };
+        assert_eq!(analyze(&p, &capped).unwrap().ops, 2, "the two shortest ops");
         let q = Query {
             top: 0,
             types: vec!["Relu".into()],

@@ -57,6 +57,7 @@ def analyze(
     aggregate: str = "sum",
     order_by: Optional[str] = None,
     min_time: float = 0.0,
+    max_time: Optional[float] = None,
     type: Union[str, Iterable[str], None] = None,
     name: Optional[str] = None,
     device: Optional[int] = None,
@@ -68,9 +69,9 @@ def analyze(
 
     ``top`` rows (0: all); ``aggregate_by`` one of ``"type"``, ``"name"``, ``"device"``,
     ``"stream"``, ``"model"``, ``"rank"`` (default: single ops); ``aggregate`` one of
-    ``"sum"``, ``"mean"``, ``"max"``, ``"min"``, ``"count"``; ``order_by`` a column;
-    ``min_time`` in µs; ``type`` one op type or several; ``name`` a regular expression;
-    ``device``, ``rank``, ``step`` filters. Raises :class:`AclError` for a bad option or an
+    ``"sum"``, ``"mean"``, ``"max"``, ``"min"``, ``"count"``; ``order_by`` a column
+    (``"+time"``: ascending); ``min_time`` and ``max_time`` in µs; ``type`` one op type or
+    several; ``name`` a regular expression; ``device``, ``rank``, ``step`` filters. Raises :class:`AclError` for a bad option or an
     unreadable path, with the library's reason."""
     query = {
         "top": top,
@@ -78,6 +79,7 @@ def analyze(
         "aggregate": aggregate,
         "order_by": order_by,
         "min_time": min_time,
+        "max_time": max_time,
         "type": [type] if isinstance(type, str) else (None if type is None else list(type)),
         "name": name,
         "device": device,

@@ -26,13 +26,16 @@ struct AnalyzeArgs {
     /// How a group's times become its time column: sum, mean, max, min or count
     #[arg(long = "aggregate", default_value = "sum", value_parser = parse_func)]
     aggregate: Func,
-    /// Column to sort by (descending for numbers): time, count, total, share, mean, min, max,
-    /// start, name or the --aggregate-by key
+    /// Column to sort by (descending for numbers; +COLUMN ascending): time, count, total,
+    /// share, mean, min, max, start, name or the --aggregate-by key
     #[arg(long = "order-by")]
     order_by: Option<String>,
     /// Leave out ops shorter than this many microseconds
     #[arg(long = "min-time", default_value_t = 0.0)]
     min_time: f64,
+    /// Leave out ops longer than this many microseconds
+    #[arg(long = "max-time")]
+    max_time: Option<f64>,
     /// Only ops of this type (repeatable)
     #[arg(long = "type")]
     types: Vec<String>,
@@ -114,6 +117,11 @@ impl AnalyzeArgs {
             func: self.aggregate,
             order_by: self.order_by.clone(),
             min_time_ns: Query::min_time_ns(self.min_time).map_err(|e| format!("--{e}"))?,
+            max_time_ns: match self.max_time {
+                Some(t) => Query::min_time_ns(t)
+                    .map_err(|e| format!("--{}", e.replace("min_time", "max-time")))?,
+                None => u64::MAX,
+            },
             types: self.types.clone(),
             name,
             device: self.device,

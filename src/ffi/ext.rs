@@ -205,9 +205,9 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
 /// (`PROF_…`), a folder of them or a file of records. `queryJson` (NULL: the defaults) is a
 /// JSON object with the command's options as keys: "top" (rows, 0 = all; default 10),
 /// "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
-/// "mean", "max", "min", "count"), "order_by", "min_time" (µs), "type" (a string or a list),
-/// "name" (a regular expression), "device", "rank", "step", and "format" ("json" (default),
-/// "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
+/// "mean", "max", "min", "count"), "order_by" ("+column": ascending), "min_time" and
+/// "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
+/// "rank", "step", and "format" ("json" (default), "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
 /// the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
 /// aclGetRecentErrMsg): NULL path or result, a bad query -> ACL_ERROR_INVALID_PARAM; a path
 /// that cannot be read -> ACL_ERROR_INVALID_FILE.
