@@ -1,0 +1,229 @@
+"""MegEngine's profiler API (``megengine.utils.profiler``) over aclprof's file mode. A script
+changes its import only::
+
+    from aclprof.megengine import Profiler, profile   # was: from megengine.utils.profiler import ...
+
+    @profile()                      # each call of train_step is profiled on its own
+    def train_step(data): ...
+
+    profiler = Profiler("./profile")
+    with profiler:                  # as in MegEngine, the block binds nothing (``as p`` is None)
+        model.execute()
+
+Each entry (``with``, a call of the decorated function, ``start()``) is one profiling: one
+aclprof file-mode session over every device. As in MegEngine, the results of the last entry
+are written when the profiler is dumped: by :meth:`Profiler.dump`, when the profiler is
+destroyed, or at interpreter exit, to ``{path}/{pid}.chrome_timeline.json`` (a Chrome/Perfetto
+trace, microseconds from the profile start). The aclprof result directory it was made from
+stays beside it, in ``{path}/{pid}.aclprof/``, and ``python -m aclprof.profile_analyze`` reads
+either. ``memory_flow.svg`` is accepted and not written: aclprof records no memory flow.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import json
+import logging
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+
+from ._lib import load
+from .errors import check
+from .profiler import Profiler as _FileMode
+
+__all__ = ["Profiler", "profile"]
+
+_log = logging.getLogger("aclprof.megengine")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_running: Optional["Profiler"] = None
+_living: "weakref.WeakSet[Profiler]" = weakref.WeakSet()
+
+
+class Profiler(contextlib.ContextDecorator):
+    """``megengine.utils.profiler.Profiler``: ``path`` is the output directory (made when
+    dumping), ``format``/``formats`` what to write there. MegEngine's options
+    (``sample_rate``, ``profile_device``, ``num_tensor_watch``, ``enable_cupti``) are kept as
+    ints in :attr:`options`; other keyword arguments are ignored, as in MegEngine."""
+
+    CHROME_TIMELINE = "chrome_timeline.json"
+    valid_options = {"sample_rate": 0, "profile_device": 1, "num_tensor_watch": 10,
+                     "enable_cupti": 0}
+    valid_formats = {"chrome_timeline.json", "memory_flow.svg"}
+
+    def __init__(self, path: str = "profile", format: str = "chrome_timeline.json",
+                 formats: Optional[Sequence[str]] = None, with_backtrace: bool = False,
+                 with_scopes: bool = False, **kwargs: Any) -> None:
+        if not formats:
+            formats = [format]
+        assert not isinstance(formats, str), "formats excepts list, got str"
+        for fmt in formats:
+            assert fmt in Profiler.valid_formats, "unsupported format {}".format(fmt)
+        self._path = path
+        self._formats = list(formats)
+        self.options: Dict[str, int] = {
+            opt: int(kwargs.pop(opt, default)) for opt, default in Profiler.valid_options.items()
+        }
+        self.with_backtrace = with_backtrace
+        self.with_scopes = with_scopes
+        self._pid: Any = "<PID>"
+        self._session: Optional[_FileMode] = None
+        self._staging: Optional[str] = None
+        # The result directory of the last finished entry, not yet dumped.
+        self._result: Optional[Path] = None
+
+    @property
+    def path(self) -> str:
+        fmt = self._formats[0] if len(self._formats) == 1 else (
+            "{" + ",".join(self._formats) + "}" if self._formats else "<FORMAT>")
+        return self.format_path(self._path, self._pid, fmt)
+
+    @property
+    def directory(self) -> str:
+        return self._path
+
+    @property
+    def formats(self) -> List[str]:
+        return list(self._formats)
+
+    @staticmethod
+    def format_path(path: str, pid: Any, format: str) -> str:
+        return os.path.join(path, "{}.{}".format(pid, format))
+
+    def start(self) -> "Profiler":
+        global _running
+        assert _running is None
+        self._staging = tempfile.mkdtemp(prefix="aclprof-megengine-")
+        session = _FileMode(self._staging, devices=_all_devices())
+        session.start()
+        _running = self
+        self._session = session
+        self._pid = os.getpid()
+        return self
+
+    def stop(self) -> None:
+        global _running
+        assert _running is self
+        _running = None
+        session, self._session = self._session, None
+        assert session is not None
+        try:
+            session.stop()
+        finally:
+            found = session.analyse(print_summary=False).result_dirs
+            if self._result is not None:  # an earlier entry never dumped: replaced
+                shutil.rmtree(self._result.parent, ignore_errors=True)
+            self._result = found[-1] if found else None
+            self._pid = os.getpid()
+            _living.add(self)
+
+    def step(self) -> None:
+        assert _running is not None
+
+    def dump(self) -> None:
+        """Writes the last entry's results to ``{path}/{pid}.{format}``."""
+        result = self._result
+        if result is None:
+            return
+        if not os.path.exists(self._path):
+            os.makedirs(self._path)
+        if not os.path.isdir(self._path):
+            _log.warning("%s is not a directory, cannot write profiling results", self._path)
+            return
+        kept = Path(self.format_path(self._path, self._pid, "aclprof"))
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.move(str(result), str(kept / result.name))
+        shutil.rmtree(result.parent, ignore_errors=True)
+        self._result = None
+        for fmt in self._formats:
+            out = self.format_path(self._path, self._pid, fmt)
+            if fmt != Profiler.CHROME_TIMELINE:
+                _log.warning("aclprof.megengine: %s is not written (aclprof records no memory "
+                             "flow)", out)
+                continue
+            _log.info("process %s generating %s", self._pid, fmt)
+            Path(out).write_text(json.dumps(chrome_timeline(kept / result.name)))
+            _log.info("profiling results written to %s", out)
+            if os.path.getsize(out) > 64 * 1024 * 1024:
+                _log.warning("profiling results too large, maybe you are profiling multi iters, "
+                             "consider attach profiler in each iter separately")
+        _living.discard(self)
+
+    def __enter__(self) -> None:  # MegEngine's returns None too
+        self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def __call__(self, func: _F) -> _F:
+        wrapped = super().__call__(func)
+        setattr(wrapped, "__profiler__", self)
+        return wrapped
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.dump()
+        staging = getattr(self, "_staging", None)  # None if __init__ raised
+        if staging:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def profile(*args: Any, **kwargs: Any) -> Any:
+    """``@profile`` or ``@profile(...)``: a :class:`Profiler` (as MegEngine's alias)."""
+    if len(args) == 1 and not kwargs and callable(args[0]):
+        return Profiler()(args[0])
+    return Profiler(*args, **kwargs)
+
+
+def _all_devices() -> List[int]:
+    """Every emulated device (ACLPROF_DEVICE_COUNT): MegEngine profiles all of them."""
+    n = ctypes.c_uint32()
+    check("aclrtGetDeviceCount", load().aclrtGetDeviceCount(ctypes.byref(n)))
+    return list(range(n.value))
+
+
+def chrome_timeline(result_dir: Path) -> Dict[str, Any]:
+    """The ops of an aclprof result directory as MegEngine writes its timeline: one process
+    (this pid), a thread per aclprof process and thread (named by both), ``ts`` in µs from
+    the first event, ``{"traceEvents": [...], "metadata": {"localTime": ...}}``."""
+    (timeline,) = sorted((result_dir / "mindstudio_profiler_output").glob("msprof_*.json"))
+    events = json.loads(timeline.read_text())
+    procs = {e["pid"]: e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    slices = [e for e in events if e.get("ph") == "X"]
+    origin = min((float(e["ts"]) for e in slices), default=0.0)
+    pid = os.getpid()
+    tids: Dict[Tuple[Any, Any], int] = {}
+    out: List[Dict[str, Any]] = []
+    for e in slices:
+        key = (e["pid"], e["tid"])
+        if key not in tids:
+            tids[key] = len(tids)
+        out.append({"name": e["name"], "cat": "Kernel", "tid": tids[key], "pid": pid,
+                    "ts": float(e["ts"]) - origin, "dur": float(e["dur"]), "ph": "X",
+                    "args": e.get("args", {})})
+    for (p, t), tid in tids.items():
+        name = " / ".join(x for x in (procs.get(p, str(p)), threads.get((p, t), str(t))) if x)
+        out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                    "args": {"name": name}})
+    local = int(origin * 1000)  # the trace's µs timestamps are wall-clock time
+    return {"traceEvents": out, "metadata": {"localTime": str(local),
+                                             "aclprof_result": str(result_dir)}}
+
+
+@atexit.register
+def _stop_current_profiler() -> None:
+    if _running is not None:
+        with contextlib.suppress(Exception):
+            _running.stop()
+    for p in list(_living):
+        with contextlib.suppress(Exception):
+            p.dump()

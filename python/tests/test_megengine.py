@@ -1,0 +1,140 @@
+"""aclprof.megengine: MegEngine's Profiler/profile surface, and python -m
+aclprof.profile_analyze with MegEngine's options, on a simulated model."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import aclprof
+from aclprof.megengine import Profiler, profile
+
+from conftest import TINY, model_ops
+
+OPS = len(model_ops(TINY))
+
+
+def run_tiny(times: int = 1) -> None:
+    with aclprof.Model.simulate(TINY) as model:
+        model.execute(times)
+
+
+def timeline(path: Path) -> Dict[str, Any]:
+    data: Dict[str, Any] = json.loads((path / f"{os.getpid()}.chrome_timeline.json").read_text())
+    return data
+
+
+def op_slices(data: Dict[str, Any]) -> int:
+    return sum(1 for e in data["traceEvents"] if e["ph"] == "X" and e["cat"] == "Kernel"
+               and e["name"] not in ("Computing", "Free", "Communication"))
+
+
+def test_with_block_written_when_destroyed(tmp_path: Path) -> None:
+    out = tmp_path / "profile"
+    profiler = Profiler(str(out))
+    with profiler as bound:
+        run_tiny(2)
+    assert bound is None, "MegEngine's __enter__ returns None"
+    assert not out.exists(), "nothing is written before the profiler is dumped"
+    del profiler
+    gc.collect()
+    data = timeline(out)
+    assert data["metadata"]["localTime"].isdigit()
+    hw = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    assert all(e["pid"] == os.getpid() and e["ts"] >= 0 for e in hw)
+    names = {e["args"]["name"] for e in data["traceEvents"] if e["name"] == "thread_name"}
+    assert any(n.startswith("Ascend Hardware / Stream") for n in names), names
+    stream_tids = {e["tid"] for e in data["traceEvents"]
+                   if e["name"] == "thread_name" and "Stream" in e["args"]["name"]}
+    assert sum(1 for e in hw if e["tid"] in stream_tids) == 2 * OPS
+
+
+def test_decorator_profiles_each_call_and_keeps_the_last(tmp_path: Path) -> None:
+    calls = []
+
+    @profile(str(tmp_path / "p"))
+    def step(times: int) -> int:
+        run_tiny(times)
+        calls.append(times)
+        return times
+
+    assert step(3) == 3 and step(1) == 1
+    prof = getattr(step, "__profiler__")
+    prof.dump()
+    data = timeline(tmp_path / "p")
+    stream_tids = {e["tid"] for e in data["traceEvents"]
+                   if e["name"] == "thread_name" and "Stream" in e["args"]["name"]}
+    assert sum(1 for e in data["traceEvents"] if e["ph"] == "X" and e["tid"] in stream_tids) \
+        == OPS, "only the last entry's profile is written, as in MegEngine"
+    assert calls == [3, 1]
+
+
+def test_bare_decorator_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    @profile
+    def once() -> None:
+        run_tiny()
+
+    once()
+    getattr(once, "__profiler__").dump()
+    assert (tmp_path / "profile" / f"{os.getpid()}.chrome_timeline.json").exists()
+    assert (tmp_path / "profile" / f"{os.getpid()}.aclprof").is_dir()
+
+
+def test_megengine_validation() -> None:
+    with pytest.raises(AssertionError, match="unsupported format"):
+        Profiler(format="timeline.txt")
+    with pytest.raises(AssertionError, match="formats excepts list"):
+        Profiler(formats="chrome_timeline.json")  # type: ignore[arg-type]
+    p = Profiler(sample_rate="3", profile_device=False, unknown=1)
+    assert p.options == {"sample_rate": 3, "profile_device": 0, "num_tensor_watch": 10,
+                         "enable_cupti": 0}
+    assert p.path.endswith("<PID>.chrome_timeline.json")
+    p.start()
+    try:
+        with pytest.raises(AssertionError):
+            Profiler().start()  # one profiler at a time
+    finally:
+        p.stop()
+
+
+def analyze(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aclprof.profile_analyze", *args],
+                          capture_output=True, text=True)
+
+
+def test_profile_analyze_with_megengines_options(tmp_path: Path) -> None:
+    profiler = Profiler(str(tmp_path))
+    with profiler:
+        run_tiny(4)
+    profiler.dump()
+    dump = str(tmp_path / f"{os.getpid()}.chrome_timeline.json")
+    types = sorted({op["type"] for op in model_ops(TINY)})
+
+    r = analyze(dump, "-t", "5", "--aggregate-by", "type", "--aggregate", "sum")
+    assert r.returncode == 0, r.stderr
+    assert "total device time" in r.stdout and "total host time" in r.stdout
+    for t in types[:5]:
+        assert t in r.stdout
+
+    r = analyze(dump, "-t", "0", "--type", types[0], "--order-by", "+time", "--min-time", "1e-9")
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stdout.splitlines() if f" {types[0]} " in f" {line} "]
+    assert len(rows) == 4 * sum(1 for op in model_ops(TINY) if op["type"] == types[0])
+
+    r = analyze(dump, "--aggregate-by", "type")
+    assert r.returncode == 2 and "must specify aggregate op" in r.stderr
+    r = analyze(dump, "--aggregate", "max", "--print-only", "device")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1].split()[0:2] == ["all", str(4 * OPS)]
+    r = analyze(dump, "--input-dtype", "float32")
+    assert r.returncode == 2 and "no input dtypes" in r.stderr
+    r = analyze(str(tmp_path / "nothing.json"))
+    assert r.returncode != 0
