@@ -1,0 +1,166 @@
+"""aclprof.mindspore: a script written for mindspore.Profiler, with only the import changed,
+on a simulated model; and the API's errors where MindSpore raises them."""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+import aclprof
+import aclprof.mindspore
+from aclprof.mindspore import Profiler
+
+from conftest import TINY, model_ops
+
+OPS = model_ops(TINY)
+
+
+@pytest.fixture(autouse=True)
+def fresh_process_state() -> Iterator[None]:
+    """MindSpore allows one start/stop per process; each test here stands for one process."""
+    Profiler._has_started_twice = False
+    yield
+    Profiler._has_started_twice = False
+
+
+def step(model: aclprof.Model) -> None:
+    model.execute()
+
+
+class StopAtStep:
+    """MindSpore's documented callback (an ms.Callback there), profiling steps 2..4."""
+
+    def __init__(self, start_step: int, stop_step: int, output_path: str):
+        self.start_step = start_step
+        self.stop_step = stop_step
+        self.profiler = Profiler(start_profile=False, output_path=output_path)
+
+    def on_train_step_begin(self, cur_step: int) -> None:
+        if cur_step == self.start_step:
+            self.profiler.start()
+
+    def on_train_step_end(self, cur_step: int) -> None:
+        if cur_step == self.stop_step:
+            self.profiler.stop()
+
+    def on_train_end(self) -> None:
+        self.profiler.analyse()
+
+
+def profiled_files(out: Path) -> Path:
+    d = out / "profiler"
+    assert len(list(d.glob("PROF_*"))) == 1
+    return d
+
+
+def test_start_at_construction_then_analyse(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    profiler = Profiler(output_path=str(out))
+    with aclprof.Model.simulate(TINY) as model:
+        for _ in range(3):
+            step(model)
+    profiler.add_metadata("test_key", "test_value")
+    profiler.add_metadata_json("test_key_json", json.dumps({"key1": 1, "key2": 2}))
+    profiler.analyse()
+    d = profiled_files(out)
+    timeline = json.loads((d / "ascend_timeline_display_0.json").read_text())
+    assert sum(1 for e in timeline if e.get("ph") == "X" and e.get("args", {}).get("Task Type")) \
+        >= 3 * len(OPS)
+    with open(d / "op_statistic_0.csv") as f:
+        stats = {r["op_type"]: int(r["execution_frequency"]) for r in csv.DictReader(f)}
+    for t in {op["type"] for op in OPS}:
+        assert stats[t] == 3 * sum(1 for op in OPS if op["type"] == t)
+    meta = json.loads((d / "profiler_metadata.json").read_text())
+    assert meta == {"test_key": "test_value", "test_key_json": {"key1": 1, "key2": 2}}
+
+
+def test_step_callback_and_step_list(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cb = StopAtStep(2, 5, str(tmp_path))
+    with aclprof.Model.simulate(TINY) as model:
+        for cur in range(1, 7):
+            cb.on_train_step_begin(cur)
+            step(model)
+            cb.on_train_step_end(cur)
+    cb.on_train_end()
+    d = profiled_files(tmp_path)
+    with open(d / "op_statistic_0.csv") as f:
+        total = sum(int(r["execution_frequency"]) for r in csv.DictReader(f))
+    assert total == 4 * len(OPS), "steps 2..5 only"
+    # Offline, as a separate process would: MindSpore's step_list, pretty JSON. This run
+    # marked no steps (aclprofGetStepTimestamp), so the list cannot apply, and says so.
+    with caplog.at_level(logging.WARNING, logger="aclprof.mindspore"):
+        Profiler.offline_analyse(str(tmp_path), pretty=True, step_list=[2, 3, 4])
+    info = json.loads((d / "profiler_info_0.json").read_text())
+    assert info["step_list"] == [2, 3, 4] and info["step_list_applied"] is False
+    assert "step_list ignored" in caplog.text
+    assert (d / "ascend_timeline_display_0.json").read_text().startswith("[\n")
+
+
+def test_start_stop_errors_as_mindspore(tmp_path: Path) -> None:
+    p = Profiler(output_path=str(tmp_path), start_profile=False)
+    with pytest.raises(RuntimeError, match="has not started, so can not stop"):
+        p.stop()
+    p.start()
+    with pytest.raises(RuntimeError, match="has already started"):
+        p.start()
+    p.stop()
+    with pytest.raises(RuntimeError, match="repeated start and stop"):
+        p.start()
+
+
+def test_options_checked_and_mapped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(TypeError, match="no_such_option"):
+        Profiler(no_such_option=1)
+    with caplog.at_level(logging.WARNING, logger="aclprof.mindspore"):
+        p = Profiler(output_path=str(tmp_path), start_profile=False, aicore_metrics=9,
+                     op_time="yes", profiler_level="Level1")
+    assert p.options["aicore_metrics"] == 0 and p.options["op_time"] is True
+    assert p.options["profiler_level"] is aclprof.mindspore.ProfilerLevel.Level1
+    assert "aicore_metrics" in caplog.text and "op_time" in caplog.text
+    assert aclprof.mindspore.AICORE_METRICS[1] == "PipeUtilization"
+
+
+def test_timeline_limit_counts_what_it_leaves_out(tmp_path: Path,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    p = Profiler(output_path=str(tmp_path))
+    with aclprof.Model.simulate(aclprof_resnet()) as model:
+        model.execute(20)
+    p.stop()
+    p.options["timeline_limit"] = 1
+    with caplog.at_level(logging.WARNING, logger="aclprof.mindspore"):
+        p.analyse()
+    d = profiled_files(tmp_path)
+    size = (d / "ascend_timeline_display_0.json").stat().st_size
+    assert size <= 1024 * 1024
+    info = json.loads((d / "profiler_info_0.json").read_text())
+    assert info["timeline_events_left_out"] > 0
+    assert "timeline_limit" in caplog.text
+
+
+def aclprof_resnet() -> Path:
+    from conftest import RESNET50
+    return RESNET50
+
+
+def test_async_analyse_and_op_analyse(tmp_path: Path) -> None:
+    p = Profiler(output_path=str(tmp_path))
+    with aclprof.Model.simulate(TINY) as model:
+        model.execute(2)
+    p.analyse(mode="async")
+    assert p.wait_analyse() == 0
+    assert (profiled_files(tmp_path) / "op_statistic_0.csv").exists()
+    types = sorted({op["type"] for op in OPS})[:2]
+    result = json.loads(p.op_analyse(types))
+    for t in types:
+        n = 2 * sum(1 for op in OPS if op["type"] == t)
+        assert result[t]["op_statistic"]["count"] == len(result[t]["op_info"]) == n
+    assert json.loads(p.op_analyse(types[0], device_id=7))[types[0]]["op_info"] == []
+    with pytest.raises(TypeError):
+        p.op_analyse(3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        p.analyse(mode="later")
