@@ -7,7 +7,9 @@ Scans README.md, python/README.md and docs/*.md. Every fenced block must name it
   directory (so ``$HOME/.local`` installs stay inside the test);
 - ``c``: compiled with gcc against include/ and the library (scripts/build-lib), then run
   from the repository root;
-- ``python``: run with the Python of .venv (scripts/py-test installs the package there);
+- ``python``: run with the Python of .venv (scripts/py-test installs the package there), or,
+  for a block that uses PyTorch or ONNX Runtime, of target/bridges-venv (scripts/test-bridges
+  installs the package with those extras there);
 - ``text``: output or a diagram, not run.
 
 A snippet that is only a fragment gets its hidden context from HTML comments written right
@@ -43,6 +45,8 @@ from pathlib import Path
 from typing import List, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
+BRIDGES = re.compile(r"^\s*(import|from)\s+(torch|torchvision|onnx|onnxruntime|aclprof\.torch|"
+                     r"aclprof\.onnxruntime)\b", re.M)
 LANGUAGES = {"sh", "c", "python", "text"}
 FENCE = re.compile(r"^```(\S*)\s*$")
 COMMENT = re.compile(r"<!--\s*(prelude|epilogue|skip:)(.*?)-->\s*$", re.S)
@@ -120,7 +124,8 @@ def execute(s: Snippet, scratch: Path, lib_dir: Path) -> subprocess.CompletedPro
     if s.lang == "sh":
         return run(["sh", "-euc", source], scratch)
     if s.lang == "python":
-        return run([str(ROOT / ".venv" / "bin" / "python"), "-c", source], scratch)
+        venv = "target/bridges-venv" if BRIDGES.search(source) else ".venv"
+        return run([str(ROOT / venv / "bin" / "python"), "-c", source], scratch)
     exe = scratch / "snippet"
     (scratch / "snippet.c").write_text(source)
     built = run(["gcc", "-std=gnu99", "-Wall", "-Werror", "-I", str(ROOT / "include"), "-o",
