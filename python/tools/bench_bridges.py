@@ -1,10 +1,13 @@
-"""The PyTorch bridge's overhead on a torchvision ResNet-18 (random weights) on CPU: wall time
+"""The bridges' overhead. PyTorch: a torchvision ResNet-18 (random weights) on CPU, wall time
 of N forward passes without profiling, under aclprof.torch (nobody subscribed, and with a pipe
 subscription reading every op), and under torch.profiler (CPU activity, events read back),
-the other mechanism the bridge could have used. Run: scripts/test-bridges --bench."""
+the other mechanism the bridge could have used. ONNX Runtime: the same ResNet-18 exported to
+ONNX, N runs of a plain session against aclprof.onnxruntime's (ORT's profiler on, every node
+reported at the end). Run: scripts/test-bridges --bench."""
 
 from __future__ import annotations
 
+import io
 import statistics
 import sys
 import time
@@ -69,6 +72,52 @@ def main() -> None:
         print(f"  {label:36s} {wall / passes * 1e3:8.2f} ms/forward  "
               f"+{extra / base * passes * 100:5.1f} %  {extra / ops * 1e6:6.2f} us/op")
     prof.close()
+    onnxruntime_overhead(net, x, passes, rounds)
+
+
+def onnxruntime_overhead(net: torch.nn.Module, x: torch.Tensor, passes: int, rounds: int) -> None:
+    import onnxruntime as ort
+
+    import aclprof.onnxruntime
+
+    buf = io.BytesIO()
+    torch.onnx.export(net, (x,), buf, input_names=["x"], dynamo=False)
+    model = buf.getvalue()
+    feed = {"x": x.numpy()}
+    plain = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    plain.run(None, feed)
+    nodes = 0
+
+    def without() -> None:
+        for _ in range(passes):
+            plain.run(None, feed)
+
+    def bridged() -> None:
+        nonlocal nodes
+        with aclprof.onnxruntime.InferenceSession(model, name="resnet18-ort",
+                                                  providers=["CPUExecutionProvider"]) as s:
+            s.run(None, feed)  # warm, as the plain session is
+            t0 = time.perf_counter()
+            for _ in range(passes):
+                s.run(None, feed)
+            ran = time.perf_counter() - t0
+        nodes = s.ops // (passes + 1)
+        walls.append(ran)
+        ends.append(time.perf_counter() - t0 - ran)
+
+    walls: List[float] = []
+    ends: List[float] = []
+    base = timed(without, rounds)
+    for _ in range(rounds):
+        bridged()
+    run, end = statistics.median(walls), statistics.median(ends)
+    print(f"ResNet-18 in ONNX Runtime {ort.__version__} (CPU): {nodes} nodes per run, "
+          f"{passes} runs, median of {rounds} rounds")
+    print(f"  {'no profiling':36s} {base / passes * 1e3:8.2f} ms/run")
+    print(f"  {'aclprof.onnxruntime, runs':36s} {run / passes * 1e3:8.2f} ms/run  "
+          f"+{(run - base) / base * 100:5.1f} %  {(run - base) / passes / nodes * 1e6:6.2f} us/node")
+    print(f"  {'  then reporting at the end':36s} {end * 1e3:8.2f} ms  "
+          f"{end / ((passes + 1) * nodes) * 1e6:6.2f} us/node")
 
 
 if __name__ == "__main__":
