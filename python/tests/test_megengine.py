@@ -89,15 +89,15 @@ def test_bare_decorator_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (tmp_path / "profile" / f"{os.getpid()}.aclprof").is_dir()
 
 
-def test_megengine_validation() -> None:
+def test_megengine_validation(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="unsupported format"):
         Profiler(format="timeline.txt")
     with pytest.raises(AssertionError, match="formats excepts list"):
         Profiler(formats="chrome_timeline.json")  # type: ignore[arg-type]
-    p = Profiler(sample_rate="3", profile_device=False, unknown=1)
+    p = Profiler(str(tmp_path), sample_rate="3", profile_device=False, unknown=1)
     assert p.options == {"sample_rate": 3, "profile_device": 0, "num_tensor_watch": 10,
                          "enable_cupti": 0}
-    assert p.path.endswith("<PID>.chrome_timeline.json")
+    assert p.path == str(tmp_path / "<PID>.chrome_timeline.json")
     p.start()
     try:
         with pytest.raises(AssertionError):

@@ -123,8 +123,10 @@ def check_everything_arrived(got: dict, model, path: Path, executions: int) -> N
     assert got["types"] == types
     assert got["durations"] == durations
     assert set(got["model_ids"]) == {model.id}
-    first = got["op_index"][0]
-    assert got["op_index"] == list(range(first, first + len(names))), "lost or reordered"
+    # One reporting thread: its op indices increase (they jump where another thread of this
+    # process took a block of indices, so they need not be contiguous; design.md).
+    idx = got["op_index"]
+    assert all(a < b for a, b in zip(idx, idx[1:])), "reordered"
     assert got["ended"] is True
 
 

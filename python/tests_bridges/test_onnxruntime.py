@@ -92,9 +92,10 @@ def test_optimized_graph_reports_what_ran() -> None:
     assert sess.profile_file is not None and not Path(sess.profile_file).exists()
 
 
-def test_own_session_and_report_profile() -> None:
+def test_own_session_and_report_profile(tmp_path: Path) -> None:
     so = unoptimized()
     so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "ort")
     sess = ort.InferenceSession(small_model(), so, providers=["CPUExecutionProvider"])
     sess.run(None, feed())
     with aclprof.Model.register("own") as model, aclprof.Subscription(model.id) as sub:
