@@ -163,8 +163,8 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
 class profile(contextlib.ContextDecorator):
     """Reports every op PyTorch runs while active to aclprof, as model ``name``.
 
-    ``module``, if given, names ops by module path (its submodules' paths under ``name``);
-    without it ops are named by operator alone. The aclprof model is registered when the
+    ``module``, if given, names ops by module path (``name.layer1.0.conv1/aten::convolution``);
+    ops outside its modules, or without it, are named ``name/aten::...``. The aclprof model is registered when the
     profile is created (:attr:`model`, so a subscription can be made before the block) and
     unloaded by :meth:`close`. The block may be entered again, and by several threads at
     once: each thread's ops form one stream. Ops of threads that never enter it are not seen.
