@@ -9,13 +9,15 @@ changes its import only::
 Results go to ``{output_path}/profiler/``: the aclprof result directories (``PROF_*``, CANN's
 layout, read by msprof-analyze) and, written by :meth:`Profiler.analyse`, MindSpore's own
 files: ``ascend_timeline_display_{rank}.json`` (at most ``timeline_limit`` MB; ops left out
-are counted in the metadata and logged), ``op_statistic_{rank}.csv`` and
+are counted in ``profiler_info_{rank}.json`` and logged), ``op_statistic_{rank}.csv`` and
 ``profiler_info_{rank}.json``; :meth:`Profiler.add_metadata` goes to
 ``profiler_metadata.json``. Where aclprof differs from MindSpore: docs/compatibility.md.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import csv
 import enum
 import io
@@ -68,7 +70,7 @@ _ACL_METRIC = {
 
 _DEFAULTS: Dict[str, Any] = {
     "output_path": "./data",
-    "profiler_level": ProfilerLevel.Level0,
+    "profiler_level": None,
     "op_time": True,
     "profile_communication": False,
     "profile_memory": False,
@@ -89,8 +91,10 @@ _DEFAULTS: Dict[str, Any] = {
     "on_trace_ready": None,
 }
 _BOOLS = ("op_time", "profile_communication", "profile_memory", "parallel_strategy",
-          "start_profile", "l2_cache", "hbm_ddr", "pcie", "sync_enable", "data_process",
-          "with_stack", "data_simplification", "host_stack")
+          "l2_cache", "hbm_ddr", "pcie", "sync_enable", "data_process", "with_stack",
+          "data_simplification", "host_stack")
+_MAX_METADATA_STR = 4096
+_MAX_METADATA_BYTES = 50 * 1024
 
 
 def _rank() -> int:
@@ -101,24 +105,40 @@ def _rank() -> int:
     return 0
 
 
-class Profiler:
-    """``mindspore.Profiler(**kwargs)``: see the module's documentation. Options of the wrong
-    type are warned about and replaced by their defaults, as MindSpore does; unknown keyword
-    arguments raise ``TypeError``."""
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
-    _has_started_twice = False  # per process in MindSpore: a second start is refused
+
+class Profiler:
+    """``mindspore.Profiler(**kwargs)`` (MindSpore 2.4's checks): see the module's
+    documentation. An option of the wrong type or value is warned about and set to its
+    default, an unknown keyword is warned about and ignored; only ``start_profile`` that is
+    not a bool raises ``TypeError``."""
 
     def __init__(self, **kwargs: Any) -> None:
-        unknown = sorted(set(kwargs) - set(_DEFAULTS))
-        if unknown:
-            raise TypeError(f"Profiler got unexpected keyword argument(s): {', '.join(unknown)}")
+        if os.environ.get("PROFILING_MODE"):
+            raise RuntimeError("Profiling is already enabled by PROFILING_MODE env.")
+        if not isinstance(kwargs.get("start_profile", True), bool):
+            raise TypeError("For 'Profiler', the parameter start_profile must be bool, but got "
+                            f"type {type(kwargs['start_profile'])}")
         opts = dict(_DEFAULTS)
         for key, value in kwargs.items():
+            if key not in _DEFAULTS:
+                _log.warning("%s is an invalid param which doesn't work.", key)
+                continue
             opts[key] = self._checked(key, value)
+        if opts["profiler_level"] == ProfilerLevel.Level0 and opts["aicore_metrics"] != -1:
+            _log.warning("For Profiler, when profiler_level is Level0, aicore_metrics is set "
+                         "to -1 (no AI Core metrics).")
+            opts["aicore_metrics"] = -1
+        if opts["with_stack"] and opts["profile_framework"] not in ("time", "all"):
+            _log.warning("When using the with_stack parameter, the profile_framework parameter "
+                         "must be enabled.")
+            opts["with_stack"] = False
         self.options = opts
         self._output_path = Path(os.path.realpath(str(opts["output_path"])))
         self._profiler_dir = self._output_path / "profiler"
-        self._metadata: Dict[str, str] = {}
+        self._metadata: Dict[str, Any] = {}
         self._has_started = False
         self._session: Optional[_FileMode] = None
         self._analyse_process: Optional["subprocess.Popen[bytes]"] = None
@@ -133,18 +153,20 @@ class Profiler:
         if key in _BOOLS:
             ok = isinstance(value, bool)
         elif key == "aicore_metrics":
-            ok = isinstance(value, int) and not isinstance(value, bool) and value in AICORE_METRICS
+            ok = isinstance(value, int) and value in AICORE_METRICS  # a bool passes, as there
         elif key == "timeline_limit":
-            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+            ok = _is_int(value) and value > 0
         elif key == "profiler_level":
-            if isinstance(value, str) and value in ProfilerLevel.__members__:
-                value = ProfilerLevel[value]
-            ok = isinstance(value, ProfilerLevel)
+            ok = value is None or isinstance(value, ProfilerLevel)
+            default = ProfilerLevel.Level0
         elif key == "output_path":
-            ok = isinstance(value, str) and value != ""
+            ok = isinstance(value, str)
+            default = "data"
+        elif key == "profile_framework":
+            ok = value in ("time", "all", None)
         if not ok:
-            _log.warning("For Profiler, the parameter %s is invalid (%r); it is set to its "
-                         "default %r", key, value, default)
+            _log.warning("For Profiler, the parameter %s is invalid (%r); it is set to %r",
+                         key, value, default)
             return default
         return value
 
@@ -155,7 +177,7 @@ class Profiler:
         types = _bindings.ACL_PROF_ACL_API
         if o["op_time"]:
             types |= _bindings.ACL_PROF_TASK_TIME
-        if o["aicore_metrics"] != -1 and o["profiler_level"] != ProfilerLevel.Level0:
+        if o["aicore_metrics"] != -1:
             types |= _bindings.ACL_PROF_AICORE_METRICS
         if o["profile_communication"]:
             types |= _bindings.ACL_PROF_HCCL_TRACE
@@ -168,27 +190,22 @@ class Profiler:
         return types
 
     def start(self) -> None:
-        """Starts collecting. Raises ``RuntimeError`` if collecting already, or if this process
-        has already profiled once (MindSpore supports one start/stop per process)."""
+        """Starts collecting. Raises ``RuntimeError`` if collecting already (which includes
+        a Profiler made with the default ``start_profile=True``)."""
         if self._has_started:
-            raise RuntimeError("The profiler has already started. Use profiler.start() only "
-                               "when start_profile value is set to False.")
-        if Profiler._has_started_twice:
-            raise RuntimeError("MindSpore Profiling has finished, repeated start and stop "
-                               "actions are not supported.")
-        o = self.options
-        session = _FileMode(self._profiler_dir, data_types=self._data_types(),
-                            aicore_metrics=_ACL_METRIC[o["aicore_metrics"]]
-                            if self._data_types() & _bindings.ACL_PROF_AICORE_METRICS
-                            else _bindings.ACL_AICORE_NONE)
+            raise RuntimeError("The profiler has already started. Do not turn on again in the "
+                               "open state.")
+        types = self._data_types()
+        metric = (_ACL_METRIC[self.options["aicore_metrics"]]
+                  if types & _bindings.ACL_PROF_AICORE_METRICS else _bindings.ACL_AICORE_NONE)
+        session = _FileMode(self._profiler_dir, data_types=types, aicore_metrics=metric)
         session.start()
         self._session = session
         self._has_started = True
-        Profiler._has_started_twice = True
 
     def stop(self) -> None:
-        """Stops collecting and writes the result directory. Raises ``RuntimeError`` when not
-        started."""
+        """Stops collecting, writes the result directory and the metadata. Raises
+        ``RuntimeError`` when not started."""
         if not self._has_started or self._session is None:
             raise RuntimeError("The profiler has not started, so can not stop. Please call the "
                                "start() method before calling the stop() method.")
@@ -200,27 +217,37 @@ class Profiler:
     # -- analysis ----------------------------------------------------------------------
 
     def analyse(self, offline_path: Optional[str] = None, pretty: bool = False,
-                step_list: Optional[Sequence[int]] = None, mode: str = "sync") -> None:
+                step_list: Optional[List[int]] = None, mode: str = "sync") -> None:
         """Stops collecting if still running, then writes MindSpore's files under
-        ``{output_path}/profiler`` (or ``offline_path``). ``step_list``: only these steps
-        (consecutive step numbers from 1, as in MindSpore); ``mode="async"`` analyses in a
-        child process and returns at once."""
+        ``{output_path}/profiler`` (or ``offline_path``'s). ``step_list``: only these steps
+        (consecutive, as MindSpore requires; steps are those marked with
+        aclprofGetStepTimestamp); ``mode="async"`` analyses in a child process, waited for at
+        exit or by :meth:`wait_analyse`. As in MindSpore, a failure is logged, not raised."""
         if mode not in ("sync", "async"):
-            raise ValueError(f"For analyse, mode must be 'sync' or 'async', not {mode!r}")
-        steps = _checked_steps(step_list)
-        if self._has_started:
-            self.stop()
-        base = Path(offline_path) if offline_path else self._output_path
-        if mode == "async":
-            cmd = [sys.executable, "-m", "aclprof.mindspore", str(base), "--rank", str(self._rank),
-                   "--timeline-limit", str(self.options["timeline_limit"])]
-            if pretty:
-                cmd.append("--pretty")
-            if steps:
-                cmd += ["--steps", ",".join(map(str, steps))]
-            self._analyse_process = subprocess.Popen(cmd)
-            return
-        _analyse(base, pretty, steps, self._rank, self.options["timeline_limit"])
+            _log.warning("For analyse, the parameter mode must be one of ['sync', 'async'], "
+                         "it will be set to 'sync'.")
+            mode = "sync"
+        try:
+            steps = _checked_steps(step_list)
+            if offline_path is not None and not isinstance(offline_path, str):
+                raise TypeError("For analyse, the type of parameter offline_path must be str.")
+            if self._has_started:
+                self.stop()
+            base = Path(offline_path) if offline_path else self._output_path
+            limit = self.options["timeline_limit"]
+            if mode == "async":
+                cmd = [sys.executable, "-m", "aclprof.mindspore", str(base), "--rank",
+                       str(self._rank), "--timeline-limit", str(limit)]
+                if pretty is True:
+                    cmd.append("--pretty")
+                if steps:
+                    cmd += ["--steps", ",".join(map(str, steps))]
+                self._analyse_process = subprocess.Popen(cmd)
+                _children.append(self._analyse_process)
+                return
+            _analyse(base, pretty is True, steps, self._rank, limit)
+        except (RuntimeError, OSError, TypeError, ValueError) as err:
+            _log.error("Profiler analyse failed: %s", err)
 
     def wait_analyse(self) -> int:
         """Waits for an ``analyse(mode="async")`` child (not in MindSpore); its exit code."""
@@ -228,75 +255,127 @@ class Profiler:
             return 0
         return self._analyse_process.wait()
 
-    @staticmethod
-    def offline_analyse(path: str, pretty: bool = False, step_list: Optional[Sequence[int]] = None,
+    @classmethod
+    def offline_analyse(cls, path: str, pretty: bool = False,
+                        step_list: Optional[List[int]] = None,
                         data_simplification: bool = True) -> None:
-        """Analyses an output path written earlier (maybe by a process that is gone)."""
-        _analyse(Path(path), pretty, _checked_steps(step_list), _rank(), 500)
+        """Analyses an output path written earlier (maybe by a process that is gone): ``path``
+        holds ``profiler/``, or subdirectories (one per rank) that do."""
+        root = Path(path)
+        found = [d for d in [root, *sorted(p for p in root.glob("*") if p.is_dir())]
+                 if _result_dirs(d / "profiler")]
+        if not found:
+            raise RuntimeError(f'The provided path "{path}" must have a "profiler" directory for '
+                               'single-device profiler data, or multiple subdirectories each '
+                               'containing a "profiler" directory for multi-device profiler data.')
+        steps = _checked_steps(step_list)
+        for d in found:
+            _analyse(d, pretty is True, steps, _rank_of(d / "profiler"), 500)
 
     def op_analyse(self, op_name: Union[str, List[str]], device_id: Optional[int] = None) -> str:
-        """Performance data of the op types named (a name or a list of names): a JSON string
-        ``{type: {"op_info": [...], "op_statistic": {...}}}`` from the result directories."""
-        if not (isinstance(op_name, str) or (isinstance(op_name, list)
-                                             and all(isinstance(n, str) for n in op_name))):
-            raise TypeError("For 'Profiler.op_analyse', the parameter op_name must be str or "
-                            "list of str.")
-        if device_id is not None and (not isinstance(device_id, int) or isinstance(device_id, bool)):
-            raise TypeError("For 'Profiler.op_analyse', the parameter device_id must be int.")
+        """Performance data of the op types named (``"Conv2D"`` or ``["BiasAdd", "Conv2D"]``),
+        as MindSpore returns it on GPU and CPU: a JSON string ``{type: [{"op_side",
+        "input_shape", "op_occurrences", "op_total_time(us)", "op_avg_time(us)"}], ...,
+        "device_id": id}`` (one entry per type; aclprof records no shapes)."""
+        if device_id and not _is_int(device_id):
+            raise TypeError("For 'Profiler.op_analyse()', the parameter device_id must be int, "
+                            f"but got type {type(device_id)}")
+        if not isinstance(op_name, (str, list)):
+            raise TypeError("For 'Profiler.op_analyse()', the parameter op_name must be str or "
+                            f"list, but got type {type(op_name)}")
+        if not op_name:
+            raise TypeError("For 'Profiler.op_analyse()', the parameter op_name cannot be , '' "
+                            "or [].")
         names = [op_name] if isinstance(op_name, str) else op_name
         dirs = _result_dirs(self._profiler_dir)
+        if not dirs:
+            raise RuntimeError(f"No profiler file is found in the path {self._profiler_dir}. "
+                               "Check whether the profiler path is correct.")
         result: Dict[str, Any] = {}
         for name in names:
-            ops: List[Dict[str, Any]] = []
-            stat: Dict[str, Any] = {"count": 0, "total_time_us": 0.0}
+            count, total = 0, 0.0
             for d in dirs:
-                query = {"top": 0, "type": [name], "device": device_id, "format": "json"}
-                rows = json.loads(_run(d, query))["rows"]
-                ops += [{"op_name": r["Name"], "device_id": r["Device"], "stream_id": r["Stream"],
-                         "duration_us": r["Duration(us)"]} for r in rows]
-            stat["count"] = len(ops)
-            stat["total_time_us"] = round(sum(o["duration_us"] for o in ops), 3)
-            if ops:
-                stat["avg_time_us"] = round(stat["total_time_us"] / len(ops), 3)
-            result[name] = {"op_info": ops, "op_statistic": stat}
+                query = {"top": 0, "aggregate_by": "type", "type": [name], "device": device_id,
+                         "format": "json"}
+                for r in json.loads(_run(d, query))["rows"]:
+                    count += int(r["Count"])
+                    total += float(r["Sum(us)"])
+            if not count:
+                raise RuntimeError(f"The information of {name} is not found. Please verify that "
+                                   "the operator name is correct or the operator is used in the "
+                                   "network.")
+            result[name] = [{"op_side": "device", "input_shape": "", "op_occurrences": count,
+                             "op_total_time(us)": round(total, 3),
+                             "op_avg_time(us)": round(total / count, 3)}]
+        result["device_id"] = 0 if device_id is None else device_id
         return json.dumps(result)
 
     # -- metadata ----------------------------------------------------------------------
 
     def add_metadata(self, key: str, value: str) -> None:
         """Records ``key: value`` in ``profiler_metadata.json`` (written at stop)."""
-        if not isinstance(key, str) or not isinstance(value, str):
-            _log.warning("For add_metadata, key and value must be str; not added")
-            return
-        self._metadata[key] = value
+        if self._metadata_ok(key, value):
+            self._metadata[key] = value
 
     def add_metadata_json(self, key: str, value: str) -> None:
         """Records ``key`` with a JSON string value, stored parsed."""
+        if self._metadata_ok(key, value):
+            try:
+                self._metadata[key] = json.loads(value)
+            except ValueError:
+                _log.warning("The metadata value must be json format string. Skip this metadata")
+
+    def _metadata_ok(self, key: Any, value: Any) -> bool:
         if not isinstance(key, str) or not isinstance(value, str):
-            _log.warning("For add_metadata_json, key and value must be str; not added")
-            return
-        try:
-            self._metadata[key] = json.loads(value)
-        except ValueError:
-            _log.warning("For add_metadata_json, the value of %r is not JSON; not added", key)
+            _log.warning("The key and value of metadata must be string. Skip this metadata.")
+            return False
+        if len(key) > _MAX_METADATA_STR or len(value) > _MAX_METADATA_STR:
+            _log.warning("Invalid input key or value. Skip this metadata.")
+            return False
+        size = sum(len(k) + len(json.dumps(v)) for k, v in self._metadata.items())
+        if size + len(key) + len(value) >= _MAX_METADATA_BYTES:
+            _log.warning("Too many metadata added. Skip this metadata")
+            return False
+        if key in self._metadata:
+            _log.warning("%s is already saved as metadata, override it.", key)
+        return True
 
     def _write_metadata(self) -> None:
         if self._metadata:
             self._profiler_dir.mkdir(parents=True, exist_ok=True)
             (self._profiler_dir / "profiler_metadata.json").write_text(
-                json.dumps(self._metadata, indent=4))
+                json.dumps(self._metadata, indent=4, ensure_ascii=False))
+            self._metadata.clear()
+
+
+_children: List["subprocess.Popen[bytes]"] = []
+
+
+@atexit.register
+def _wait_children() -> None:
+    """As MindSpore's analysis pool: an async analysis finishes before the process exits."""
+    for child in _children:
+        child.wait()
 
 
 def _checked_steps(step_list: Optional[Sequence[int]]) -> Optional[List[int]]:
     if step_list is None:
         return None
-    if not isinstance(step_list, list) or not all(isinstance(s, int) and not isinstance(s, bool)
-                                                  and s > 0 for s in step_list):
-        raise TypeError("step_list must be a list of positive int")
-    steps = sorted(step_list)
-    if steps != list(range(steps[0], steps[0] + len(steps))) if steps else False:
-        raise ValueError("step_list must be consecutive steps")
-    return steps
+    if not isinstance(step_list, list):
+        raise TypeError("Parameter step_list must be a list.")
+    if not all(_is_int(s) for s in step_list):
+        raise TypeError("The elements of the parameter step_list must be integers.")
+    step_list.sort()
+    if step_list != list(range(step_list[0], step_list[0] + len(step_list))) if step_list else 0:
+        raise ValueError("The elements of the parameter step_list must be continuous integers.")
+    return list(step_list)
+
+
+def _rank_of(profiler_dir: Path) -> int:
+    for f in profiler_dir.glob("profiler_info_*.json"):
+        with contextlib.suppress(ValueError, OSError):
+            return int(json.loads(f.read_text()).get("rank_id", 0))
+    return _rank()
 
 
 def _result_dirs(profiler_dir: Path) -> List[Path]:

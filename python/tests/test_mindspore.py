@@ -7,7 +7,6 @@ import csv
 import json
 import logging
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -18,14 +17,6 @@ from aclprof.mindspore import Profiler
 from conftest import TINY, model_ops
 
 OPS = model_ops(TINY)
-
-
-@pytest.fixture(autouse=True)
-def fresh_process_state() -> Iterator[None]:
-    """MindSpore allows one start/stop per process; each test here stands for one process."""
-    Profiler._has_started_twice = False
-    yield
-    Profiler._has_started_twice = False
 
 
 def step(model: aclprof.Model) -> None:
@@ -106,22 +97,34 @@ def test_start_stop_errors_as_mindspore(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="has not started, so can not stop"):
         p.stop()
     p.start()
-    with pytest.raises(RuntimeError, match="has already started"):
+    with pytest.raises(RuntimeError, match="has already started. Do not turn on again"):
         p.start()
     p.stop()
-    with pytest.raises(RuntimeError, match="repeated start and stop"):
-        p.start()
+    p.start()  # start, stop, start again: MindSpore 2.4 allows it
+    p.stop()
+    assert len(list((tmp_path / "profiler").glob("PROF_*"))) == 2
+    started = Profiler(output_path=str(tmp_path))  # start_profile=True started it already
+    with pytest.raises(RuntimeError, match="has already started"):
+        started.start()
+    started.stop()
+    with pytest.raises(TypeError, match="start_profile must be bool"):
+        Profiler(start_profile="yes")
 
 
 def test_options_checked_and_mapped(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with pytest.raises(TypeError, match="no_such_option"):
-        Profiler(no_such_option=1)
     with caplog.at_level(logging.WARNING, logger="aclprof.mindspore"):
         p = Profiler(output_path=str(tmp_path), start_profile=False, aicore_metrics=9,
-                     op_time="yes", profiler_level="Level1")
+                     op_time="yes", profiler_level=aclprof.mindspore.ProfilerLevel.Level1,
+                     timeline_limit=0, no_such_option=1)
     assert p.options["aicore_metrics"] == 0 and p.options["op_time"] is True
+    assert p.options["timeline_limit"] == 500
     assert p.options["profiler_level"] is aclprof.mindspore.ProfilerLevel.Level1
-    assert "aicore_metrics" in caplog.text and "op_time" in caplog.text
+    for named in ("aicore_metrics", "op_time", "timeline_limit",
+                  "no_such_option is an invalid param"):
+        assert named in caplog.text
+    level0 = Profiler(output_path=str(tmp_path), start_profile=False, aicore_metrics=1,
+                      profiler_level=aclprof.mindspore.ProfilerLevel.Level0)
+    assert level0.options["aicore_metrics"] == -1, "Level0 collects no AI Core metrics"
     assert aclprof.mindspore.AICORE_METRICS[1] == "PipeUtilization"
 
 
@@ -147,7 +150,7 @@ def aclprof_resnet() -> Path:
     return RESNET50
 
 
-def test_async_analyse_and_op_analyse(tmp_path: Path) -> None:
+def test_async_analyse_and_op_analyse(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     p = Profiler(output_path=str(tmp_path))
     with aclprof.Model.simulate(TINY) as model:
         model.execute(2)
@@ -156,11 +159,43 @@ def test_async_analyse_and_op_analyse(tmp_path: Path) -> None:
     assert (profiled_files(tmp_path) / "op_statistic_0.csv").exists()
     types = sorted({op["type"] for op in OPS})[:2]
     result = json.loads(p.op_analyse(types))
+    assert result["device_id"] == 0
     for t in types:
+        (entry,) = result[t]
         n = 2 * sum(1 for op in OPS if op["type"] == t)
-        assert result[t]["op_statistic"]["count"] == len(result[t]["op_info"]) == n
-    assert json.loads(p.op_analyse(types[0], device_id=7))[types[0]]["op_info"] == []
-    with pytest.raises(TypeError):
+        assert entry["op_occurrences"] == n
+        assert entry["op_avg_time(us)"] == pytest.approx(entry["op_total_time(us)"] / n, abs=1e-3)
+    with pytest.raises(RuntimeError, match="The information of NoSuchOp is not found"):
+        p.op_analyse("NoSuchOp")
+    with pytest.raises(RuntimeError, match="is not found"):
+        p.op_analyse(types[0], device_id=7)
+    with pytest.raises(TypeError, match="op_name must be str or list"):
         p.op_analyse(3)  # type: ignore[arg-type]
-    with pytest.raises(ValueError):
-        p.analyse(mode="later")
+    with pytest.raises(TypeError, match="cannot be"):
+        p.op_analyse([])
+    with caplog.at_level(logging.WARNING, logger="aclprof.mindspore"):
+        p.analyse(mode="later")                    # warned, analysed in sync
+        p.analyse(step_list=[1, 3])                # MindSpore logs analysis errors
+    assert "it will be set to 'sync'" in caplog.text
+    assert "Profiler analyse failed: The elements of the parameter step_list must be continuous" \
+        in caplog.text
+
+
+def test_offline_analyse_needs_a_profiler_directory(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match='must have a "profiler" directory'):
+        Profiler.offline_analyse(str(tmp_path))
+
+
+def test_metadata_checks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    p = Profiler(output_path=str(tmp_path))
+    with caplog.at_level(logging.WARNING, logger="aclprof.mindspore"):
+        p.add_metadata("k", 1)  # type: ignore[arg-type]
+        p.add_metadata("long", "x" * 5000)
+        p.add_metadata_json("j", "{not json")
+        p.add_metadata("k", "a")
+        p.add_metadata("k", "b")
+    p.stop()
+    assert json.loads((tmp_path / "profiler" / "profiler_metadata.json").read_text()) == {"k": "b"}
+    for said in ("must be string", "Invalid input key or value", "must be json format",
+                 "already saved as metadata"):
+        assert said in caplog.text
