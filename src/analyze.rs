@@ -111,13 +111,14 @@ impl Default for Query {
 }
 
 impl Query {
-    /// `--min-time` in µs, checked.
-    pub fn min_time_ns(us: f64) -> std::result::Result<u64, String> {
+    /// A time option (`--min-time`, `--max-time`) given in µs, checked; `option` names it in
+    /// the error.
+    pub fn time_ns(option: &str, us: f64) -> std::result::Result<u64, String> {
         if us >= 0.0 && us.is_finite() {
             Ok((us * 1000.0).round() as u64)
         } else {
             Err(format!(
-                "min_time {us} is not a non-negative number of microseconds"
+                "{option} {us} is not a non-negative number of microseconds"
             ))
         }
     }
@@ -169,12 +170,11 @@ impl Query {
                 "order_by" => q.order_by = Some(text(k, x)?),
                 "min_time" => {
                     q.min_time_ns =
-                        Query::min_time_ns(x.as_f64().ok_or_else(|| bad(k, "a number"))?)?
+                        Query::time_ns(k, x.as_f64().ok_or_else(|| bad(k, "a number"))?)?
                 }
                 "max_time" => {
                     q.max_time_ns =
-                        Query::min_time_ns(x.as_f64().ok_or_else(|| bad(k, "a number"))?)
-                            .map_err(|e| e.replace("min_time", "max_time"))?
+                        Query::time_ns(k, x.as_f64().ok_or_else(|| bad(k, "a number"))?)?
                 }
                 "type" => {
                     q.types = match x {

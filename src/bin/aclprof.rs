@@ -116,10 +116,9 @@ impl AnalyzeArgs {
             by: self.aggregate_by,
             func: self.aggregate,
             order_by: self.order_by.clone(),
-            min_time_ns: Query::min_time_ns(self.min_time).map_err(|e| format!("--{e}"))?,
+            min_time_ns: Query::time_ns("--min-time", self.min_time)?,
             max_time_ns: match self.max_time {
-                Some(t) => Query::min_time_ns(t)
-                    .map_err(|e| format!("--{}", e.replace("min_time", "max-time")))?,
+                Some(t) => Query::time_ns("--max-time", t)?,
                 None => u64::MAX,
             },
             types: self.types.clone(),
