@@ -10,7 +10,10 @@ Two layers over the aclprof shared library:
   ring, read zero-copy, in this process or another),
   :func:`analyze` (the engine of ``aclprof analyze``, as rows),
   :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
-  :func:`stats`).
+  :func:`stats`);
+* framework bridges and profiler APIs, imported on their own: :mod:`aclprof.torch` and
+  :mod:`aclprof.onnxruntime` (extras), :mod:`aclprof.mindspore`, :mod:`aclprof.megengine`
+  (and ``python -m aclprof.profile_analyze``), :mod:`aclprof.tensorflow`.
 
 Every macro and enum value of the C headers is available here too (``aclprof.ACL_PROF_ACL_API``).
 """
