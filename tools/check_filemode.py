@@ -225,7 +225,7 @@ def perfetto_replayed(prof):
 
 
 def json_slices(timeline):
-    """(process name, thread name) -> [durations in ns] of the JSON timeline's slices."""
+    """(process name, thread name) -> [(slice name, duration in ns)] of the JSON timeline."""
     events = json.load(open(timeline))
     procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
@@ -234,16 +234,22 @@ def json_slices(timeline):
     for e in events:
         if e["ph"] == "X":
             key = (procs.get(e["pid"]), threads.get((e["pid"], e["tid"])))
-            out.setdefault(key, []).append(round(float(e["dur"]) * 1000))
+            out.setdefault(key, []).append((e["name"], round(float(e["dur"]) * 1000)))
     return out
+
+
+def json_arg_keys(timeline):
+    return {k for e in json.load(open(timeline)) if e["ph"] == "X" for k in e.get("args", {})}
 
 
 def perfetto_native(prof, what):
     """The .pftrace beside the JSON: imported with no error or data-loss stats, and every JSON
-    slice is there, on a track of the same process and thread name, with the same duration."""
-    q = ("select p.name as process, t.name as track, s.dur as dur, count(*) as n from slice s "
-         "join track t on s.track_id = t.id left join process_track pt on pt.id = t.id "
-         "left join process p on p.upid = pt.upid group by 1, 2, 3")
+    slice is there, on a track of the same process and thread name, with the same name and
+    duration; its args are there as debug annotations (their names and values are interned
+    in the .pftrace, so this also checks that the importer resolves them)."""
+    q = ("select p.name as process, t.name as track, s.name as slice, s.dur as dur, count(*) as n "
+         "from slice s join track t on s.track_id = t.id left join process_track pt on pt.id = t.id "
+         "left join process p on p.upid = pt.upid group by 1, 2, 3, 4")
     r = trace_query(what, one(prof, "msprof_*.pftrace"), q)
     if r is None:
         return None
@@ -255,13 +261,22 @@ def perfetto_native(prof, what):
     theirs = {}
     for line in out.splitlines()[3:]:
         cells = [c.strip() for c in line.split("|")]
-        if len(cells) == 4 and cells[3].isdigit():
-            theirs.setdefault((cells[0], cells[1]), []).extend([int(cells[2])] * int(cells[3]))
+        if len(cells) == 5 and cells[4].isdigit():
+            theirs.setdefault((cells[0], cells[1]), []).extend([(cells[2], int(cells[3]))] * int(cells[4]))
     ours = json_slices(one(prof, "msprof_*.json"))
     total = sum(len(v) for v in ours.values())
     check(total > 0 and {k: sorted(v) for k, v in theirs.items()} == {k: sorted(v) for k, v in ours.items()},
-          "%s: all %d JSON slices are in the .pftrace, per process and thread, with their durations"
-          % (what, total))
+          "%s: all %d JSON slices are in the .pftrace, per process and thread, with their names "
+          "and durations" % (what, total))
+    r = trace_query(what, one(prof, "msprof_*.pftrace"),
+                    "select distinct substr(key, 7) as k from args where key like 'debug.%'")
+    if r is not None:
+        lines = r[1].splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("> select distinct"))
+        keys = {line.strip() for line in lines[start + 2:] if line.strip()}  # after the header
+        want = json_arg_keys(one(prof, "msprof_*.json"))
+        check(keys == want, "%s: the slices' args are debug annotations with the JSON's %d names (%s)"
+              % (what, len(want), sorted(keys ^ want)[:5]))
     return ours
 
 
@@ -274,7 +289,7 @@ def threads_run():
     run([exe, out, "2000"])
     prof = glob.glob(os.path.join(out, "PROF_*"))[0]
     ours = perfetto_native(prof, "3 threads, 100 ns gaps")
-    free = (ours or {}).get(("Overlap Analysis", "Free"), [])
+    free = [d for _, d in (ours or {}).get(("Overlap Analysis", "Free"), [])]
     check(len(free) == 1999 and set(free) == {100},
           "the 1999 Free gaps of 100 ns are all in the .pftrace (%d, %s)" % (len(free), sorted(set(free))[:5]))
     # What the JSON importer makes of the same timeline, for the record (not a check).

@@ -204,7 +204,7 @@ impl Timeline {
         tid: u64,
         start: u64,
         dur_ns: u64,
-        args: &[(&str, Arg)],
+        args: &[(&'static str, Arg)],
     ) -> std::io::Result<()> {
         let wall = self.wall(start);
         let r = self.pf.slice(name, pid, tid, wall, dur_ns, args);

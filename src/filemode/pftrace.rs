@@ -12,6 +12,12 @@
 //! indices order them; each slice is a `TYPE_SLICE_BEGIN` carrying the name and the JSON's
 //! args as debug annotations, and a `TYPE_SLICE_END`. Timestamps are epoch nanoseconds, and a
 //! clock snapshot tells the viewer they are wall-clock time.
+//!
+//! Slice names, annotation names and string annotation values are interned (written once in
+//! the packet that first uses them, then referred to by id), as Perfetto's own SDK does: a
+//! run repeats a few hundred op names and a handful of argument names millions of times. Each
+//! table stops growing at [`INTERN_MAX`] strings; later new strings are written inline, so
+//! memory stays bounded however many distinct names a run has.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -33,7 +39,14 @@ const PKT_CLOCK_SNAPSHOT: u32 = 6;
 const PKT_TRACK_EVENT: u32 = 11;
 const PKT_TRACK_DESCRIPTOR: u32 = 60;
 const PKT_FIRST_ON_SEQUENCE: u32 = 87;
+const PKT_INTERNED_DATA: u32 = 12;
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+const ID_EVENT_NAMES: u32 = 2;
+const ID_ANNOTATION_NAMES: u32 = 3;
+const ID_ANNOTATION_STRINGS: u32 = 29;
+const ENTRY_IID: u32 = 1;
+const ENTRY_NAME: u32 = 2;
 const CLOCKS: u32 = 1;
 const CLOCK_ID: u32 = 1;
 const CLOCK_TIMESTAMP: u32 = 2;
@@ -52,12 +65,76 @@ const PD_LABELS: u32 = 8;
 const TE_TYPE: u32 = 9;
 const TE_TRACK: u32 = 11;
 const TE_NAME: u32 = 23;
+const TE_NAME_IID: u32 = 10;
 const TE_ANNOTATION: u32 = 4;
 const TYPE_SLICE_BEGIN: u64 = 1;
 const TYPE_SLICE_END: u64 = 2;
 const DA_NAME: u32 = 10;
 const DA_UINT: u32 = 3;
 const DA_STRING: u32 = 6;
+const DA_NAME_IID: u32 = 1;
+const DA_STRING_IID: u32 = 17;
+/// Strings each intern table holds at most.
+pub const INTERN_MAX: usize = 1 << 16;
+
+/// The intern tables' hash: a multiply-rotate hash over 8-byte words (as rustc's FxHash).
+/// The keys are our own op and argument names, so no hash-flooding defence is needed, and
+/// std's SipHash made interning cost more than it saved in bytes written.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl std::hash::Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(last));
+        }
+    }
+
+    fn write_u8(&mut self, b: u8) {
+        self.add(b as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl WordHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+/// One intern table: string -> iid (from 1).
+#[derive(Default)]
+struct Interned(HashMap<Box<str>, u64, std::hash::BuildHasherDefault<WordHasher>>);
+
+impl Interned {
+    /// The iid of `s`, adding it (and its entry to `out`, in the InternedData field
+    /// `table`) if new; None once the table is full and `s` is not in it.
+    fn iid(&mut self, s: &str, out: &mut Vec<u8>, table: u32, tmp: &mut Vec<u8>) -> Option<u64> {
+        if let Some(&iid) = self.0.get(s) {
+            return Some(iid);
+        }
+        if self.0.len() >= INTERN_MAX {
+            return None;
+        }
+        let iid = self.0.len() as u64 + 1;
+        self.0.insert(s.into(), iid);
+        nested(out, tmp, table, |e| {
+            uint(e, ENTRY_IID, iid);
+            bytes(e, ENTRY_NAME, s.as_bytes());
+        });
+        Some(iid)
+    }
+}
 
 fn varint(o: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -98,6 +175,14 @@ pub struct Pftrace<W: Write> {
     /// Track uuids by (pid, tid); a process is (pid, u64::MAX).
     tracks: HashMap<(u64, u64), u64>,
     started: bool,
+    /// The InternedData of the packet being built, and the intern tables.
+    interned: Vec<u8>,
+    event_names: Interned,
+    annotation_names: Interned,
+    annotation_strings: Interned,
+    /// Annotation names are string literals: their iids by address, looked up before
+    /// hashing (a literal's address holds the same text for the life of the program).
+    static_names: Vec<(usize, usize, u64)>,
 }
 
 impl<W: Write> Pftrace<W> {
@@ -111,18 +196,51 @@ impl<W: Write> Pftrace<W> {
             ann: Vec::with_capacity(128),
             tracks: HashMap::new(),
             started: false,
+            interned: Vec::with_capacity(256),
+            event_names: Interned::default(),
+            annotation_names: Interned::default(),
+            annotation_strings: Interned::default(),
+            static_names: Vec::new(),
         }
     }
 
-    /// Writes one packet: `f` appends its payload fields to the packet body.
-    fn packet(&mut self, f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>)) -> std::io::Result<()> {
+    /// The iid of annotation name `k` (see `static_names`), None once the table is full.
+    fn annotation_name(&mut self, k: &'static str, interned: &mut Vec<u8>) -> Option<u64> {
+        let key = (k.as_ptr() as usize, k.len());
+        if let Some(&(_, _, iid)) = self.static_names.iter().find(|e| (e.0, e.1) == key) {
+            return Some(iid);
+        }
+        let iid = self
+            .annotation_names
+            .iid(k, interned, ID_ANNOTATION_NAMES, &mut self.inner)?;
+        if self.static_names.len() < 64 {
+            self.static_names.push((key.0, key.1, iid));
+        }
+        Some(iid)
+    }
+
+    /// Writes one packet: `f` appends its payload fields to the packet body. `incremental`:
+    /// the packet refers to interned strings.
+    fn packet(
+        &mut self,
+        incremental: bool,
+        f: impl FnOnce(&mut Vec<u8>, &mut Vec<u8>),
+    ) -> std::io::Result<()> {
         let mut body = std::mem::take(&mut self.body);
         body.clear();
         uint(&mut body, PKT_SEQUENCE_ID, 1);
+        let mut flags = if incremental {
+            SEQ_NEEDS_INCREMENTAL_STATE
+        } else {
+            0
+        };
         if !self.started {
             self.started = true;
-            uint(&mut body, PKT_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+            flags |= SEQ_INCREMENTAL_STATE_CLEARED;
             uint(&mut body, PKT_FIRST_ON_SEQUENCE, 1);
+        }
+        if flags != 0 {
+            uint(&mut body, PKT_SEQUENCE_FLAGS, flags);
         }
         f(&mut body, &mut self.inner);
         self.pkt.clear();
@@ -133,7 +251,7 @@ impl<W: Write> Pftrace<W> {
 
     /// Declares that timestamps are wall-clock (epoch) nanoseconds, from `ts` on.
     pub fn clock(&mut self, ts: u64) -> std::io::Result<()> {
-        self.packet(|b, t| {
+        self.packet(false, |b, t| {
             let mut clocks = Vec::new();
             for id in [CLOCK_BOOTTIME, CLOCK_REALTIME] {
                 nested(&mut clocks, t, CLOCKS, |c| {
@@ -163,7 +281,7 @@ impl<W: Write> Pftrace<W> {
         if !new {
             return Ok(());
         }
-        self.packet(|b, t| {
+        self.packet(false, |b, t| {
             nested(b, t, PKT_TRACK_DESCRIPTOR, |d| {
                 uint(d, TD_UUID, uuid);
                 uint(d, TD_CHILD_ORDERING, ORDER_EXPLICIT);
@@ -183,7 +301,7 @@ impl<W: Write> Pftrace<W> {
         if !new {
             return Ok(());
         }
-        self.packet(|b, t| {
+        self.packet(false, |b, t| {
             nested(b, t, PKT_TRACK_DESCRIPTOR, |d| {
                 uint(d, TD_UUID, uuid);
                 uint(d, TD_PARENT, parent);
@@ -201,34 +319,59 @@ impl<W: Write> Pftrace<W> {
         tid: u64,
         ts: u64,
         dur: u64,
-        args: &[(&str, Arg)],
+        args: &[(&'static str, Arg)],
     ) -> std::io::Result<()> {
         let track = self.uuid(pid, tid).0;
-        // The event body, with each annotation built in `ann` and copied in once.
-        let (mut ev, mut ann) = (
+        // The event body, with each annotation built in `ann` and copied in once, and the
+        // strings first seen here in `interned`.
+        let (mut ev, mut ann, mut interned) = (
             std::mem::take(&mut self.event),
             std::mem::take(&mut self.ann),
+            std::mem::take(&mut self.interned),
         );
         ev.clear();
+        interned.clear();
         uint(&mut ev, TE_TYPE, TYPE_SLICE_BEGIN);
         uint(&mut ev, TE_TRACK, track);
-        bytes(&mut ev, TE_NAME, name.as_bytes());
+        match self
+            .event_names
+            .iid(name, &mut interned, ID_EVENT_NAMES, &mut self.inner)
+        {
+            Some(iid) => uint(&mut ev, TE_NAME_IID, iid),
+            None => bytes(&mut ev, TE_NAME, name.as_bytes()),
+        }
         for (k, v) in args {
             ann.clear();
-            bytes(&mut ann, DA_NAME, k.as_bytes());
+            match self.annotation_name(k, &mut interned) {
+                Some(iid) => uint(&mut ann, DA_NAME_IID, iid),
+                None => bytes(&mut ann, DA_NAME, k.as_bytes()),
+            }
             match v {
                 Arg::U(u) => uint(&mut ann, DA_UINT, *u),
-                Arg::S(s) => bytes(&mut ann, DA_STRING, s.as_bytes()),
+                Arg::S(s) => {
+                    match self.annotation_strings.iid(
+                        s,
+                        &mut interned,
+                        ID_ANNOTATION_STRINGS,
+                        &mut self.inner,
+                    ) {
+                        Some(iid) => uint(&mut ann, DA_STRING_IID, iid),
+                        None => bytes(&mut ann, DA_STRING, s.as_bytes()),
+                    }
+                }
             }
             bytes(&mut ev, TE_ANNOTATION, &ann);
         }
-        let r = self.packet(|b, _| {
+        let r = self.packet(true, |b, _| {
             uint(b, PKT_TIMESTAMP, ts);
+            if !interned.is_empty() {
+                bytes(b, PKT_INTERNED_DATA, &interned);
+            }
             bytes(b, PKT_TRACK_EVENT, &ev);
         });
-        (self.event, self.ann) = (ev, ann);
+        (self.event, self.ann, self.interned) = (ev, ann, interned);
         r?;
-        self.packet(|b, t| {
+        self.packet(false, |b, t| {
             uint(b, PKT_TIMESTAMP, ts.saturating_add(dur));
             nested(b, t, PKT_TRACK_EVENT, |e| {
                 uint(e, TE_TYPE, TYPE_SLICE_END);
@@ -321,21 +464,34 @@ mod tests {
             .unwrap_err();
         let ev = fields(&ev);
         assert!(ev.contains(&(TE_TYPE, Ok(TYPE_SLICE_BEGIN))));
-        assert!(ev.contains(&(TE_NAME, Err(b"Conv2D".to_vec()))));
+        assert!(ev.contains(&(TE_NAME_IID, Ok(1))));
         let ann: Vec<_> = ev
             .iter()
             .filter(|f| f.0 == TE_ANNOTATION)
             .map(|f| fields(f.1.as_ref().unwrap_err()))
             .collect();
+        assert_eq!(ann[0], vec![(DA_NAME_IID, Ok(1)), (DA_UINT, Ok(4))]);
+        assert_eq!(ann[1], vec![(DA_NAME_IID, Ok(2)), (DA_STRING_IID, Ok(1))]);
+        // The strings themselves, in the same packet's InternedData.
+        let interned = begin
+            .iter()
+            .find(|f| f.0 == PKT_INTERNED_DATA)
+            .unwrap()
+            .1
+            .clone()
+            .unwrap_err();
+        let entries: Vec<(u32, Vec<(u32, Result<u64, Vec<u8>>)>)> = fields(&interned)
+            .into_iter()
+            .map(|(table, e)| (table, fields(&e.unwrap_err())))
+            .collect();
+        let entry = |iid, s: &[u8]| vec![(ENTRY_IID, Ok(iid)), (ENTRY_NAME, Err(s.to_vec()))];
         assert_eq!(
-            ann[0],
-            vec![(DA_NAME, Err(b"Model Id".to_vec())), (DA_UINT, Ok(4))]
-        );
-        assert_eq!(
-            ann[1],
+            entries,
             vec![
-                (DA_NAME, Err(b"Task Type".to_vec())),
-                (DA_STRING, Err(long.into_bytes()))
+                (ID_EVENT_NAMES, entry(1, b"Conv2D")),
+                (ID_ANNOTATION_NAMES, entry(1, b"Model Id")),
+                (ID_ANNOTATION_NAMES, entry(2, b"Task Type")),
+                (ID_ANNOTATION_STRINGS, entry(1, long.as_bytes())),
             ]
         );
         let end = fields(&packets[3]);
@@ -344,5 +500,41 @@ mod tests {
         t.thread(7 << 10, 3, "Stream 3", 3).unwrap();
         t.process(7 << 10, "Ascend Hardware", "NPU 0").unwrap();
         assert_eq!(fields(&t.w).len(), 4);
+        // A second slice with the same strings carries no InternedData, only their ids.
+        t.slice(
+            "Conv2D",
+            7 << 10,
+            3,
+            ts + 5,
+            1,
+            &[("Model Id", Arg::U(4)), ("Task Type", Arg::S(&long))],
+        )
+        .unwrap();
+        let all = fields(&t.w);
+        let second = fields(all[4].1.as_ref().unwrap_err());
+        assert!(!second.iter().any(|f| f.0 == PKT_INTERNED_DATA));
+        assert!(second.contains(&(PKT_SEQUENCE_FLAGS, Ok(SEQ_NEEDS_INCREMENTAL_STATE))));
+    }
+
+    #[test]
+    fn intern_tables_stop_growing_at_their_bound() {
+        let (mut table, mut out, mut tmp) = (Interned::default(), Vec::new(), Vec::new());
+        for i in 0..INTERN_MAX {
+            assert_eq!(
+                table.iid(&i.to_string(), &mut out, 2, &mut tmp),
+                Some(i as u64 + 1)
+            );
+        }
+        assert_eq!(
+            table.iid("one more", &mut out, 2, &mut tmp),
+            None,
+            "inline from now on"
+        );
+        assert_eq!(
+            table.iid("7", &mut out, 2, &mut tmp),
+            Some(8),
+            "known strings keep ids"
+        );
+        assert_eq!(table.0.len(), INTERN_MAX);
     }
 }
