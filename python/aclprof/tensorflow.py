@@ -142,11 +142,15 @@ class NPURunConfig:
 
 
 class _ProfilingOptions:
-    """``global_options().profiling_config``: set before :func:`open`."""
+    """``global_options().profiling_config``: set before :func:`open`, as npu_device's
+    ``NpuProfilingConfig`` (a non-bool ``enable_profiling`` is a ``TypeError``, an unknown
+    option a ``ValueError``; ``profiling_options`` is checked when :func:`open` uses it)."""
+
+    _OPTIONS = ("enable_profiling", "profiling_options")
 
     def __init__(self) -> None:
         self._enable = False
-        self._options: Optional[str] = None
+        self.profiling_options: Optional[str] = None
 
     @property
     def enable_profiling(self) -> bool:
@@ -155,18 +159,13 @@ class _ProfilingOptions:
     @enable_profiling.setter
     def enable_profiling(self, value: bool) -> None:
         if not isinstance(value, bool):
-            raise ValueError(f"enable_profiling must be a bool, not {value!r}")
+            raise TypeError(f"Expected bool, got {type(value).__name__}")
         self._enable = value
 
-    @property
-    def profiling_options(self) -> Optional[str]:
-        return self._options
-
-    @profiling_options.setter
-    def profiling_options(self, value: Optional[str]) -> None:
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"profiling_options must be a JSON string, not {value!r}")
-        self._options = value
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not name.startswith("_") and name not in self._OPTIONS:
+            raise ValueError(f"NpuProfilingConfig has no option {name}")
+        super().__setattr__(name, value)
 
 
 class GlobalOptions:
@@ -205,8 +204,9 @@ class NpuDevice:
 
 def open(device_id: Optional[int] = None) -> NpuDevice:  # noqa: A001 - npu_device's name
     """npu_device's ``open``: applies :func:`global_options` (starts profiling when enabled)
-    and returns the device handle; opening a device again returns the same handle."""
-    dev = 0 if device_id is None else device_id
+    and returns the device handle; the device defaults to ``$ASCEND_DEVICE_ID``, else 0.
+    Opening a device again returns the same handle."""
+    dev = int(os.environ.get("ASCEND_DEVICE_ID", "0") or 0) if device_id is None else device_id
     if dev in _DEVICES:
         return _DEVICES[dev]
     pc = _GLOBAL.profiling_config

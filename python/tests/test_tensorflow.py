@@ -96,12 +96,22 @@ def test_npu_device_open_applies_global_options(tmp_path: Path) -> None:
     assert op_summary_rows(result_dir(tmp_path)) == ops
 
 
-def test_npu_device_bad_option_types() -> None:
+def test_npu_device_option_checks() -> None:
     pc = aclprof.tensorflow.global_options().profiling_config
-    with pytest.raises(ValueError):
+    with pytest.raises(TypeError, match="Expected bool, got str"):
         pc.enable_profiling = "on"  # type: ignore[assignment]
-    with pytest.raises(ValueError):
-        pc.profiling_options = {"output": "/tmp"}  # type: ignore[assignment]
+    with pytest.raises(ValueError, match="NpuProfilingConfig has no option enable_profilling"):
+        pc.enable_profilling = True  # type: ignore[attr-defined]
+    # As in npu_device, profiling_options takes any value; open() checks it.
+    pc.profiling_options = '{"output": "/tmp/x", "trainig_trace": "on"}'
+    pc.enable_profiling = True
+    try:
+        with pytest.raises(ValueError, match='"trainig_trace"'):
+            aclprof.tensorflow.open(5)
+        assert aclprof.load().aclprofFinalize() == aclprof.ACL_ERROR_PROF_NOT_RUN
+    finally:
+        pc.enable_profiling = False
+        pc.profiling_options = None
 
 
 def test_starting_twice_is_refused(tmp_path: Path) -> None:
