@@ -133,14 +133,27 @@ def perfetto_tools():
     return True
 
 
+def timeline_threads(what, prof):
+    """Perfetto's JSON importer on the result directory's timeline: checks it logs no error
+    stats; returns its (process, thread, slices) rows, or [] when it could not run."""
+    r = trace_query(what, one(prof, "msprof_*.json"), Q_THREADS)
+    if r is None:
+        return []
+    code, out = r
+    print(out)
+    check(code == 0, "Perfetto imports %s with no error stats (exit %d)" % (what, code))
+    return [[c.strip() for c in line.split("|")] for line in out.splitlines() if line.count("|") == 2]
+
+
+def hardware_slices(rows):
+    return sum(int(n) for p, t, n in rows if p == "Ascend Hardware" and t.startswith("Stream "))
+
+
 def perfetto(prof):
     if not perfetto_tools():
         return
-    code, out = trace_query("the timeline", one(prof, "msprof_*.json"), Q_THREADS)
-    print(out)
-    check(code == 0, "Perfetto imports the timeline with no error stats (exit %d)" % code)
-    rows = [[c.strip() for c in line.split("|")] for line in out.splitlines() if line.count("|") == 2]
-    hw = sum(int(n) for p, t, n in rows if p == "Ascend Hardware" and t.startswith("Stream "))
+    rows = timeline_threads("the timeline", prof)
+    hw = hardware_slices(rows)
     check(hw == 2 * EXECUTIONS * OPS_PER_RUN, "Perfetto: %d op slices on Ascend Hardware streams" % hw)
     procs = {p for p, _, _ in rows}
     for p in ["Ascend Hardware", "CANN", "Overlap Analysis", "MsprofTx", "Step Trace"]:
@@ -159,23 +172,37 @@ def msprof_exe():
     return exe
 
 
-def msprof_analyze(prof):
-    exe = msprof_exe()
-    out = os.path.join(WORK, "advisor")
-    r = run([exe, "advisor", "computation", "-d", prof, "-o", out, "-l", "en"], capture_output=True, cwd=WORK)
+def advisor_computation(prof, out):
+    """`msprof-analyze advisor computation` on a result directory: no error lines, and it
+    found the op summary; returns what it printed."""
+    os.makedirs(WORK, exist_ok=True)
+    r = run([msprof_exe(), "advisor", "computation", "-d", prof, "-o", out, "-l", "en"],
+            capture_output=True, cwd=WORK)
     text = r.stdout + r.stderr
     print(text[-3000:])
     no_errors("advisor computation", text)
     check("not containing op summary" not in text, "advisor found the op summary")
+    return text
+
+
+def cluster_step_trace(folder, out, what):
+    """`msprof-analyze cluster` on a folder of result directories: no error lines; returns
+    the rows of the cluster_step_trace_time.csv it wrote, or None (a failed check)."""
+    r = run([msprof_exe(), "cluster", "-d", folder, "-o", out], capture_output=True, cwd=WORK)
+    no_errors("cluster on " + what, r.stdout + r.stderr)
+    found = glob.glob(os.path.join(out, "**", "cluster_step_trace_time.csv"), recursive=True)
+    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv for " + what)
+    return list(csv.DictReader(open(found[0]))) if found else None
+
+
+def msprof_analyze(prof):
+    text = advisor_computation(prof, os.path.join(WORK, "advisor"))
     check("Skip block dim checker" not in text, "advisor ran its block-dim check (op summary + info.json DeviceInfo)")
     check("Block Dim" in text or "block dim" in text.lower(), "advisor reports a block-dim finding")
     check("Relu" in text, "advisor names a vector op (Relu) in its findings")
-    run([exe, "cluster", "-d", WORK, "-o", os.path.join(WORK, "cluster")], capture_output=True, cwd=WORK)
-    found = glob.glob(os.path.join(WORK, "cluster", "**", "cluster_step_trace_time.csv"), recursive=True)
-    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv")
-    if not found:
+    rows = cluster_step_trace(WORK, os.path.join(WORK, "cluster"), "two devices")
+    if rows is None:
         return
-    rows = list(csv.DictReader(open(found[0])))
     print(rows)
     ours = overlap_totals(one(prof, "msprof_*.json"))
     comp = sum(float(r["Computing"]) for r in rows)
@@ -211,12 +238,7 @@ def replay_real_step():
 
 
 def perfetto_replayed(prof):
-    r = trace_query("the replayed timeline", one(prof, "msprof_*.json"), Q_THREADS)
-    if r is None:
-        return
-    print(r[1])
-    check(r[0] == 0, "Perfetto imports the replayed timeline with no error stats")
-    rows = [[c.strip() for c in line.split("|")] for line in r[1].splitlines() if line.count("|") == 2]
+    rows = timeline_threads("the replayed timeline", prof)
     comm = {t: int(n) for p, t, n in rows if p == "HCCL"}
     check(comm.get("Group 0 Communication") == 4, "Perfetto: the 4 all-reduces on the HCCL track: %s" % comm)
     overlap = {t for p, t, _ in rows if p == "Overlap Analysis"}
@@ -329,15 +351,10 @@ def cluster_of_ranks():
     rows = json.loads(r.stdout)["rows"]
     check(len(rows) == RANKS and rows[0]["Rank"] == SLOW_RANK,
           "aclprof analyze --aggregate-by rank: %d ranks, rank %s first" % (len(rows), rows[0]["Rank"] if rows else "-"))
-    exe_ma = os.path.join(CACHE, "msprof-venv", "bin", "msprof-analyze")
-    out = os.path.join(WORK, "cluster-ranks")
-    r = run([exe_ma, "cluster", "-d", folder, "-o", out], capture_output=True, cwd=WORK)
-    no_errors("cluster on 8 ranks", r.stdout + r.stderr)
-    found = glob.glob(os.path.join(out, "**", "cluster_step_trace_time.csv"), recursive=True)
-    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv for 8 ranks")
-    if not found:
+    rows = cluster_step_trace(folder, os.path.join(WORK, "cluster-ranks"), "8 ranks")
+    if rows is None:
         return
-    ranks = [r for r in csv.DictReader(open(found[0])) if r["Type"] == "rank"]
+    ranks = [r for r in rows if r["Type"] == "rank"]
     print("\n".join("rank %s: Computing %s" % (r["Index"], r["Computing"]) for r in ranks))
     check(sorted(int(r["Index"]) for r in ranks) == list(range(RANKS)), "cluster sees ranks 0..7")
     busiest = max(ranks, key=lambda r: float(r["Computing"]))
@@ -352,7 +369,7 @@ def no_errors(what, text):
 
 
 def msprof_analyze_replayed(prof):
-    exe = os.path.join(CACHE, "msprof-venv", "bin", "msprof-analyze")
+    exe = msprof_exe()
     r = run([exe, "advisor", "all", "-d", prof, "-o", os.path.join(WORK, "advisor-replayed"), "-l", "en"],
             capture_output=True, cwd=WORK)
     no_errors("advisor all on the replayed step", r.stdout + r.stderr)
@@ -370,15 +387,10 @@ def msprof_analyze_replayed(prof):
         check("Uncovered Communication Time" in strings and "allreduce" in strings,
               "compare sees the communication (uncovered time, the allreduce op)")
     # cluster computes the step trace from our timeline: it must equal ours.
-    folder = os.path.dirname(prof)
-    cl = os.path.join(WORK, "cluster-replayed")
-    r = run([exe, "cluster", "-d", folder, "-o", cl], capture_output=True, cwd=WORK)
-    no_errors("cluster on the replayed step", r.stdout + r.stderr)
-    found = glob.glob(os.path.join(cl, "**", "cluster_step_trace_time.csv"), recursive=True)
-    check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv for the replay")
-    if not found:
+    theirs = cluster_step_trace(os.path.dirname(prof), os.path.join(WORK, "cluster-replayed"),
+                                "the replayed step")
+    if theirs is None:
         return
-    theirs = list(csv.DictReader(open(found[0])))
     ours = list(csv.DictReader(open(os.path.join(prof, "mindstudio_profiler_output", "step_trace_time.csv"))))
     check(len(theirs) == 1 and len(ours) == 1, "one step row each")
     for k in ["Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage"]:
@@ -412,31 +424,26 @@ def given_dir(prof, ops):
     check(isinstance(events, list) and all("ph" in e and "pid" in e for e in events),
           "the timeline is a strict JSON array of trace events")
     if perfetto_tools():
-        code, text = trace_query("the timeline", one(prof, "msprof_*.json"), Q_THREADS)
-        print(text)
-        check(code == 0, "Perfetto imports the timeline with no error stats (exit %d)" % code)
-        rows = [[c.strip() for c in line.split("|")] for line in text.splitlines() if line.count("|") == 2]
-        hw = sum(int(n) for p, t, n in rows if p == "Ascend Hardware" and t.startswith("Stream "))
+        hw = hardware_slices(timeline_threads("the timeline", prof))
         check(hw == ops, "Perfetto: %d op slices on Ascend Hardware streams (%d)" % (ops, hw))
         perfetto_native(prof, os.path.basename(prof))
     if "--skip-msprof-analyze" not in sys.argv:
-        os.makedirs(WORK, exist_ok=True)
-        r = run([msprof_exe(), "advisor", "computation", "-d", prof, "-o", os.path.join(WORK, "advisor-given"),
-                 "-l", "en"], capture_output=True, cwd=WORK)
-        text = r.stdout + r.stderr
-        print(text[-2000:])
-        no_errors("advisor computation", text)
-        check("not containing op summary" not in text, "advisor found the op summary")
+        advisor_computation(prof, os.path.join(WORK, "advisor-given"))
+
+
+def finish(what):
+    """Ends a check script: exit 1 if any check failed."""
+    if failures:
+        print("\n%d check(s) failed" % len(failures))
+        sys.exit(1)
+    print("\nall %s passed" % what)
 
 
 def main():
     if "--dir" in sys.argv:
         i = sys.argv.index("--dir")
         given_dir(os.path.abspath(sys.argv[i + 1]), int(sys.argv[sys.argv.index("--ops") + 1]))
-        if failures:
-            print("\n%d check(s) failed" % len(failures))
-            sys.exit(1)
-        print("\nall checks of %s passed" % sys.argv[i + 1])
+        finish("checks of " + sys.argv[i + 1])
         return
     prof = build_and_profile()
     perfetto(prof)
@@ -449,10 +456,7 @@ def main():
         msprof_analyze(prof)
         msprof_analyze_replayed(replayed)
         cluster_of_ranks()
-    if failures:
-        print("\n%d check(s) failed" % len(failures))
-        sys.exit(1)
-    print("\nall file-mode checks passed")
+    finish("file-mode checks")
 
 
 if __name__ == "__main__":
