@@ -26,8 +26,9 @@ import logging
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _bindings
 from .profiler import Profiler as _FileMode
@@ -365,8 +366,8 @@ def _checked_steps(step_list: Optional[Sequence[int]]) -> Optional[List[int]]:
         raise TypeError("Parameter step_list must be a list.")
     if not all(_is_int(s) for s in step_list):
         raise TypeError("The elements of the parameter step_list must be integers.")
-    step_list.sort()
-    if step_list != list(range(step_list[0], step_list[0] + len(step_list))) if step_list else 0:
+    step_list.sort()  # in place, as MindSpore does
+    if any(b != a + 1 for a, b in zip(step_list, step_list[1:])):
         raise ValueError("The elements of the parameter step_list must be continuous integers.")
     return list(step_list)
 
@@ -399,15 +400,17 @@ def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
                      "%d events are left out of ascend_timeline_display_%d.json (all are in the "
                      "PROF_* directories)", timeline_limit_mb, dropped, len(events), rank)
     (profiler_dir / f"ascend_timeline_display_{rank}.json").write_text(
-        json.dumps(kept, indent=4 if pretty else None))
+        ("[\n" + ",\n".join(kept) + "\n]") if pretty else ("[" + ",".join(kept) + "]"))
     # Per-type statistics, of the chosen steps only (steps are what aclprofGetStepTimestamp
     # marked; a run that marked none of them is analysed whole, and says so).
     rows = _type_rows(dirs, steps)
     steps_applied = steps is not None
-    if steps and not rows and _type_rows(dirs, None):
-        _log.warning("aclprof.mindspore: no ops in steps %s (steps are those marked with "
-                     "aclprofGetStepTimestamp); step_list ignored, every op analysed", steps)
-        rows, steps_applied = _type_rows(dirs, None), False
+    if steps and not rows:
+        every = _type_rows(dirs, None)
+        if every:
+            _log.warning("aclprof.mindspore: no ops in steps %s (steps are those marked with "
+                         "aclprofGetStepTimestamp); step_list ignored, every op analysed", steps)
+            rows, steps_applied = every, False
     total = sum(r["total"] for r in rows.values()) or 1.0
     out = io.StringIO()
     w = csv.writer(out)
@@ -436,16 +439,21 @@ def _type_rows(dirs: List[Path], steps: Optional[List[int]]) -> Dict[str, Dict[s
     return rows
 
 
-def _limit(events: List[Any], limit: int, pretty: bool) -> "tuple[List[Any], int]":
-    """The longest prefix of ``events`` whose JSON fits in ``limit`` bytes (metadata events
-    first, so that every kept slice has its process and thread names)."""
+def _limit(events: List[Any], limit: int, pretty: bool) -> Tuple[List[str], int]:
+    """The JSON texts of the longest prefix of ``events`` that fits in ``limit`` bytes as an
+    array (metadata events first, so that every kept slice has its process and thread names),
+    indented as ``json.dumps(events, indent=4)`` would when ``pretty``; and how many were
+    left out."""
     events = sorted(events, key=lambda e: 0 if e.get("ph") == "M" else 1)
-    size = 2
-    for i, e in enumerate(events):
-        size += len(json.dumps(e, indent=4 if pretty else None)) + 2
+    kept: List[str] = []
+    size = 4  # the brackets and newlines around the elements
+    for e in events:
+        text = textwrap.indent(json.dumps(e, indent=4), "    ") if pretty else json.dumps(e)
+        size += len(text.encode()) + 2  # and the separator
         if size > limit:
-            return events[:i], len(events) - i
-    return events, 0
+            break
+        kept.append(text)
+    return kept, len(events) - len(kept)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
