@@ -115,27 +115,31 @@ def main(argv: Optional[List[str]] = None) -> int:
         "type": args.type,
         "name": ("^(?:" + args.opr_name + ")") if args.opr_name else None,
     }
+    # MegEngine's --aggregate alone puts every op in one group, "all": made below from the
+    # per-device sums, counts, minima and maxima.
+    all_group = bool(args.aggregate and not args.aggregate_by)
+    if all_group:
+        query.update(aggregate_by="device", aggregate="sum", top=0)
+    rows: List[Dict[str, Any]] = []
+    table = ""
     try:
         total = json.loads(_run(path, {"top": 0, "aggregate_by": "device"}))
-        if args.aggregate and not args.aggregate_by:
-            # MegEngine's --aggregate alone: every op in one group, "all", made below from
-            # the per-device sums, counts, minima and maxima.
-            query.update(aggregate_by="device", aggregate="sum", top=0)
-        report = json.loads(_run(path, {**query, "format": "json"}))
-        fmt = "markdown" if args.confluence else "table"
-        table = _run(path, {**query, "format": fmt})
+        if all_group or args.dump_only_opr:
+            rows = json.loads(_run(path, {**query, "format": "json"}))["rows"]
+        else:
+            table = _run(path, {**query, "format": "markdown" if args.confluence else "table"})
     except AclError as e:
         print(f"{args.dump}: {e.message or e}", file=sys.stderr)
         return 1
-    if args.aggregate and not args.aggregate_by:
-        table = _all_group(report["rows"], args.aggregate)
+    if all_group:
+        table = _all_group(rows, args.aggregate)
     total_s = total["total_us"] / 1e6 if total["ops"] else None
     if args.print_only in (None, "summary"):
         print(_summary(total_s, args.copy_time))
     if args.print_only in (None, "device"):
         print()
         if args.dump_only_opr:
-            for r in report["rows"]:
+            for r in rows:
                 print(" ".join(str(r[k]) for k in ("Name", "Type") if k in r)
                       or " ".join(str(v) for v in r.values()))
         else:
