@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 from ._lib import load
 from .errors import check
-from .profiler import Profiler as _FileMode
+from .profiler import Analysis, Profiler as _FileMode
 
 __all__ = ["Profiler", "profile"]
 
@@ -192,8 +192,7 @@ def chrome_timeline(result_dir: Path) -> Dict[str, Any]:
     """The ops of an aclprof result directory as MegEngine writes its timeline: one process
     (this pid), a thread per aclprof process and thread (named by both), ``ts`` in µs from
     the first event, ``{"traceEvents": [...], "metadata": {"localTime": ...}}``."""
-    (timeline,) = sorted((result_dir / "mindstudio_profiler_output").glob("msprof_*.json"))
-    events = json.loads(timeline.read_text())
+    events = Analysis([result_dir]).timeline_events()
     procs = {e["pid"]: e["args"]["name"] for e in events
              if e.get("ph") == "M" and e.get("name") == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events

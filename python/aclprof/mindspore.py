@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _bindings
-from .profiler import Profiler as _FileMode
+from .profiler import Analysis, Profiler as _FileMode
 from .summary import _run
 
 __all__ = ["Profiler", "ProfilerLevel", "AICORE_METRICS"]
@@ -390,10 +390,7 @@ def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
     if not dirs:
         raise RuntimeError(f"{profiler_dir}: no profiling data (PROF_* directories) to analyse")
     # The timeline: every result directory's ops, cut at timeline_limit MB.
-    events: List[Any] = []
-    for d in dirs:
-        for f in sorted((d / "mindstudio_profiler_output").glob("msprof_*.json")):
-            events += json.loads(f.read_text())
+    events = Analysis(dirs).timeline_events()
     kept, dropped = _limit(events, timeline_limit_mb * 1024 * 1024, pretty)
     if dropped:
         _log.warning("aclprof.mindspore: the timeline reached timeline_limit (%d MB); %d of its "

@@ -6,10 +6,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import ctypes
+import json
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Type
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Type
 
 from . import _bindings
 from ._lib import load, recent_error
@@ -43,6 +44,15 @@ class Analysis:
             with open(path, newline="", encoding="utf-8") as f:
                 rows.extend(csv.DictReader(f))
         return rows
+
+    def timeline_events(self) -> List[Dict[str, Any]]:
+        """The trace events of every result directory's timeline (``msprof_<timestamp>.json``,
+        a Chrome trace event array), oldest directory first."""
+        events: List[Dict[str, Any]] = []
+        for d in self.result_dirs:
+            for f in sorted((d / RESULT_SUBDIR).glob("msprof_*.json")):
+                events += json.loads(f.read_text(encoding="utf-8"))
+        return events
 
     @property
     def op_summary(self) -> List[Dict[str, str]]:
