@@ -127,7 +127,6 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
 
     def __init__(self, owner: "profile") -> None:
         super().__init__()
-        self.owner = owner
         self.model_id = owner.model.id
         self.root = owner.name
         self.names = owner._names
