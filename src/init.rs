@@ -20,8 +20,10 @@ pub fn ensure() -> &'static crate::settings::Settings {
 }
 
 /// `PROFILING_OPTIONS` keys (the ones TensorFlow/GE users write) -> ACL_PROF_* bits.
-const ENV_SWITCHES: [(&str, u64); 8] = [
+/// `task_time` is newer CANN's name for `task_trace` (npu_bridge's default options use it).
+const ENV_SWITCHES: [(&str, u64); 9] = [
     ("task_trace", 0x1 | 0x2),
+    ("task_time", 0x1 | 0x2),
     ("training_trace", 0x40),
     ("aicpu", 0x8),
     ("l2", 0x10),
@@ -47,11 +49,21 @@ fn aicore_metric(name: &str) -> Option<u32> {
     NAMES.iter().position(|n| *n == name).map(|i| i as u32)
 }
 
+/// Whether switch `key` is on, None for a value it does not take: "on" or "off", and for the
+/// task switches also CANN's levels "l0" and "l1" (both on).
+fn switch_value(key: &str, v: &serde_json::Value) -> Option<bool> {
+    match v.as_str()? {
+        "on" => Some(true),
+        "off" => Some(false),
+        "l0" | "l1" if key.starts_with("task_t") => Some(true),
+        _ => None,
+    }
+}
+
 /// Keys of `PROFILING_OPTIONS` that CANN accepts and the emulated device has no data for
 /// (system sampling, storage limits, ...): accepted and ignored.
-const ENV_ACCEPTED: [&str; 14] = [
+const ENV_ACCEPTED: [&str; 13] = [
     "storage_limit",
-    "task_time",
     "ge_api",
     "sys_hardware_mem_freq",
     "llc_profiling",
@@ -101,7 +113,7 @@ pub fn env_mode_config(
             || ENV_ACCEPTED.contains(&k.as_str());
         let why = if !known {
             Some(format!("PROFILING_OPTIONS has an unknown key {k:?}"))
-        } else if switch && !matches!(val.as_str(), Some("on" | "off")) {
+        } else if switch && switch_value(k, val).is_none() {
             Some(format!(
                 "PROFILING_OPTIONS {k:?} must be \"on\" or \"off\", not {val}"
             ))
@@ -124,7 +136,7 @@ pub fn env_mode_config(
             "PROFILING_OPTIONS needs \"output\": the result directory",
         );
     };
-    let on = |k: &str| v.get(k).and_then(|x| x.as_str()) == Some("on");
+    let on = |k: &str| v.get(k).and_then(|x| switch_value(k, x)) == Some(true);
     let mut data_type = ENV_SWITCHES
         .iter()
         .filter(|(k, _)| on(k))
@@ -268,6 +280,26 @@ mod tests {
         assert_eq!(parse(s, Unknown::Warn).unwrap().data_type, 0x1 | 0x2);
         let e = parse(r#"{"output":"/tmp/x","aicpu":true}"#, Unknown::Refuse).unwrap_err();
         assert!(e.contains("\"aicpu\" must be \"on\" or \"off\""), "{e}");
+        let e = parse(r#"{"output":"/tmp/x","hccl":"l1"}"#, Unknown::Refuse).unwrap_err();
+        assert!(e.contains("\"hccl\" must be"), "{e}");
+    }
+
+    #[test]
+    fn task_time_is_task_trace_and_takes_levels() {
+        // npu_bridge's default options say task_time; CANN also takes the levels l0 and l1.
+        for s in [
+            r#"{"output":"/tmp/x","task_time":"on","training_trace":"on"}"#,
+            r#"{"output":"/tmp/x","task_time":"l1","training_trace":"on"}"#,
+            r#"{"output":"/tmp/x","task_trace":"l0","training_trace":"on"}"#,
+        ] {
+            assert_eq!(
+                parse(s, Unknown::Refuse).unwrap().data_type,
+                0x1 | 0x2 | 0x40,
+                "{s}"
+            );
+        }
+        let off = r#"{"output":"/tmp/x","task_time":"off","training_trace":"on"}"#;
+        assert_eq!(parse(off, Unknown::Refuse).unwrap().data_type, 0x40);
     }
 
     #[test]
