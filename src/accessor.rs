@@ -65,7 +65,7 @@ pub fn each_verified<'a>(
     let mut n = 0;
     for rec in buf.chunks_exact(RECORD_SIZE).take(max) {
         check_signature(rec, n as u64).map_err(|e| (n, e))?;
-        let v = View(rec);
+        let v = View(rec.try_into().unwrap());
         if strings && (v.name().is_none() || v.op_type().is_none()) {
             let e = crate::error::Error {
                 code: ACL_ERROR_INVALID_PARAM,
@@ -97,31 +97,89 @@ pub fn locate(len: usize, index: u32) -> Result<usize> {
     Ok(start as usize)
 }
 
-thread_local! {
-    /// The last record this thread verified: its address and its signature. A read loop
-    /// calls several accessors on the same record; the first call verifies it, the others
-    /// find the same address holding the same signature. A record written over it (the
-    /// next read into the same buffer, a ring slot reused) carries another signature and
-    /// is verified again; see docs/design.md ("Decoding").
-    static LAST_VERIFIED: std::cell::Cell<(usize, u32)> = const { std::cell::Cell::new((0, 0)) };
+/// A record whose signature was checked, and what that check found about its two strings.
+#[derive(Clone, Copy, Debug)]
+pub struct Checked<'a> {
+    pub view: View<'a>,
+    /// [`NAME_OK`] | [`TYPE_OK`]: the field's length, NUL and contents are consistent.
+    strings: u8,
 }
 
-/// Checks the signature of one record (`rec` is exactly one record).
-#[inline]
-pub fn verified(rec: &[u8], index: u32) -> Result<View<'_>> {
-    let key = (rec.as_ptr() as usize, record::get_u32(rec, 0));
-    if LAST_VERIFIED.with(|l| l.get()) != key {
-        check_signature(rec, index as u64)?;
-        LAST_VERIFIED.with(|l| l.set(key));
+const NAME_OK: u8 = 1;
+const TYPE_OK: u8 = 2;
+
+/// The last record a thread verified: where it was, its signature, its strings' check.
+#[derive(Clone, Copy)]
+struct Seen {
+    addr: usize,
+    sig: u32,
+    strings: u8,
+}
+
+thread_local! {
+    /// A read loop calls several accessors on the same record; the first call verifies it
+    /// (and checks its strings once), the others find the same address holding the same
+    /// signature. A record written over it (the next read into the same buffer, a ring slot
+    /// reused) carries another signature and is verified again; see docs/design.md
+    /// ("Decoding").
+    static LAST_VERIFIED: std::cell::Cell<Seen> =
+        const { std::cell::Cell::new(Seen { addr: 0, sig: 0, strings: 0 }) };
+}
+
+/// The record at `index` of `buf`, if it is the one this thread verified last and still
+/// carries the signature it had then: the accessors' common case, in straight-line code
+/// that cannot fail or panic. `None` sends the caller to [`record`], which checks
+/// everything and says what is wrong.
+#[inline(always)]
+pub fn cached(buf: &[u8], index: u32) -> Option<Checked<'_>> {
+    if buf.len() % RECORD_SIZE != 0 {
+        return None;
     }
-    Ok(View(rec))
+    let off = index as usize * RECORD_SIZE; // a u32 times 512 fits a 64-bit usize
+    let rec: &record::Record = buf.get(off..off + RECORD_SIZE)?.try_into().ok()?;
+    let last = LAST_VERIFIED.with(|l| l.get());
+    let sig = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+    (last.addr == rec.as_ptr() as usize && last.sig == sig).then_some(Checked {
+        view: View(rec),
+        strings: last.strings,
+    })
+}
+
+/// Checks the signature of one record.
+#[inline]
+pub fn verified(rec: &record::Record, index: u32) -> Result<Checked<'_>> {
+    let (addr, sig) = (rec.as_ptr() as usize, record::get_u32(rec, 0));
+    let last = LAST_VERIFIED.with(|l| l.get());
+    if last.addr == addr && last.sig == sig {
+        return Ok(Checked {
+            view: View(rec),
+            strings: last.strings,
+        });
+    }
+    verify_now(rec, index)
+}
+
+#[inline(never)]
+fn verify_now(rec: &record::Record, index: u32) -> Result<Checked<'_>> {
+    check_signature(rec, index as u64)?;
+    let view = View(rec);
+    let strings =
+        (view.name().is_some() as u8 * NAME_OK) | (view.op_type().is_some() as u8 * TYPE_OK);
+    LAST_VERIFIED.with(|l| {
+        l.set(Seen {
+            addr: rec.as_ptr() as usize,
+            sig: record::get_u32(rec, 0),
+            strings,
+        })
+    });
+    Ok(Checked { view, strings })
 }
 
 /// The record at `index`, after checking the length, the index and its signature.
 #[inline]
-pub fn record(buf: &[u8], index: u32) -> Result<View<'_>> {
+pub fn record(buf: &[u8], index: u32) -> Result<Checked<'_>> {
     let off = locate(buf.len(), index)?;
-    verified(&buf[off..off + RECORD_SIZE], index)
+    verified(buf[off..off + RECORD_SIZE].try_into().unwrap(), index)
 }
 
 /// Which string an accessor reads.
@@ -140,24 +198,38 @@ impl Field {
     }
 }
 
-/// The whole string: inline, or from the producing process's side table when it was
-/// truncated and this is that process.
-pub fn string<'a>(v: View<'a>, field: Field) -> Result<std::borrow::Cow<'a, [u8]>> {
-    let inline = match field {
-        Field::Name => v.name(),
-        Field::Type => v.op_type(),
+impl Field {
+    fn truncated_mark(self) -> u8 {
+        match self {
+            Field::Name => record::MARK_NAME_TRUNCATED,
+            Field::Type => record::MARK_TYPE_TRUNCATED,
+        }
+    }
+}
+
+/// The string as stored in the record (possibly truncated), after the check its
+/// verification made.
+#[inline]
+fn inline_string(c: Checked<'_>, field: Field) -> Result<&[u8]> {
+    let (ok, s) = match field {
+        Field::Name => (NAME_OK, c.view.name_checked()),
+        Field::Type => (TYPE_OK, c.view.op_type_checked()),
     };
-    let Some(inline) = inline else {
+    if c.strings & ok == 0 {
         return err(
             ACL_ERROR_INVALID_PARAM,
             format!("the record's {} field is malformed", field.what()),
         );
-    };
-    let mark = match field {
-        Field::Name => record::MARK_NAME_TRUNCATED,
-        Field::Type => record::MARK_TYPE_TRUNCATED,
-    };
-    if v.marks() & mark != 0 && v.pid() == std::process::id() {
+    }
+    Ok(s)
+}
+
+/// The whole string: inline, or from the producing process's side table when it was
+/// truncated and this is that process.
+pub fn string<'a>(c: Checked<'a>, field: Field) -> Result<std::borrow::Cow<'a, [u8]>> {
+    let inline = inline_string(c, field)?;
+    let v = c.view;
+    if v.marks() & field.truncated_mark() != 0 && v.pid() == std::process::id() {
         if let Some(full) = crate::names::lookup(v.op_index()) {
             let s = match field {
                 Field::Name => full.name,
@@ -170,30 +242,57 @@ pub fn string<'a>(v: View<'a>, field: Field) -> Result<std::borrow::Cow<'a, [u8]
 }
 
 /// Length of the string including its NUL, as `aclprofGetOpNameLen`/`TypeLen` report it.
-pub fn string_len(v: View<'_>, field: Field) -> Result<usize> {
-    Ok(string(v, field)?.len() + 1)
+#[inline]
+pub fn string_len(c: Checked<'_>, field: Field) -> Result<usize> {
+    if c.view.marks() & field.truncated_mark() != 0 {
+        return Ok(string(c, field)?.len() + 1);
+    }
+    Ok(inline_string(c, field)?.len() + 1)
 }
 
 /// Copies the string and its NUL into `out`. A buffer too short is an error and nothing is
 /// written (CANN's behaviour since 2023-10).
-pub fn copy_string(v: View<'_>, field: Field, out: &mut [u8]) -> Result<()> {
-    let s = string(v, field)?;
-    if out.len() < s.len() + 1 {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            format!(
-                "the {} needs {} bytes with its NUL but the buffer holds {}; \
-                 ask aclprofGetOp{}Len first",
-                field.what(),
-                s.len() + 1,
-                out.len(),
-                if field == Field::Name { "Name" } else { "Type" }
-            ),
-        );
+#[inline]
+pub fn copy_string(c: Checked<'_>, field: Field, out: &mut [u8]) -> Result<()> {
+    if c.view.marks() & field.truncated_mark() != 0 {
+        return copy_into(&string(c, field)?, field, out);
     }
-    out[..s.len()].copy_from_slice(&s);
+    copy_into(inline_string(c, field)?, field, out)
+}
+
+#[inline]
+fn copy_into(s: &[u8], field: Field, out: &mut [u8]) -> Result<()> {
+    if out.len() <= s.len() {
+        return short_buffer(s.len(), field, out.len());
+    }
+    out[..s.len()].copy_from_slice(s);
     out[s.len()] = 0;
     Ok(())
+}
+
+/// The string of a [`cached`] record when the whole of it is inline and consistent:
+/// the accessors' common case (no error to build, nothing to look up).
+#[inline(always)]
+pub fn cached_string<'a>(c: Checked<'a>, field: Field) -> Option<&'a [u8]> {
+    let (ok, s) = match field {
+        Field::Name => (NAME_OK, c.view.name_checked()),
+        Field::Type => (TYPE_OK, c.view.op_type_checked()),
+    };
+    (c.strings & ok != 0 && c.view.marks() & field.truncated_mark() == 0).then_some(s)
+}
+
+#[cold]
+fn short_buffer(len: usize, field: Field, have: usize) -> Result<()> {
+    err(
+        ACL_ERROR_INVALID_PARAM,
+        format!(
+            "the {} needs {} bytes with its NUL but the buffer holds {have}; \
+             ask aclprofGetOp{}Len first",
+            field.what(),
+            len + 1,
+            if field == Field::Name { "Name" } else { "Type" }
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -225,8 +324,8 @@ pub(crate) mod tests {
         assert_eq!(op_num(&b).unwrap(), 3);
         assert_eq!(op_num(&[]).unwrap(), 0);
         let v = record(&b, 2).unwrap();
-        assert_eq!(v.duration(), 12);
-        assert_eq!(v.model_id(), 7);
+        assert_eq!(v.view.duration(), 12);
+        assert_eq!(v.view.model_id(), 7);
         assert_eq!(string_len(record(&b, 1).unwrap(), Field::Name).unwrap(), 4);
         assert_eq!(string_len(record(&b, 1).unwrap(), Field::Type).unwrap(), 7);
         // repeatable
@@ -287,6 +386,38 @@ pub(crate) mod tests {
         let mut c = make(1);
         c[300] ^= 1;
         assert!(record(&c, 0).is_err());
+    }
+
+    #[test]
+    fn the_cache_answers_only_for_the_record_verified_last_and_keeps_its_string_checks() {
+        let mut b = make(2);
+        // A NUL inside the name, re-signed: the record verifies, its name does not.
+        b[record::OFF_NAME + 1] = 0;
+        sign(&mut b[..RECORD_SIZE]);
+        let c = record(&b, 0).unwrap();
+        assert_eq!(c.view.model_id(), 7);
+        for _ in 0..2 {
+            assert!(string_len(c, Field::Name).is_err());
+            assert_eq!(string_len(c, Field::Type).unwrap(), 7);
+        }
+        let hit = cached(&b, 0).expect("the record just verified");
+        assert!(
+            cached_string(hit, Field::Name).is_none(),
+            "the name's check is kept"
+        );
+        assert_eq!(cached_string(hit, Field::Type), Some(&b"MatMul"[..]));
+        // Another index, another buffer with the same bytes, or a bad length: no answer.
+        assert!(cached(&b, 1).is_none());
+        let copy = b.clone();
+        assert!(cached(&copy, 0).is_none());
+        assert!(cached(&b[..RECORD_SIZE + 1], 0).is_none());
+        assert!(cached(&b, u32::MAX).is_none());
+        // A new record written over it carries another signature: no answer until verified.
+        let fresh = make(3);
+        b[..RECORD_SIZE].copy_from_slice(&fresh[2 * RECORD_SIZE..]);
+        assert!(cached(&b, 0).is_none());
+        assert_eq!(record(&b, 0).unwrap().view.op_index(), 3);
+        assert!(cached(&b, 0).is_some());
     }
 
     #[test]

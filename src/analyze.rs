@@ -379,7 +379,7 @@ fn each_record(
         let whole = filled / RECORD_SIZE * RECORD_SIZE;
         for rec in buf[..whole].chunks_exact(RECORD_SIZE) {
             if record::get_u32(rec, 0) == record::signature_of(rec) {
-                f(View(rec));
+                f(View(rec.try_into().unwrap()));
             } else {
                 *corrupt += 1;
             }

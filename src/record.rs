@@ -89,13 +89,12 @@ fn spans(rec: &Record) -> (usize, usize, usize) {
     (e1, s2, e2.min(RECORD_SIZE + 8))
 }
 
-/// The signature a record of any size should carry (CRC register over bytes `4..`). A
-/// 512-byte record whose bytes after its strings are zero (every record aclprof writes)
-/// only has its header and strings hashed; see [`crate::signature`].
+/// The signature a record of any size should carry (CRC register over bytes `4..`), as a
+/// reader checks it: every byte is hashed (see [`fresh_signature_of`] for a producer's).
 #[inline]
 pub fn signature_of(rec: &[u8]) -> u32 {
     match <&Record>::try_from(rec) {
-        Ok(r) => crate::signature::of_sparse_record(r, spans(r), true),
+        Ok(r) => crate::signature::of_record(r),
         Err(_) => crc_register(&rec[4..]),
     }
 }
@@ -103,7 +102,7 @@ pub fn signature_of(rec: &[u8]) -> u32 {
 /// The signature of a record just built by [`encode`] into a zeroed buffer.
 #[inline]
 pub fn fresh_signature_of(rec: &Record) -> u32 {
-    crate::signature::of_sparse_record(rec, spans(rec), false)
+    crate::signature::of_sparse_record(rec, spans(rec))
 }
 
 /// Signs a record just built by [`encode`] into a zeroed buffer (the bytes after its
@@ -225,9 +224,51 @@ pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     rec[OFF_NAME..OFF_NAME + n.len()].copy_from_slice(n);
 }
 
-/// A verified record (length and signature checked by the accessor layer).
+/// Non-zero iff one of the first `len` bytes of `field` is zero; `field` holds at least
+/// `len` rounded up to 16 bytes.
+#[inline]
+fn nul_in(field: &[u8], len: usize) -> u64 {
+    assert!(field.len() >= len.div_ceil(16) * 16);
+    let mut zero = 0u64;
+    let mut i = 0;
+    while i < len {
+        let valid = if len - i >= 16 {
+            0xFFFF
+        } else {
+            (1u64 << (len - i)) - 1
+        };
+        zero |= zero_bytes_16(&field[i..i + 16]) & valid;
+        i += 16;
+    }
+    zero
+}
+
+/// One bit per zero byte of a 16-byte block (bit k for byte k).
+#[inline]
+fn zero_bytes_16(b: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(b.len() >= 16);
+        // SAFETY: SSE2 is part of x86-64; the load reads the 16 bytes just checked.
+        unsafe {
+            let v = _mm_loadu_si128(b.as_ptr() as *const __m128i);
+            _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128())) as u32 as u64
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        b[..16]
+            .iter()
+            .enumerate()
+            .fold(0, |m, (k, &x)| m | (((x == 0) as u64) << k))
+    }
+}
+
+/// A verified record (length and signature checked by the accessor layer). A whole
+/// record by type, so reading a field has no bounds check and no panic.
 #[derive(Clone, Copy)]
-pub struct View<'a>(pub &'a [u8]);
+pub struct View<'a>(pub &'a Record);
 
 impl std::fmt::Debug for View<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -278,10 +319,11 @@ impl<'a> View<'a> {
         if len > max || self.0[off + len] != 0 {
             return None;
         }
-        let s = &self.0[off..off + len];
-        // No NUL inside: a branch-free fold the compiler vectorizes (memchr is slow on short
-        // strings, and this runs on every string accessor call).
-        s.iter().fold(true, |ok, &b| ok & (b != 0)).then_some(s)
+        // Both string fields end at least 16 bytes before the record does, so whole blocks
+        // can be read past the string; the bytes past it are ignored.
+        let field = &self.0[off..off + max + 16];
+        let zero = nul_in(field, len);
+        (zero == 0).then(|| &self.0[off..off + len])
     }
     /// The op type stored inline, or `None` if the record's string fields are inconsistent.
     pub fn op_type(&self) -> Option<&'a [u8]> {
@@ -291,11 +333,41 @@ impl<'a> View<'a> {
     pub fn name(&self) -> Option<&'a [u8]> {
         self.inline_str(OFF_NAME, OFF_NAME_LEN, MAX_NAME_LEN)
     }
+    /// The op name stored inline, for a record whose [`View::name`] was found consistent
+    /// (no scan for its end).
+    pub fn name_checked(&self) -> &'a [u8] {
+        let len = (get_u16(self.0, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN);
+        &self.0[OFF_NAME..OFF_NAME + len]
+    }
+    /// The op type stored inline, for a record whose [`View::op_type`] was found consistent.
+    pub fn op_type_checked(&self) -> &'a [u8] {
+        let len = (get_u16(self.0, OFF_TYPE_LEN) as usize).min(MAX_TYPE_LEN);
+        &self.0[OFF_TYPE..OFF_TYPE + len]
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nul_inside_either_string_is_found_wherever_it_is() {
+        for len in [0usize, 1, 7, 8, 9, 15, 16, 17, 35, 63, 64] {
+            let s: Vec<u8> = (0..len).map(|i| 0x80 | (i as u8 + 1)).collect();
+            let mut r = [0u8; RECORD_SIZE];
+            encode(&mut r, &OpFields::default(), &s, &s);
+            assert_eq!(View(&r).name(), Some(&s[..]), "len {len}");
+            assert_eq!(View(&r).op_type(), Some(&s[..]), "len {len}");
+            for at in 0..len {
+                let mut t = r;
+                t[OFF_NAME + at] = 0;
+                assert!(View(&t).name().is_none(), "name len {len}, NUL at {at}");
+                let mut t = r;
+                t[OFF_TYPE + at] = 0;
+                assert!(View(&t).op_type().is_none(), "type len {len}, NUL at {at}");
+            }
+        }
+    }
 
     fn hex(s: &str) -> Vec<u8> {
         let s: String = s.split_whitespace().collect();

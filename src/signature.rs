@@ -28,29 +28,17 @@ fn has_clmul() -> bool {
         && std::arch::is_x86_feature_detected!("pclmulqdq")
 }
 
-fn all_zero(b: &[u8]) -> bool {
-    let mut blocks = b.chunks_exact(32);
-    let mut acc = 0u64;
-    for blk in &mut blocks {
-        let w = |i: usize| u64::from_ne_bytes(blk[i..i + 8].try_into().unwrap());
-        acc |= w(0) | w(8) | w(16) | w(24);
-    }
-    for &x in blocks.remainder() {
-        acc |= x as u64;
-    }
-    acc == 0
-}
-
 /// The register over `rec[4..]` of a 512-byte record whose bytes outside `[4, e1)` and
 /// `[s2, e2)` may be non-zero (the spans are whole 8-byte words from offset 8, with
-/// `56 <= e1 <= s2 <= e2 <= 512`). With `check_zeros`, the other bytes are checked first and
-/// the whole record is hashed if they are not all zero; without, the caller knows they are.
-/// Three independent chains (header, type, name) are joined by shifts over the zeros.
+/// `56 <= e1 <= s2 <= e2 <= 512`) and the caller knows that the other bytes are zero (a
+/// record just built: a producer's signing). Three independent chains (header, type, name)
+/// are joined by shifts over the zeros. A reader verifying a record cannot know the zeros
+/// without reading them, and reading them costs what hashing them does: [`of_record`].
 #[inline]
-pub fn of_sparse_record(rec: &[u8; 512], spans: (usize, usize, usize), check_zeros: bool) -> u32 {
+pub fn of_sparse_record(rec: &[u8; 512], spans: (usize, usize, usize)) -> u32 {
     let (e1, s2, e2) = spans;
     let shaped = (56..=s2).contains(&e1) && s2 <= e2 && e2 <= 512 && (e1 - 8) % 8 == 0;
-    if shaped && (!check_zeros || (all_zero(&rec[e1..s2]) && all_zero(&rec[e2..]))) {
+    if shaped {
         #[cfg(target_arch = "x86_64")]
         if has_clmul() {
             // SAFETY: the CPU has the features; the spans are inside the record.

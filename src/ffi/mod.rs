@@ -161,11 +161,45 @@ pub(crate) unsafe fn op_record<'a>(
     p: *const c_void,
     len: usize,
     index: u32,
-) -> Result<crate::record::View<'a>> {
-    if p.is_null() {
-        return Err(invalid("opInfo is NULL"));
+) -> Result<crate::accessor::Checked<'a>> {
+    use crate::record::RECORD_SIZE;
+    // The common case in straight-line code; the error (which needs the same tests again
+    // to say which one failed) is built out of line.
+    if p.is_null() || len % RECORD_SIZE != 0 || index as usize >= len / RECORD_SIZE {
+        return Err(op_record_error(p, len, index));
     }
-    let off = crate::accessor::locate(len, index)?;
-    let rec = std::slice::from_raw_parts(p.cast::<u8>().add(off), crate::record::RECORD_SIZE);
+    let rec = &*p
+        .cast::<u8>()
+        .add(index as usize * RECORD_SIZE)
+        .cast::<crate::record::Record>();
     crate::accessor::verified(rec, index)
+}
+
+/// [`crate::accessor::cached`] over a C buffer argument: `None` for anything but the
+/// common case, which [`op_record`] then checks in full.
+///
+/// # Safety
+/// As [`op_buffer`].
+#[inline(always)]
+pub(crate) unsafe fn cached_record<'a>(
+    p: *const c_void,
+    len: usize,
+    index: u32,
+) -> Option<crate::accessor::Checked<'a>> {
+    if p.is_null() || len > isize::MAX as usize {
+        return None;
+    }
+    crate::accessor::cached(std::slice::from_raw_parts(p.cast::<u8>(), len), index)
+}
+
+#[cold]
+#[inline(never)]
+fn op_record_error(p: *const c_void, len: usize, index: u32) -> crate::error::Error {
+    if p.is_null() {
+        return invalid("opInfo is NULL");
+    }
+    match crate::accessor::locate(len, index) {
+        Err(e) => e,
+        Ok(_) => invalid("the record is outside the buffer"),
+    }
 }

@@ -2,7 +2,9 @@
 //! CANN's prototypes, plus the exported extras `aclprofGetGraphId` and `aclprofWarmup`.
 
 use super::base::{aclError, aclrtStream};
-use super::{code, counted_str, entry, failed, guard, invalid, op_buffer, op_record};
+use super::{
+    cached_record, code, counted_str, entry, failed, guard, invalid, op_buffer, op_record,
+};
 use crate::accessor::{self, Field};
 use crate::error::{Error, ACL_ERROR_INVALID_PARAM, MSPROFTX_FAILED};
 use crate::record::{FLAG_NONE, FLAG_OP_THREAD, RECORD_SIZE};
@@ -420,6 +422,9 @@ pub unsafe extern "C" fn aclprofGetOpNum(
     )
 }
 
+/// `aclprofGetOp{Name,Type}Len`: the common case (the record this thread verified last,
+/// its string whole and inline) without a frame; anything else checked in full.
+#[inline(always)]
 unsafe fn string_len(
     func: &str,
     opInfo: *const c_void,
@@ -428,17 +433,38 @@ unsafe fn string_len(
     out: *mut usize,
     field: Field,
 ) -> aclError {
-    let r = (|| {
+    if !out.is_null() {
+        if let Some(s) =
+            cached_record(opInfo, len, index).and_then(|c| accessor::cached_string(c, field))
+        {
+            *out = s.len() + 1;
+            return 0;
+        }
+    }
+    string_len_checked(func, opInfo, len, index, out, field)
+}
+
+#[inline(never)]
+unsafe fn string_len_checked(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    out: *mut usize,
+    field: Field,
+) -> aclError {
+    entry(func, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
         if out.is_null() {
             return Err(invalid("the length out-pointer is NULL"));
         }
         let n = accessor::string_len(op_record(opInfo, len, index)?, field)?;
         *out = n;
         Ok(())
-    })();
-    code(func, r)
+    })
 }
 
+/// `aclprofGetOp{Name,Type}`: the common case as [`string_len`], then in full.
+#[inline(always)]
 unsafe fn copy_string(
     func: &str,
     opInfo: *const c_void,
@@ -448,7 +474,31 @@ unsafe fn copy_string(
     dst_len: usize,
     field: Field,
 ) -> aclError {
-    let r = (|| {
+    if !dst.is_null() {
+        if let Some(s) =
+            cached_record(opInfo, len, index).and_then(|c| accessor::cached_string(c, field))
+        {
+            if dst_len > s.len() {
+                std::ptr::copy_nonoverlapping(s.as_ptr(), dst.cast::<u8>(), s.len());
+                *dst.add(s.len()) = 0;
+                return 0;
+            }
+        }
+    }
+    copy_string_checked(func, opInfo, len, index, dst, dst_len, field)
+}
+
+#[inline(never)]
+unsafe fn copy_string_checked(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    dst: *mut c_char,
+    dst_len: usize,
+    field: Field,
+) -> aclError {
+    entry(func, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
         if dst.is_null() || dst_len == 0 {
             return Err(invalid("the destination buffer is NULL or empty"));
         }
@@ -460,8 +510,7 @@ unsafe fn copy_string(
         let v = op_record(opInfo, len, index)?;
         let out = std::slice::from_raw_parts_mut(dst.cast::<u8>(), dst_len);
         accessor::copy_string(v, field, out)
-    })();
-    code(func, r)
+    })
 }
 
 /// The length of record `index`'s op type, including the NUL.
@@ -472,19 +521,13 @@ pub unsafe extern "C" fn aclprofGetOpTypeLen(
     index: u32,
     opTypeLen: *mut usize,
 ) -> aclError {
-    guard(
+    string_len(
         "aclprofGetOpTypeLen",
-        crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            string_len(
-                "aclprofGetOpTypeLen",
-                opInfo,
-                opInfoLen,
-                index,
-                opTypeLen,
-                Field::Type,
-            )
-        },
+        opInfo,
+        opInfoLen,
+        index,
+        opTypeLen,
+        Field::Type,
     )
 }
 
@@ -498,20 +541,14 @@ pub unsafe extern "C" fn aclprofGetOpType(
     opType: *mut c_char,
     opTypeLen: usize,
 ) -> aclError {
-    guard(
+    copy_string(
         "aclprofGetOpType",
-        crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            copy_string(
-                "aclprofGetOpType",
-                opInfo,
-                opInfoLen,
-                index,
-                opType,
-                opTypeLen,
-                Field::Type,
-            )
-        },
+        opInfo,
+        opInfoLen,
+        index,
+        opType,
+        opTypeLen,
+        Field::Type,
     )
 }
 
@@ -523,19 +560,13 @@ pub unsafe extern "C" fn aclprofGetOpNameLen(
     index: u32,
     opNameLen: *mut usize,
 ) -> aclError {
-    guard(
+    string_len(
         "aclprofGetOpNameLen",
-        crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            string_len(
-                "aclprofGetOpNameLen",
-                opInfo,
-                opInfoLen,
-                index,
-                opNameLen,
-                Field::Name,
-            )
-        },
+        opInfo,
+        opInfoLen,
+        index,
+        opNameLen,
+        Field::Name,
     )
 }
 
@@ -549,23 +580,20 @@ pub unsafe extern "C" fn aclprofGetOpName(
     opName: *mut c_char,
     opNameLen: usize,
 ) -> aclError {
-    guard(
+    copy_string(
         "aclprofGetOpName",
-        crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            copy_string(
-                "aclprofGetOpName",
-                opInfo,
-                opInfoLen,
-                index,
-                opName,
-                opNameLen,
-                Field::Name,
-            )
-        },
+        opInfo,
+        opInfoLen,
+        index,
+        opName,
+        opNameLen,
+        Field::Name,
     )
 }
 
+/// A numeric accessor: the common case (the record this thread verified last) without a
+/// frame; anything else checked in full.
+#[inline(always)]
 unsafe fn field<T: Copy>(
     func: &str,
     opInfo: *const c_void,
@@ -574,8 +602,23 @@ unsafe fn field<T: Copy>(
     on_error: T,
     get: impl FnOnce(crate::record::View<'_>) -> T,
 ) -> T {
+    match cached_record(opInfo, len, index) {
+        Some(c) => get(c.view),
+        None => field_checked(func, opInfo, len, index, on_error, get),
+    }
+}
+
+#[inline(never)]
+unsafe fn field_checked<T: Copy>(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    on_error: T,
+    get: impl FnOnce(crate::record::View<'_>) -> T,
+) -> T {
     guard(func, on_error, || match op_record(opInfo, len, index) {
-        Ok(v) => get(v),
+        Ok(c) => get(c.view),
         Err(e) => failed(func, e, on_error),
     })
 }
@@ -681,7 +724,7 @@ pub unsafe extern "C" fn aclprofGetOpAttriValue(
 ) -> *const c_char {
     guard("aclprofGetOpAttriValue", std::ptr::null(), || {
         let v = match op_record(opInfo, opInfoLen, index) {
-            Ok(v) => v,
+            Ok(c) => c.view,
             Err(e) => return failed("aclprofGetOpAttriValue", e, std::ptr::null()),
         };
         if attri.0 != 0 {

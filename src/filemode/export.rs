@@ -991,7 +991,7 @@ fn merge_devices(
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let v = View(&r.cur[..]);
+                let v = View(r.cur[..].try_into().unwrap());
                 Reverse((v.start(), v.end(), i))
             })
             .collect();
@@ -1000,7 +1000,7 @@ fn merge_devices(
         let mut prev_end: Option<u64> = None;
         let mut n = 0u64;
         while let Some(Reverse((start, end, i))) = heap.pop() {
-            let v = View(&readers[i].cur[..]);
+            let v = View(readers[i].cur[..].try_into().unwrap());
             let replayed = replays.op(&v);
             let sim = replayed.map(|r| r.0);
             // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
@@ -1072,7 +1072,7 @@ fn merge_devices(
             }
             n += 1;
             if readers[i].advance(&mut summary.corrupt) {
-                let v = View(&readers[i].cur[..]);
+                let v = View(readers[i].cur[..].try_into().unwrap());
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
         }

@@ -747,7 +747,7 @@ mod tests {
         assert_eq!(crate::accessor::op_num(&all).unwrap(), 1000);
         for i in 0..1000u32 {
             assert_eq!(
-                crate::accessor::record(&all, i).unwrap().op_index(),
+                crate::accessor::record(&all, i).unwrap().view.op_index(),
                 i as u64 + 1
             );
         }
@@ -861,7 +861,7 @@ mod tests {
                                 len
                             );
                             for r in recs.chunks_exact(RECORD_SIZE) {
-                                let v = record::View(r);
+                                let v = record::View(r.try_into().unwrap());
                                 let s = v.stream_id() as usize;
                                 assert!(last[s].is_none_or(|p| p < v.op_index()), "stream {s}");
                                 last[s] = Some(v.op_index());
@@ -916,7 +916,7 @@ mod tests {
         // per-stream order
         let mut last = vec![None::<u64>; 24];
         for rec in all.chunks_exact(RECORD_SIZE) {
-            let v = record::View(rec);
+            let v = record::View(rec.try_into().unwrap());
             let s = v.stream_id() as usize;
             assert!(last[s].is_none_or(|p| p < v.op_index()));
             last[s] = Some(v.op_index());

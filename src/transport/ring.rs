@@ -599,7 +599,7 @@ mod tests {
                 let s = unsafe { std::slice::from_raw_parts(p, len) };
                 for one in s.chunks_exact(RECORD_SIZE) {
                     assert_eq!(record::get_u32(one, 0), record::signature_of(one));
-                    let i = record::View(one).op_index();
+                    let i = record::View(one.try_into().unwrap()).op_index();
                     let k = usize::from(i > 1000);
                     assert_eq!(i, next[k]);
                     next[k] += 1;
