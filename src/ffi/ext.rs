@@ -82,17 +82,29 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     endNs: u64,
 ) -> aclError {
     // The idle path: argument checks and one atomic load, no strlen. Nothing here can
-    // panic, so it runs before the panic guard (whose catch_unwind costs a call).
+    // panic, so it runs before the panic guard, and everything else is in another
+    // function so that this one needs no stack frame.
     if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active() {
         return 0;
     }
+    report_op_checked(modelId, opName, opType, startNs, endNs)
+}
+
+#[inline(never)]
+unsafe fn report_op_checked(
+    model: u32,
+    name: *const c_char,
+    op_type: *const c_char,
+    start: u64,
+    end: u64,
+) -> aclError {
     entry(
         "aclprofExtReportOp",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let name = cstr(opName, "opName")?;
-            let ty = cstr(opType, "opType")?;
-            crate::report::report_op(modelId, name, ty, startNs, endNs, Default::default())
+            let name = cstr(name, "opName")?;
+            let ty = cstr(op_type, "opType")?;
+            crate::report::report_op(model, name, ty, start, end, Default::default())
         },
     )
 }

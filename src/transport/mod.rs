@@ -308,8 +308,7 @@ impl Sub {
         }
         // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
-        *slot = [0; RECORD_SIZE];
-        record::encode(slot, f, name, op_type);
+        record::encode_over(slot, f, name, op_type);
         record::sign_fresh(slot);
         p.head += 1;
         p.slot = if p.slot + 1 == m.cap { 0 } else { p.slot + 1 };
