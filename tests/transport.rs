@@ -162,6 +162,98 @@ fn two_subscriptions_share_a_pipe_and_a_slow_reader_never_sees_a_torn_record() {
     }
 }
 
+/// Writes are up to 32 KiB, past `PIPE_BUF`. A pipe shrunk to one or four pages takes only
+/// part of each, so every write is cut short (at the pipe's page boundaries) and the rest
+/// waits in the lane: still only whole records arrive, in order, none lost.
+#[test]
+fn a_small_pipe_cuts_large_writes_and_readers_still_see_whole_records() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for (pipe_size, read_records) in [(4096, 7), (16384, 13), (65536, 3)] {
+        let mut fds = [0; 2];
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        assert!(unsafe { libc::fcntl(fds[1], libc::F_SETPIPE_SZ, pipe_size) } >= pipe_size);
+        let r = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+        let mut w: c_int = fds[1];
+        let reader = slow_reader(
+            r,
+            read_records * REC,
+            50,
+            Duration::from_millis(1),
+            move |reads, chunk| {
+                assert_eq!(
+                    chunk.len() % REC,
+                    0,
+                    "pipe {pipe_size}: read {reads} is torn"
+                );
+                let mut num = 0u32;
+                let e = unsafe { aclprofGetOpNum(chunk.as_ptr().cast(), chunk.len(), &mut num) };
+                assert_eq!(e, 0, "pipe {pipe_size}: read {reads} does not verify");
+            },
+        );
+        let (a, b) = (
+            model(&format!("small-a{pipe_size}")),
+            model(&format!("small-b{pipe_size}")),
+        );
+        let before = stats();
+        let cfgs = run_producers(&[a, b], &mut w, 5_000);
+        let all = reader.join().unwrap();
+        assert_eq!(check_stream(&all), 20_000, "pipe {pipe_size}");
+        let after = stats();
+        assert_eq!(after.recordsDelivered - before.recordsDelivered, 20_000);
+        assert_eq!(after.recordsDropped, before.recordsDropped);
+        for c in cfgs {
+            aclprofDestroySubscribeConfig(c);
+        }
+    }
+}
+
+/// A reader reading 64 KiB from a pipe one producer fills flat out gets at least the 64
+/// records of one write on each `read()` (writes of 4 KiB gave it 8.5: it kept up with them).
+#[test]
+fn a_reader_of_64_kib_gets_a_whole_write_per_read() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let r = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+    let mut w: c_int = fds[1];
+    // CANN's sample reader: 64 KiB reads, each counted (and so verified), nothing kept.
+    let reader = std::thread::spawn(move || {
+        let (mut buf, mut reads, mut records) = (vec![0u8; 65536], 0u64, 0u64);
+        let mut r = r;
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => return (reads, records),
+                Ok(n) => {
+                    let mut num = 0u32;
+                    let e = unsafe { aclprofGetOpNum(buf.as_ptr().cast(), n, &mut num) };
+                    assert_eq!((e, num as usize * REC), (0, n), "whole, valid records");
+                    reads += 1;
+                    records += num as u64;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    });
+    let m = model("wide-reads");
+    let cfg = unsafe {
+        aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), (&mut w as *mut c_int).cast())
+    };
+    assert_eq!(aclprofModelSubscribe(m, cfg), 0);
+    const N: u64 = 2_000_000;
+    for i in 0..N {
+        let e =
+            unsafe { aclprofExtReportOp(m, c"net/conv".as_ptr(), c"Conv2D".as_ptr(), i, i + 1) };
+        assert_eq!(e, 0);
+    }
+    assert_eq!(aclprofModelUnSubscribe(m), 0);
+    let (reads, records) = reader.join().unwrap();
+    assert_eq!(records, N);
+    let per_read = N as f64 / reads as f64;
+    // 64 per whole write; a flusher pass ends with a partial batch now and then.
+    assert!(per_read >= 48.0, "{per_read:.1} records per read");
+    aclprofDestroySubscribeConfig(cfg);
+}
+
 #[test]
 fn two_subscriptions_share_a_stream_socket_with_partial_writes() {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

@@ -2,6 +2,7 @@
 //! that never raise `SIGPIPE` (or `SIGXFSZ`) in the host process.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
+use crate::record::RECORD_SIZE;
 use std::os::raw::c_int;
 
 /// The application's `int *` given to `aclprofCreateSubscribeConfig`.
@@ -90,9 +91,9 @@ pub enum WriteError {
     Broken(String),
 }
 
-/// Writers of one fd take its stripe of these locks for a whole batch: on a stream socket
-/// or a regular file a write can be partial, and two subscriptions sharing the fd must not
-/// interleave inside a batch. (Pipe writes of at most `PIPE_BUF` bytes are atomic anyway.)
+/// Writers of one fd take its stripe of these locks for a whole `write_records` call: a
+/// write can stop anywhere, and two subscriptions sharing the fd must not interleave inside
+/// a record.
 static FD_LOCKS: [std::sync::Mutex<()>; 16] = [const { std::sync::Mutex::new(()) }; 16];
 
 /// Holds every fd stripe across `fork()` (see [`crate::fork`]).
@@ -104,10 +105,16 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
     Box::new(move |_child| drop(held))
 }
 
-/// Writes a batch of whole records (at most `PIPE_BUF` bytes for pipes, so it is atomic:
-/// all or nothing). Retries `EINTR`, finishes a partial write before anyone else writes to
-/// the fd; never raises `SIGPIPE`.
-pub fn write_once(fd: c_int, raises: Signals, buf: &[u8]) -> std::result::Result<(), WriteError> {
+/// Writes as many of the whole records in `buf` as the fd takes now, and returns how many
+/// bytes that was (a multiple of the record size; 0 is [`WriteError::Full`]). A write cut
+/// short inside a record (a socket; a pipe cuts only at its 4 KiB pages, which hold whole
+/// records) is finished, waiting for room, before the fd's lock is released, so nothing else
+/// is written to the fd in the middle of a record. Retries `EINTR`; never raises `SIGPIPE`.
+pub fn write_records(
+    fd: c_int,
+    raises: Signals,
+    buf: &[u8],
+) -> std::result::Result<usize, WriteError> {
     let _whole = FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
         .lock()
         .unwrap_or_else(|p| p.into_inner());
@@ -126,10 +133,9 @@ pub fn write_once(fd: c_int, raises: Signals, buf: &[u8]) -> std::result::Result
         match e.raw_os_error() {
             Some(libc::EINTR) => continue,
             Some(libc::EAGAIN) if off == 0 => return Err(WriteError::Full),
-            Some(libc::EAGAIN) => {
-                // A regular file or socket took part of the batch: wait for the rest.
-                wait_writable(fd, 50);
-            }
+            Some(libc::EAGAIN) if off % RECORD_SIZE == 0 => break,
+            // Inside a record: wait for room for the rest of it.
+            Some(libc::EAGAIN) => wait_writable(fd, 50),
             Some(libc::EPIPE) => {
                 return Err(WriteError::Broken(
                     "the reader closed its end of the pipe (EPIPE)".into(),
@@ -138,7 +144,7 @@ pub fn write_once(fd: c_int, raises: Signals, buf: &[u8]) -> std::result::Result
             _ => return Err(WriteError::Broken(format!("write() failed: {e}"))),
         }
     }
-    Ok(())
+    Ok(off)
 }
 
 /// Waits up to `ms` for `fd` to take more bytes.

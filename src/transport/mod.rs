@@ -13,10 +13,11 @@
 //! * Each reporting thread owns one lane per subscription (lane 0 is shared, under a lock,
 //!   by threads beyond the others), so reporters never contend and each stream stays in
 //!   order. A lane is a fixed ring of records: memory is bounded.
-//! * Pipe writes are whole records, at most `PIPE_BUF` bytes, so each is atomic: a reader
-//!   reading multiples of the record size never sees a torn record, even with two
-//!   subscriptions writing into one pipe. `EAGAIN` leaves the batch in the lane; `EPIPE`
-//!   marks the subscription broken and never raises `SIGPIPE` in the host.
+//! * Writes to an fd are up to 32 KiB of whole records. A write the fd cuts short inside a
+//!   record is finished before anything else goes to the fd, so a reader reading multiples
+//!   of the record size never sees a torn record, even with two subscriptions writing into
+//!   one pipe. `EAGAIN` leaves the rest in the lane; `EPIPE` marks the subscription broken
+//!   and never raises `SIGPIPE` in the host.
 //! * A full lane waits (`OnFull::Block`, lossless) or drops and counts (`OnFull::Drop`).
 //! * Nothing polls: an idle subscription costs nothing.
 //!
@@ -40,8 +41,20 @@ use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, AtomicU8, Orderin
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Records per `write()` to a pipe: 4096 bytes = `PIPE_BUF`, so every write is atomic.
-pub const PIPE_BATCH: u64 = 8;
+/// Records per `write()` to a pipe: 32 KiB, half a default pipe, so a reader reading 64 KiB
+/// gets 64 records or more per `read()` and the writer can fill one half while the reader
+/// empties the other (64 KiB writes made them take turns). See docs/design.md ("Where pipe
+/// `write()` happens") for the measured trade-off, and ("No torn records") for why writes
+/// past `PIPE_BUF` stay whole.
+pub const PIPE_BATCH: u64 = 64;
+/// How a [`Sub::write_fd`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Written {
+    All,
+    Full,
+    Broken,
+}
+
 /// Records per `write()` to a raw stream file.
 const FILE_BATCH: u64 = 128;
 /// Lanes of a pipe or file subscription (one shared, the others owned by one thread each).
@@ -170,7 +183,7 @@ impl Sub {
             Dest::Fd { .. } | Dest::Files(_) => {
                 let cap = (capacity as u64 / 4).max(64).div_ceil(FILE_BATCH) * FILE_BATCH;
                 let batch = if matches!(dest, Dest::Fd { .. }) {
-                    PIPE_BATCH
+                    PIPE_BATCH.min(cap / 2)
                 } else {
                     FILE_BATCH
                 };
@@ -443,11 +456,17 @@ impl Sub {
                 0
             } else {
                 match &self.dest {
-                    Dest::Fd { fd, raises, .. } => match self.write_fd(*fd, *raises, bytes, wait) {
-                        Some(true) => n,
-                        Some(false) => 0,
-                        None => return false, // full, not waiting: the rest stays
-                    },
+                    Dest::Fd { fd, raises, .. } => {
+                        let (written, outcome) = self.write_fd(*fd, *raises, bytes, wait);
+                        if outcome == Written::Full {
+                            // Full, not waiting: what went out is done, the rest stays.
+                            c.tail += written;
+                            c.slot = (c.slot + written) % m.cap;
+                            ctl.tail.store(c.tail, Ordering::Release);
+                            return false;
+                        }
+                        written
+                    }
                     Dest::Files(files) => {
                         match files.lock().unwrap_or_else(|p| p.into_inner()).write(bytes) {
                             Ok(k) => {
@@ -474,35 +493,42 @@ impl Sub {
         }
     }
 
-    /// One batch to the fd: Some(true) written, Some(false) lost (the subscription broke or
-    /// its reader did not drain in time), None full and not waiting.
-    fn write_fd(&self, fd: c_int, raises: fd::Signals, bytes: &[u8], wait: Wait) -> Option<bool> {
+    /// Whole records to the fd, as many as it takes (waiting as `wait` says): how many
+    /// went out, and whether that was all of them, the fd is full, or the subscription
+    /// broke (its reader is gone, or did not drain in time).
+    fn write_fd(&self, fd: c_int, raises: fd::Signals, bytes: &[u8], wait: Wait) -> (u64, Written) {
+        let n = (bytes.len() / RECORD_SIZE) as u64;
+        let mut done = 0u64;
         loop {
-            match fd::write_once(fd, raises, bytes) {
-                Ok(()) => return Some(true),
+            match fd::write_records(fd, raises, &bytes[done as usize * RECORD_SIZE..]) {
+                Ok(b) => {
+                    done += (b / RECORD_SIZE) as u64;
+                    if done == n {
+                        return (done, Written::All);
+                    }
+                }
                 Err(fd::WriteError::Broken(why)) => {
                     self.set_broken(&why);
-                    return Some(false);
+                    return (done, Written::Broken);
                 }
-                Err(fd::WriteError::Full) => {
-                    let give_up = match wait {
-                        Wait::No => return None,
-                        Wait::Until(t) => Instant::now() >= t,
-                        Wait::Backpressure(t) => self.deadline_passed() || Instant::now() >= t,
-                    };
-                    if give_up {
-                        if self.state.load(Ordering::Acquire) != OPEN {
-                            self.set_broken(
-                                "the reader did not drain the pipe before the unsubscribe \
-                                 timeout (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
-                            );
-                            return Some(false);
-                        }
-                        return None;
-                    }
-                    fd::wait_writable(fd, 20);
-                }
+                Err(fd::WriteError::Full) => {}
             }
+            let give_up = match wait {
+                Wait::No => return (done, Written::Full),
+                Wait::Until(t) => Instant::now() >= t,
+                Wait::Backpressure(t) => self.deadline_passed() || Instant::now() >= t,
+            };
+            if give_up {
+                if self.state.load(Ordering::Acquire) != OPEN {
+                    self.set_broken(
+                        "the reader did not drain the pipe before the unsubscribe \
+                         timeout (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
+                    );
+                    return (done, Written::Broken);
+                }
+                return (done, Written::Full);
+            }
+            fd::wait_writable(fd, 20);
         }
     }
 
