@@ -196,9 +196,6 @@ impl Field {
             Field::Type => "op type",
         }
     }
-}
-
-impl Field {
     fn truncated_mark(self) -> u8 {
         match self {
             Field::Name => record::MARK_NAME_TRUNCATED,
