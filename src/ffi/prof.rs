@@ -441,7 +441,19 @@ unsafe fn string_len(
             return 0;
         }
     }
-    checked(func, move || {
+    string_len_checked(func, opInfo, len, index, out, field)
+}
+
+#[inline(never)]
+unsafe fn string_len_checked(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    out: *mut usize,
+    field: Field,
+) -> aclError {
+    entry(func, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
         if out.is_null() {
             return Err(invalid("the length out-pointer is NULL"));
         }
@@ -449,18 +461,6 @@ unsafe fn string_len(
         *out = n;
         Ok(())
     })
-}
-
-/// The checked path of the string accessors.
-fn checked(func: &str, body: impl FnOnce() -> Result<(), Error>) -> aclError {
-    out_of_line(move || entry(func, crate::error::ACL_ERROR_PROFILING_FAILURE, body))
-}
-
-/// Runs `f` in a function of its own: an accessor's checked path stays out of the inlined
-/// common case (and its frame out of the common case's prologue).
-#[inline(never)]
-fn out_of_line<T>(f: impl FnOnce() -> T) -> T {
-    f()
 }
 
 /// `aclprofGetOp{Name,Type}`: the common case as [`string_len`], then in full.
@@ -485,7 +485,20 @@ unsafe fn copy_string(
             }
         }
     }
-    checked(func, move || {
+    copy_string_checked(func, opInfo, len, index, dst, dst_len, field)
+}
+
+#[inline(never)]
+unsafe fn copy_string_checked(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    dst: *mut c_char,
+    dst_len: usize,
+    field: Field,
+) -> aclError {
+    entry(func, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
         if dst.is_null() || dst_len == 0 {
             return Err(invalid("the destination buffer is NULL or empty"));
         }
@@ -591,15 +604,23 @@ unsafe fn field<T: Copy>(
 ) -> T {
     match cached_record(opInfo, len, index) {
         Some(c) => get(c.view),
-        None => out_of_line(move || {
-            guard(func, on_error, move || {
-                match op_record(opInfo, len, index) {
-                    Ok(c) => get(c.view),
-                    Err(e) => failed(func, e, on_error),
-                }
-            })
-        }),
+        None => field_checked(func, opInfo, len, index, on_error, get),
     }
+}
+
+#[inline(never)]
+unsafe fn field_checked<T: Copy>(
+    func: &str,
+    opInfo: *const c_void,
+    len: usize,
+    index: u32,
+    on_error: T,
+    get: impl FnOnce(crate::record::View<'_>) -> T,
+) -> T {
+    guard(func, on_error, || match op_record(opInfo, len, index) {
+        Ok(c) => get(c.view),
+        Err(e) => failed(func, e, on_error),
+    })
 }
 
 /// Start time of record `index`, in ns (CLOCK_MONOTONIC_RAW); 0 on error.
