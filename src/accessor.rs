@@ -136,7 +136,13 @@ pub fn cached(buf: &[u8], index: u32) -> Option<Checked<'_>> {
         return None;
     }
     let off = index as usize * RECORD_SIZE; // a u32 times 512 fits a 64-bit usize
-    let rec: &record::Record = buf.get(off..off + RECORD_SIZE)?.try_into().ok()?;
+    remembered(buf.get(off..off + RECORD_SIZE)?.try_into().ok()?)
+}
+
+/// `rec` as this thread last verified it, if it is at the same address with the same
+/// signature.
+#[inline(always)]
+fn remembered(rec: &record::Record) -> Option<Checked<'_>> {
     let last = LAST_VERIFIED.with(|l| l.get());
     let sig = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
     (last.addr == rec.as_ptr() as usize && last.sig == sig).then_some(Checked {
@@ -148,15 +154,10 @@ pub fn cached(buf: &[u8], index: u32) -> Option<Checked<'_>> {
 /// Checks the signature of one record.
 #[inline]
 pub fn verified(rec: &record::Record, index: u32) -> Result<Checked<'_>> {
-    let (addr, sig) = (rec.as_ptr() as usize, record::get_u32(rec, 0));
-    let last = LAST_VERIFIED.with(|l| l.get());
-    if last.addr == addr && last.sig == sig {
-        return Ok(Checked {
-            view: View(rec),
-            strings: last.strings,
-        });
+    match remembered(rec) {
+        Some(c) => Ok(c),
+        None => verify_now(rec, index),
     }
-    verify_now(rec, index)
 }
 
 #[inline(never)]
@@ -204,27 +205,26 @@ impl Field {
     }
 }
 
-/// The string as stored in the record (possibly truncated), after the check its
-/// verification made.
-#[inline]
-fn inline_string(c: Checked<'_>, field: Field) -> Result<&[u8]> {
+/// The string as stored in the record (possibly truncated), if its verification found it
+/// well formed.
+#[inline(always)]
+fn stored(c: Checked<'_>, field: Field) -> Option<&[u8]> {
     let (ok, s) = match field {
         Field::Name => (NAME_OK, c.view.name_checked()),
         Field::Type => (TYPE_OK, c.view.op_type_checked()),
     };
-    if c.strings & ok == 0 {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            format!("the record's {} field is malformed", field.what()),
-        );
-    }
-    Ok(s)
+    (c.strings & ok != 0).then_some(s)
 }
 
 /// The whole string: inline, or from the producing process's side table when it was
 /// truncated and this is that process.
 pub fn string<'a>(c: Checked<'a>, field: Field) -> Result<std::borrow::Cow<'a, [u8]>> {
-    let inline = inline_string(c, field)?;
+    let Some(inline) = stored(c, field) else {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("the record's {} field is malformed", field.what()),
+        );
+    };
     let v = c.view;
     if v.marks() & field.truncated_mark() != 0 && v.pid() == std::process::id() {
         if let Some(full) = crate::names::lookup(v.op_index()) {
@@ -239,30 +239,21 @@ pub fn string<'a>(c: Checked<'a>, field: Field) -> Result<std::borrow::Cow<'a, [
 }
 
 /// Length of the string including its NUL, as `aclprofGetOpNameLen`/`TypeLen` report it.
-#[inline]
 pub fn string_len(c: Checked<'_>, field: Field) -> Result<usize> {
-    if c.view.marks() & field.truncated_mark() != 0 {
-        return Ok(string(c, field)?.len() + 1);
+    match cached_string(c, field) {
+        Some(s) => Ok(s.len() + 1),
+        None => Ok(string(c, field)?.len() + 1),
     }
-    Ok(inline_string(c, field)?.len() + 1)
 }
 
 /// Copies the string and its NUL into `out`. A buffer too short is an error and nothing is
 /// written (CANN's behaviour since 2023-10).
-#[inline]
 pub fn copy_string(c: Checked<'_>, field: Field, out: &mut [u8]) -> Result<()> {
-    if c.view.marks() & field.truncated_mark() != 0 {
-        return copy_into(&string(c, field)?, field, out);
-    }
-    copy_into(inline_string(c, field)?, field, out)
-}
-
-#[inline]
-fn copy_into(s: &[u8], field: Field, out: &mut [u8]) -> Result<()> {
+    let s = string(c, field)?;
     if out.len() <= s.len() {
         return short_buffer(s.len(), field, out.len());
     }
-    out[..s.len()].copy_from_slice(s);
+    out[..s.len()].copy_from_slice(&s);
     out[s.len()] = 0;
     Ok(())
 }
@@ -270,12 +261,8 @@ fn copy_into(s: &[u8], field: Field, out: &mut [u8]) -> Result<()> {
 /// The string of a [`cached`] record when the whole of it is inline and consistent:
 /// the accessors' common case (no error to build, nothing to look up).
 #[inline(always)]
-pub fn cached_string<'a>(c: Checked<'a>, field: Field) -> Option<&'a [u8]> {
-    let (ok, s) = match field {
-        Field::Name => (NAME_OK, c.view.name_checked()),
-        Field::Type => (TYPE_OK, c.view.op_type_checked()),
-    };
-    (c.strings & ok != 0 && c.view.marks() & field.truncated_mark() == 0).then_some(s)
+pub fn cached_string(c: Checked<'_>, field: Field) -> Option<&[u8]> {
+    stored(c, field).filter(|_| c.view.marks() & field.truncated_mark() == 0)
 }
 
 #[cold]

@@ -47,14 +47,6 @@ use std::time::{Duration, Instant};
 /// `write()` happens") for the measured trade-off, and ("No torn records") for why writes
 /// past `PIPE_BUF` stay whole.
 pub const PIPE_BATCH: u64 = 64;
-/// How a [`Sub::write_fd`] ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Written {
-    All,
-    Full,
-    Broken,
-}
-
 /// Records per `write()` to a raw stream file.
 const FILE_BATCH: u64 = 128;
 /// Lanes of a pipe or file subscription (one shared, the others owned by one thread each).
@@ -150,6 +142,14 @@ pub struct Sub {
     stalled: AtomicBool,
 }
 
+/// How a [`Sub::write_fd`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Written {
+    All,
+    Full,
+    Broken,
+}
+
 impl Sub {
     /// A subscription delivering to `dest`; pipe and file lanes hold `capacity / 4` records
     /// each (at least 64).
@@ -183,7 +183,7 @@ impl Sub {
             Dest::Fd { .. } | Dest::Files(_) => {
                 let cap = (capacity as u64 / 4).max(64).div_ceil(FILE_BATCH) * FILE_BATCH;
                 let batch = if matches!(dest, Dest::Fd { .. }) {
-                    PIPE_BATCH.min(cap / 2)
+                    PIPE_BATCH
                 } else {
                     FILE_BATCH
                 };
@@ -452,44 +452,44 @@ impl Sub {
             // producer does not reuse them until the tail moves past them.
             let bytes =
                 unsafe { std::slice::from_raw_parts(m.slot(c.slot), n as usize * RECORD_SIZE) };
-            let arrived = if self.is_broken() {
-                0
+            // Records taken off the lane, how many of them reached the destination (the rest
+            // are lost), and whether the fd is full with records still waiting.
+            let (taken, arrived, full) = if self.is_broken() {
+                (n, 0, false)
             } else {
                 match &self.dest {
-                    Dest::Fd { fd, raises, .. } => {
-                        let (written, outcome) = self.write_fd(*fd, *raises, bytes, wait);
-                        if outcome == Written::Full {
-                            // Full, not waiting: what went out is done, the rest stays.
-                            c.tail += written;
-                            c.slot = (c.slot + written) % m.cap;
-                            ctl.tail.store(c.tail, Ordering::Release);
-                            return false;
-                        }
-                        written
-                    }
+                    Dest::Fd { fd, raises, .. } => match self.write_fd(*fd, *raises, bytes, wait) {
+                        (k, Written::All) => (k, k, false),
+                        (k, Written::Full) => (k, k, true),
+                        (k, Written::Broken) => (n, k, false),
+                    },
                     Dest::Files(files) => {
                         match files.lock().unwrap_or_else(|p| p.into_inner()).write(bytes) {
                             Ok(k) => {
                                 // Past ACL_PROF_STORAGE_LIMIT: a cap the user set, counted
                                 // (and noted in the result directory), not an error.
                                 self.over_limit.fetch_add(n - k, Ordering::Relaxed);
-                                n
+                                (n, n, false)
                             }
                             Err(e) => {
                                 self.set_broken(&format!("cannot write the profiling data: {e}"));
-                                0
+                                (n, 0, false)
                             }
                         }
                     }
-                    Dest::Ring(_) => n, // never drained here: the reader consumes ring lanes
+                    // never drained here: the reader consumes ring lanes
+                    Dest::Ring(_) => (n, n, false),
                 }
             };
-            if arrived < n {
-                self.lost.fetch_add(n - arrived, Ordering::Relaxed);
+            if arrived < taken {
+                self.lost.fetch_add(taken - arrived, Ordering::Relaxed);
             }
-            c.tail += n;
-            c.slot = (c.slot + n) % m.cap;
+            c.tail += taken;
+            c.slot = (c.slot + taken) % m.cap;
             ctl.tail.store(c.tail, Ordering::Release);
+            if full {
+                return false; // not waiting: the rest stays in the lane
+            }
         }
     }
 
