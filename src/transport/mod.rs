@@ -2,10 +2,11 @@
 //! (`record`, `error`, `settings`).
 //!
 //! ```text
-//!  reporting thread ── encode + sign in place ──▶ its lane of the subscription
+//!  reporting thread ── encode (+ sign) in place ─▶ its lane of the subscription
 //!      │                                            │
-//!      │ ring: the lane is in the shared mapping ───┴──▶ reader (any process) decodes in place
-//!      │ pipe: batches of 8 records (4 KiB) ─────────────▶ write() by the flusher thread,
+//!      │ ring: the lane is in the shared mapping ───┴──▶ reader (any process) signs what it
+//!      │                                                acquires and decodes it in place
+//!      │ pipe: batches of 64 records (32 KiB) ───────────▶ write() by the flusher thread,
 //!      │ file mode: batches of 128 records ──────────────▶ ~1 ms later, while records wait;
 //!      └ a lane half full ──▶ the reporting thread writes it itself
 //! ```
@@ -322,7 +323,11 @@ impl Sub {
         // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
         record::encode_over(slot, f, name, op_type);
-        record::sign_fresh(slot);
+        // A ring's reader signs the records it acquires, off the reporting thread
+        // (docs/design.md, "The signature").
+        if !matches!(self.dest, Dest::Ring(_)) {
+            record::sign_fresh(slot);
+        }
         p.head += 1;
         p.slot = if p.slot + 1 == m.cap { 0 } else { p.slot + 1 };
         m.ctl().head.store(p.head, Ordering::Release);

@@ -15,7 +15,7 @@
 //!
 //! Each reporting thread owns one lane (lane 0 is shared, under a lock, by threads beyond
 //! the others), so producers never contend: a record is built in its slot and published
-//! with one release store. Indices only grow; `head - tail` records of a lane are readable.
+//! with one release store, unsigned; the reader signs the records it acquires. Indices only grow; `head - tail` records of a lane are readable.
 //! One reader at a time: it acquires a contiguous batch of one lane (never wrapping, so the
 //! accessors decode it in place) and releases it when done. A waiting reader sleeps on the
 //! doorbell (a futex in the mapping); a producer rings it only when a reader waits. A full
@@ -25,7 +25,7 @@
 
 use super::lane::{LaneCtl, Mem, LANE_CTL_SIZE};
 use crate::error::*;
-use crate::record::RECORD_SIZE;
+use crate::record::{self, RECORD_SIZE};
 use memmap2::MmapRaw;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -34,7 +34,8 @@ use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 pub const MAGIC: &[u8; 8] = b"ACLPRNG2";
-pub const VERSION: u32 = 2;
+/// 3: records are signed by the reader when it acquires them, not by the producer.
+pub const VERSION: u32 = 3;
 pub const HEADER: usize = 4096;
 const OFF_CAPACITY: usize = 16;
 const OFF_LANES: usize = 24;
@@ -267,22 +268,27 @@ impl Ring {
         let map = MmapRaw::map_raw(&file)
             .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("cannot map the ring: {e}")))?;
         // SAFETY: the mapping is at least one header long.
-        let (magic, rs, cap, lanes) = unsafe {
+        let (magic, version, rs, cap, lanes) = unsafe {
             let p = map.as_mut_ptr();
             (
                 std::slice::from_raw_parts(p, 8).to_vec(),
+                std::ptr::read(p.add(8) as *const u32),
                 std::ptr::read(p.add(12) as *const u32),
                 std::ptr::read(p.add(OFF_CAPACITY) as *const u64),
                 std::ptr::read(p.add(OFF_LANES) as *const u32),
             )
         };
         if magic != MAGIC
+            || version != VERSION
             || rs as usize != RECORD_SIZE
             || !(MIN_CAPACITY..=MAX_CAPACITY).contains(&cap)
             || !(1..=MAX_LANES).contains(&lanes)
             || len < file_len(lanes, cap)
         {
-            return err(ACL_ERROR_INVALID_FILE, "not an aclprof ring (bad header)");
+            return err(
+                ACL_ERROR_INVALID_FILE,
+                format!("not an aclprof ring of version {VERSION} (bad header)"),
+            );
         }
         Ok(Ring {
             map,
@@ -421,6 +427,14 @@ impl Ring {
                     self.slots(l)
                         .add((t % self.capacity) as usize * RECORD_SIZE)
                 };
+                // Producers leave a ring's records unsigned; the reader signs what it is
+                // given (docs/design.md, "The signature").
+                for k in 0..n as usize {
+                    // SAFETY: the n slots from p are published (below head) and belong to
+                    // this reader until it releases them: the producer does not touch them.
+                    let rec = unsafe { &mut *(p.add(k * RECORD_SIZE) as *mut record::Record) };
+                    record::sign_fresh(rec);
+                }
                 return Ok(Some((p as *const u8, n as usize * RECORD_SIZE, l)));
             }
             let closed = self.u32_at(OFF_FLAGS).load(Ordering::Acquire) & FLAG_CLOSED != 0;
@@ -554,7 +568,6 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record;
 
     fn rec(i: u64) -> [u8; RECORD_SIZE] {
         let mut r = [0u8; RECORD_SIZE];
@@ -569,7 +582,7 @@ mod tests {
             b"op",
             b"T",
         );
-        record::sign(&mut r);
+        // Unsigned, as a producer leaves it: the reader signs it when it acquires it.
         r
     }
 
@@ -583,6 +596,17 @@ mod tests {
             m.ctl().head.store(h + 1, Ordering::Release);
         }
         w.notify();
+    }
+
+    #[test]
+    fn a_ring_of_another_version_is_refused() {
+        let w = Ring::create(None, 8).unwrap();
+        assert!(Ring::open(None, Some(w.fd())).is_ok());
+        // A reader of version 2 would hand out this version's records unsigned.
+        w.u32_at(8).store(VERSION - 1, Ordering::Relaxed);
+        let e = Ring::open(None, Some(w.fd())).err().unwrap();
+        assert_eq!(e.code, ACL_ERROR_INVALID_FILE);
+        assert!(e.msg.contains("version"), "{}", e.msg);
     }
 
     #[test]
