@@ -72,7 +72,7 @@ impl Func {
 /// Which ops count and how they are shown.
 #[derive(Clone, Debug)]
 pub struct Query {
-    /// Rows shown (0: all).
+    /// Rows shown (0: all; without grouping at most [`MAX_LISTED`] ops).
     pub top: usize,
     pub by: Option<Key>,
     pub func: Func,
@@ -233,7 +233,7 @@ pub struct Report {
     pub total_ns: u64,
     /// Groups before `top` cut them (ops, without grouping).
     pub groups: usize,
-    /// Records whose signature did not verify (skipped).
+    /// Records whose signature did not verify or whose strings are malformed (skipped).
     pub corrupt: u64,
     pub by: Option<Key>,
     pub func: Option<Func>,
@@ -296,7 +296,14 @@ pub fn entries_named(dir: &Path, prefix: &str) -> std::io::Result<Vec<PathBuf>> 
 fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
     for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {
-        let files = crate::filemode::export::stream_files(&d.join("data")).unwrap_or_default();
+        // A device that recorded nothing may have no data directory; any other failure to
+        // list it is an error, not fewer ops.
+        let data = d.join("data");
+        let files = if data.exists() {
+            crate::filemode::export::stream_files(&data)?
+        } else {
+            Vec::new()
+        };
         out.push(Input::Device {
             files,
             rank: rank_of(&d),
@@ -378,8 +385,13 @@ fn each_record(
         filled += n;
         let whole = filled / RECORD_SIZE * RECORD_SIZE;
         for rec in buf[..whole].chunks_exact(RECORD_SIZE) {
-            if record::get_u32(rec, 0) == record::signature_of(rec) {
-                f(View(rec.try_into().unwrap()));
+            let v = View(rec.try_into().unwrap());
+            // A record whose strings are malformed is corrupt too, though signed.
+            if record::get_u32(rec, 0) == record::signature_of(rec)
+                && v.name().is_some()
+                && v.op_type().is_some()
+            {
+                f(v);
             } else {
                 *corrupt += 1;
             }
@@ -410,7 +422,7 @@ impl Agg {
         }
         self.max = self.max.max(ns);
         self.count += 1;
-        self.total += ns;
+        self.total = self.total.saturating_add(ns);
         self.sq += (ns as f64 / 1000.0).powi(2);
     }
     /// The mean, in ns.
@@ -419,11 +431,89 @@ impl Agg {
     }
 }
 
-/// A single op kept for the top-N list, ordered by duration (then arrival, for stability).
+/// Ops listed at most without grouping, whatever `top` asks (memory stays bounded).
+pub const MAX_LISTED: usize = 100_000;
+
+/// A column rows are ordered by (`--order-by`), and whether ascending.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Col {
+    Time,
+    Count,
+    Total,
+    Mean,
+    Min,
+    Max,
+    Start,
+    Key,
+}
+
+/// The order a query asks for: "+col" ascending (MegEngine's profile_analyze); numbers
+/// otherwise descending; start and the key always ascending.
+fn order_of(q: &Query) -> Result<(Col, bool)> {
+    let asked = q.order_by.as_deref().unwrap_or("time");
+    let (ascending, col) = match asked.strip_prefix('+') {
+        Some(c) => (true, c.to_ascii_lowercase()),
+        None => (false, asked.to_ascii_lowercase()),
+    };
+    let key_title = q.by.map_or("name", |k| k.title()).to_ascii_lowercase();
+    let col = match col.as_str() {
+        "time" | "duration" => Col::Time,
+        "count" => Col::Count,
+        "total" | "share" | "cumulative" => Col::Total,
+        "mean" => Col::Mean,
+        "min" => Col::Min,
+        "max" => Col::Max,
+        "start" => Col::Start,
+        c if c == key_title || c == "name" || c == "key" => Col::Key,
+        other => {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "--order-by {other:?}: not a column (time, count, total, share, mean, min, \
+                     max, start, name or the --aggregate-by key)"
+                ),
+            )
+        }
+    };
+    Ok((col, ascending || matches!(col, Col::Start | Col::Key)))
+}
+
+/// Where a single op ranks for the top-N list under the query's order: the list keeps the
+/// greatest ranks.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Rank {
+    /// Numbers listed largest first.
+    Desc(u64),
+    /// Numbers listed smallest first.
+    Asc(std::cmp::Reverse<u64>),
+    /// Names, in byte order.
+    Name(std::cmp::Reverse<Vec<u8>>),
+}
+
+impl Rank {
+    fn of(col: Col, ascending: bool, v: &View<'_>) -> Rank {
+        let n = match col {
+            Col::Start => v.start(),
+            Col::Key => {
+                return Rank::Name(std::cmp::Reverse(v.name().unwrap_or_default().to_vec()))
+            }
+            // A single op's count is 1 and its total, mean, min and max its duration.
+            _ => v.duration(),
+        };
+        if ascending {
+            Rank::Asc(std::cmp::Reverse(n))
+        } else {
+            Rank::Desc(n)
+        }
+    }
+}
+
+/// A single op kept for the top-N list, ordered by its rank (then arrival, for stability).
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Kept {
-    dur: u64,
+    rank: Rank,
     seq: std::cmp::Reverse<u64>,
+    dur: u64,
     name: String,
     op_type: String,
     dev: u32,
@@ -544,9 +634,14 @@ pub fn analyze_with_progress(
         func: q.by.map(|_| q.func),
         ..Default::default()
     };
+    let (col, ascending) = order_of(q)?;
     let mut groups: HashMap<Box<[u8]>, Agg> = HashMap::new();
     let mut heap: BinaryHeap<std::cmp::Reverse<Kept>> = BinaryHeap::new();
-    let keep = if q.top == 0 { usize::MAX } else { q.top };
+    let keep = if q.top == 0 {
+        MAX_LISTED
+    } else {
+        q.top.min(MAX_LISTED)
+    };
     let mut key = Vec::with_capacity(256);
     // The step window of the current input: (input, window), None if it has no such step.
     let mut window: (usize, Option<(u64, u64)>) = (usize::MAX, None);
@@ -579,7 +674,7 @@ pub fn analyze_with_progress(
             }
         }
         ops += 1;
-        total_ns += d;
+        total_ns = total_ns.saturating_add(d);
         match q.by {
             Some(k) => {
                 key_text(k, &v, o.rank, &mut key);
@@ -590,13 +685,16 @@ pub fn analyze_with_progress(
             }
             None => {
                 let full = heap.len() >= keep;
-                if full && heap.peek().is_some_and(|m| m.0.dur >= d) {
+                let rank = Rank::of(col, ascending, &v);
+                // An op ranking no higher than the lowest kept arrived later: it loses.
+                if full && heap.peek().is_some_and(|m| m.0.rank >= rank) {
                     return;
                 }
                 let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 heap.push(std::cmp::Reverse(Kept {
-                    dur: d,
+                    rank,
                     seq: std::cmp::Reverse(ops),
+                    dur: d,
                     name: lossy(v.name().unwrap_or_default()),
                     op_type: lossy(ty),
                     dev: v.dev_id(),
@@ -633,7 +731,9 @@ pub fn analyze_with_progress(
                 ..Default::default()
             })
             .collect(),
+        // Best first, ties in arrival order, for the stable sort below.
         None => heap
+            .into_sorted_vec()
             .into_iter()
             .map(|std::cmp::Reverse(k)| Row {
                 key: k.name,
@@ -652,7 +752,7 @@ pub fn analyze_with_progress(
     } else {
         report.ops as usize
     };
-    sort_rows(&mut rows, q)?;
+    sort_rows(&mut rows, col, ascending);
     if q.top != 0 {
         rows.truncate(q.top);
     }
@@ -666,14 +766,7 @@ pub fn analyze_with_progress(
     Ok(report)
 }
 
-fn sort_rows(rows: &mut [Row], q: &Query) -> Result<()> {
-    // "+col": ascending (MegEngine's profile_analyze); numbers otherwise sort descending.
-    let asked = q.order_by.as_deref().unwrap_or("time");
-    let (ascending, col) = match asked.strip_prefix('+') {
-        Some(c) => (true, c.to_ascii_lowercase()),
-        None => (false, asked.to_ascii_lowercase()),
-    };
-    let key_title = q.by.map_or("name", |k| k.title()).to_ascii_lowercase();
+fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
     let num = |f: fn(&Row) -> f64| {
         move |a: &Row, b: &Row| {
             let by_value = f(b).total_cmp(&f(a));
@@ -685,32 +778,22 @@ fn sort_rows(rows: &mut [Row], q: &Query) -> Result<()> {
             by_value.then_with(|| a.key.cmp(&b.key))
         }
     };
-    match col.as_str() {
-        "time" | "duration" => rows.sort_by(num(|r| r.time)),
-        "count" => rows.sort_by(num(|r| r.count as f64)),
-        "total" | "share" | "cumulative" => rows.sort_by(num(|r| r.total_ns as f64)),
-        "mean" => rows.sort_by(num(Row::mean_ns)),
-        "min" => rows.sort_by(num(|r| r.min_ns as f64)),
-        "max" => rows.sort_by(num(|r| r.max_ns as f64)),
-        "start" => rows.sort_by_key(|r| r.op.as_ref().map_or(0, |o| o.4)),
-        c if c == key_title || c == "name" || c == "key" => {
+    match col {
+        Col::Time => rows.sort_by(num(|r| r.time)),
+        Col::Count => rows.sort_by(num(|r| r.count as f64)),
+        Col::Total => rows.sort_by(num(|r| r.total_ns as f64)),
+        Col::Mean => rows.sort_by(num(Row::mean_ns)),
+        Col::Min => rows.sort_by(num(|r| r.min_ns as f64)),
+        Col::Max => rows.sort_by(num(|r| r.max_ns as f64)),
+        Col::Start => rows.sort_by_key(|r| r.op.as_ref().map_or(0, |o| o.4)),
+        Col::Key => {
             // Numeric keys (device, stream, model, rank) in numeric order.
             rows.sort_by(|a, b| match (a.key.parse::<u64>(), b.key.parse::<u64>()) {
                 (Ok(x), Ok(y)) => x.cmp(&y),
                 _ => a.key.cmp(&b.key),
             })
         }
-        other => {
-            return err(
-                ACL_ERROR_INVALID_PARAM,
-                format!(
-                    "--order-by {other:?}: not a column (time, count, total, share, mean, min, \
-                     max, start, name or the --aggregate-by key)"
-                ),
-            )
-        }
     }
-    Ok(())
 }
 
 /// Output formats of [`render`].
@@ -957,6 +1040,53 @@ mod tests {
             rec("relu2", "Relu", 1, 2, 30_000, 3_000),
             rec("fc", "MatMulV2", 0, 1, 11_000, 6_000),
         ])
+    }
+
+    #[test]
+    fn the_top_n_without_grouping_follows_the_order_asked() {
+        let p = sample();
+        let names = |order: &str| {
+            let q = Query {
+                top: 2,
+                order_by: Some(order.into()),
+                ..Default::default()
+            };
+            let r = analyze(&p, &q).unwrap();
+            assert_eq!((r.ops, r.groups), (5, 5), "{order}");
+            r.rows.into_iter().map(|x| x.key).collect::<Vec<_>>()
+        };
+        assert_eq!(names("time"), ["conv2", "conv1"]);
+        assert_eq!(names("+time"), ["relu1", "relu2"]);
+        assert_eq!(names("start"), ["conv1", "conv2"]);
+        assert_eq!(names("name"), ["conv1", "conv2"]);
+        assert_eq!(names("+max"), ["relu1", "relu2"]);
+        let bad = Query {
+            order_by: Some("colour".into()),
+            ..Default::default()
+        };
+        assert_eq!(analyze(&p, &bad).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
+        let _ = std::fs::remove_file(p);
+    }
+
+    #[test]
+    fn huge_durations_saturate_the_totals_and_malformed_records_are_corrupt() {
+        let mut bad_name = rec("x", "T", 0, 1, 0, 5);
+        bad_name[record::OFF_NAME] = 0; // the stored length says 1, the NUL comes first
+        record::sign(&mut bad_name);
+        let p = file(&[
+            rec("a", "T", 0, 1, 0, u64::MAX),
+            rec("b", "T", 0, 1, 0, u64::MAX),
+            bad_name,
+        ]);
+        for by in [None, Some(Key::Type)] {
+            let q = Query {
+                by,
+                ..Default::default()
+            };
+            let r = analyze(&p, &q).unwrap();
+            assert_eq!((r.ops, r.total_ns, r.corrupt), (2, u64::MAX, 1), "{by:?}");
+        }
+        let _ = std::fs::remove_file(p);
     }
 
     #[test]

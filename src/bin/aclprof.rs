@@ -17,7 +17,7 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct AnalyzeArgs {
-    /// Rows to show (0: all)
+    /// Rows to show (0: all groups; single ops are listed 100 000 at most)
     #[arg(short = 't', long = "top", default_value_t = 10)]
     top: usize,
     /// Group ops by: type, name, device, stream, model or rank (default: list single ops)
@@ -180,11 +180,20 @@ fn record(
     std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let before = prof_dirs(&out);
+    let out_text = out.to_str().ok_or_else(|| {
+        format!(
+            "{}: the output path must be UTF-8 (it is passed in PROFILING_OPTIONS, JSON)",
+            out.display()
+        )
+    })?;
     let mut options =
-        serde_json::json!({"output": out, "task_trace": "on", "training_trace": "on"});
+        serde_json::json!({"output": out_text, "task_trace": "on", "training_trace": "on"});
     if let Some(m) = aic_metrics {
         options["aic_metrics"] = m.into();
     }
+    // Checked here: the program would only log a bad option and run unprofiled.
+    aclprof::init::env_mode_config(&options.to_string(), 1, aclprof::init::Unknown::Refuse)
+        .map_err(|e| e.msg)?;
     // The program finds this build's library first (beside this binary, or lib/ beside bin/).
     let mut libs: Vec<PathBuf> = Vec::new();
     if let Some(dir) = std::env::current_exe()
@@ -195,7 +204,8 @@ fn record(
         libs.push(dir);
     }
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        libs.extend(std::env::split_paths(&old));
+        // (An empty entry would mean the working directory to the loader.)
+        libs.extend(std::env::split_paths(&old).filter(|p| !p.as_os_str().is_empty()));
     }
     let ld = std::env::join_paths(libs).map_err(|e| e.to_string())?;
     let status = std::process::Command::new(&command[0])
@@ -249,6 +259,10 @@ fn timeline(path: &Path) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
+    // Like other command-line tools, end quietly when the reader of our output goes away
+    // (`aclprof analyze ... | head`) rather than panic on EPIPE.
+    // SAFETY: restores the default action of one signal before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Analyze { path, args } => args
