@@ -164,6 +164,22 @@ static void test_bad_arguments(void) {
     CHECK_EQ(aclprofExtRingRelease(ring, 512), ACL_ERROR_INVALID_PARAM); /* nothing acquired */
     CHECK_EQ(aclprofExtRingAcquire(ring, 8, 0, &recs, &len), ACL_SUCCESS);
     CHECK_EQ(len, 0);
+    /* A negative timeout is refused, and a failed call leaves no stale batch behind. */
+    recs = &fd;
+    len = 99;
+    CHECK_EQ(aclprofExtRingAcquire(ring, 8, -1, &recs, &len), ACL_ERROR_INVALID_PARAM);
+    CHECK(recs == NULL && len == 0);
+    /* Misaligned out-pointers are refused, not written through. */
+    {
+        uint64_t words[8];
+        unsigned char *raw = (unsigned char *)words;
+        CHECK_EQ(aclprofExtRingAcquire(ring, 8, 0, (const void **)(void *)(raw + 1), &len),
+                 ACL_ERROR_INVALID_PARAM);
+        CHECK_EQ(aclprofExtModelLoad("bad2", 0, (uint32_t *)(void *)(raw + 1)),
+                 ACL_ERROR_INVALID_PARAM);
+        CHECK_EQ(aclprofExtGetStats((aclprofExtStats *)(void *)(raw + 4)),
+                 ACL_ERROR_INVALID_PARAM);
+    }
     CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
     CHECK_EQ(aclprofExtRingAcquire(ring, 8, 0, &recs, &len), ACL_ERROR_PROF_NOT_RUN);
     CHECK_EQ(aclprofExtRingDetach(ring), ACL_SUCCESS);

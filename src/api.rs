@@ -108,6 +108,30 @@ pub fn init(path: &Path) -> Result<()> {
 /// The running file-mode session, if any.
 static SESSION: Mutex<Option<crate::filemode::Session>> = Mutex::new(None);
 
+/// Exports a result directory again (`aclprofExtExport`), unless it is the one this
+/// process is recording into: its stream files are still being written.
+pub fn export_again(dir: &Path) -> Result<()> {
+    let running = SESSION
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|s| s.dir.clone());
+    let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if let Some(r) = running.filter(|r| same(r, dir)) {
+        return err(
+            ACL_ERROR_PROF_ALREADY_RUN,
+            format!(
+                "{} is the result directory being recorded now: aclprofStop exports it",
+                r.display()
+            ),
+        );
+    }
+    crate::filemode::export_quietly(dir).map(|_| ())
+}
+
 fn end_session() -> Result<()> {
     let s = SESSION.lock().unwrap_or_else(|p| p.into_inner()).take();
     match s {

@@ -5,17 +5,18 @@
 
 use crate::error::*;
 use crate::state::{self, ProfConfig};
-use std::sync::atomic::{AtomicBool, Ordering};
 
-static ENV_MODE_CHECKED: AtomicBool = AtomicBool::new(false);
-
-/// The process-wide settings, after the first-use work.
+/// The process-wide settings, after the first-use work. A thread that arrives while
+/// another starts environment-variable profiling waits for it, so no op reported from the
+/// first calls is missed.
 pub fn ensure() -> &'static crate::settings::Settings {
+    static ENV_MODE: std::sync::Once = std::sync::Once::new();
     let s = crate::settings::get();
     crate::fork::watch();
-    if !ENV_MODE_CHECKED.load(Ordering::Acquire) && !ENV_MODE_CHECKED.swap(true, Ordering::AcqRel) {
-        start_env_mode();
-    }
+    ENV_MODE.call_once(|| {
+        // A panic must not poison the Once (every later call would then panic).
+        let _ = std::panic::catch_unwind(start_env_mode);
+    });
     s
 }
 
@@ -108,14 +109,25 @@ pub fn env_mode_config(
     };
     for (k, val) in map {
         let switch = ENV_SWITCHES.iter().any(|(s, _)| s == k);
-        let known = switch
-            || ["output", "fp_point", "bp_point", "aic_metrics"].contains(&k.as_str())
-            || ENV_ACCEPTED.contains(&k.as_str());
+        let text = ["output", "fp_point", "bp_point", "aic_metrics"].contains(&k.as_str());
+        let known = switch || text || ENV_ACCEPTED.contains(&k.as_str());
         let why = if !known {
             Some(format!("PROFILING_OPTIONS has an unknown key {k:?}"))
         } else if switch && switch_value(k, val).is_none() {
             Some(format!(
                 "PROFILING_OPTIONS {k:?} must be \"on\" or \"off\", not {val}"
+            ))
+        } else if text && !val.is_string() {
+            Some(format!(
+                "PROFILING_OPTIONS {k:?} must be a string, not {val}"
+            ))
+        } else if k == "aic_metrics"
+            && val
+                .as_str()
+                .is_some_and(|m| !m.is_empty() && aicore_metric(m).is_none())
+        {
+            Some(format!(
+                "PROFILING_OPTIONS aic_metrics {val} is not a metric name"
             ))
         } else {
             None
@@ -147,17 +159,10 @@ pub fn env_mode_config(
         .and_then(|x| x.as_str())
         .filter(|m| !m.is_empty())
     {
-        match aicore_metric(m) {
-            Some(i) => {
-                metric = i;
-                data_type |= 0x4;
-            }
-            None => {
-                return err(
-                    ACL_ERROR_INVALID_PARAM,
-                    format!("PROFILING_OPTIONS aic_metrics {m:?} is not a metric name"),
-                )
-            }
+        // (An unknown name was refused or warned about above.)
+        if let Some(i) = aicore_metric(m) {
+            metric = i;
+            data_type |= 0x4;
         }
     }
     if data_type == 0 {
@@ -184,8 +189,20 @@ pub fn env_mode_config(
 /// Environment-variable profiling: with `PROFILING_MODE=true`, profile every model from the
 /// first reported op and write the result directory at process exit.
 fn start_env_mode() {
-    if std::env::var("PROFILING_MODE").as_deref() != Ok("true") {
-        return;
+    match std::env::var("PROFILING_MODE").as_deref() {
+        Ok("true") => {}
+        Ok("" | "false") | Err(std::env::VarError::NotPresent) => return,
+        Ok(other) => {
+            log::warn!(
+                "aclprof: PROFILING_MODE={other:?} is not \"true\": environment-variable \
+                 profiling stays off"
+            );
+            return;
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            log::warn!("aclprof: PROFILING_MODE is not \"true\": profiling stays off");
+            return;
+        }
     }
     let options = std::env::var("PROFILING_OPTIONS").unwrap_or_default();
     let r = env_mode_config(&options, crate::settings::get().device_count, Unknown::Warn)
@@ -285,6 +302,34 @@ mod tests {
     }
 
     #[test]
+    fn bad_metric_names_and_non_string_values_refused_or_warned() {
+        for (s, says) in [
+            (
+                r#"{"output":"/tmp/x","aic_metrics":"Pipe"}"#,
+                "\"Pipe\" is not a metric name",
+            ),
+            (
+                r#"{"output":"/tmp/x","aic_metrics":1}"#,
+                "\"aic_metrics\" must be a string",
+            ),
+            (
+                r#"{"output":"/tmp/x","fp_point":["a"]}"#,
+                "\"fp_point\" must be a string",
+            ),
+        ] {
+            let e = parse(s, Unknown::Refuse).unwrap_err();
+            assert!(e.contains(says), "{e}");
+            // The environment variable: a typo must not stop profiling.
+            let c = parse(s, Unknown::Warn).unwrap();
+            assert_eq!(
+                (c.aicore_metrics, c.data_type),
+                (state::ACL_AICORE_NONE, 0x1 | 0x2)
+            );
+            assert_eq!(c.fp_point, None);
+        }
+    }
+
+    #[test]
     fn task_time_is_task_trace_and_takes_levels() {
         // npu_bridge's default options say task_time; CANN also takes the levels l0 and l1.
         for s in [
@@ -311,7 +356,5 @@ mod tests {
         assert!(parse(r#"{"task_trace":"on"}"#, Unknown::Refuse)
             .unwrap_err()
             .contains("needs \"output\""));
-        let e = parse(r#"{"output":"/tmp/x","aic_metrics":"Pipe"}"#, Unknown::Warn).unwrap_err();
-        assert!(e.contains("not a metric name"), "{e}");
     }
 }

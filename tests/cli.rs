@@ -291,6 +291,44 @@ fn analyze_agrees_with_the_result_files() {
         None,
     );
     assert!(!ok && err.contains("--step"), "{err}");
+    // "-" is standard input for the command only: the library never reads its host's.
+    let mut report: *mut std::os::raw::c_char = std::ptr::null_mut();
+    assert_eq!(
+        unsafe { aclprofExtAnalyze(c"-".as_ptr(), std::ptr::null(), &mut report) },
+        aclprof::error::ACL_ERROR_INVALID_PARAM
+    );
+    assert!(report.is_null());
+    // A reader that goes away early (`| head`) ends the command quietly: no panic message.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .args(["analyze", p, "-t", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(c.stdout.take());
+    let o = c.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !err.contains("panicked") && o.status.code() != Some(101),
+        "{err}"
+    );
+    // `record` checks its options before it runs the program, which would only log them.
+    let (ok, _, err) = aclprof(
+        &[
+            "record",
+            "-o",
+            out.to_str().unwrap(),
+            "--aic-metrics",
+            "Pipe",
+            "--",
+            "true",
+        ],
+        None,
+    );
+    assert!(
+        !ok && err.contains("\"Pipe\" is not a metric name"),
+        "{err}"
+    );
 
     // export: rewrites mindstudio_profiler_output/ from the raw data.
     let before = output(&prof, "op_summary_");

@@ -413,6 +413,16 @@ fn file_mode_end_to_end() {
     assert_eq!(aclprofMark(stamp), 0);
     aclprofDestroyStamp(stamp);
     add_two_tiny_runs(&mut expect2);
+    // The directory being recorded is not exported from under the session.
+    let recording = prof_dirs(&root)
+        .into_iter()
+        .find(|p| *p != dirs[0])
+        .unwrap();
+    let rc = CString::new(recording.to_str().unwrap()).unwrap();
+    assert_eq!(
+        unsafe { aclprofExtExport(rc.as_ptr()) },
+        aclprof::error::ACL_ERROR_PROF_ALREADY_RUN
+    );
     assert_eq!(aclprofStop(cfg), 0);
     assert_eq!(aclprofFinalize(), 0);
     let dirs = prof_dirs(&root);

@@ -218,7 +218,9 @@ aclError aclprofExtRingAttach(const char *path,
  * `maxRecords` records: `*records` points into the ring (decode it in place with the
  * aclprofGetOp* accessors, `*length` bytes) until aclprofExtRingRelease. No records within
  * the timeout: ACL_SUCCESS with `*length` 0. The subscription ended (or its process died)
- * and everything was read: ACL_ERROR_PROF_NOT_RUN.
+ * and everything was read: ACL_ERROR_PROF_NOT_RUN. A negative `timeoutMs`, NULL or
+ * misaligned `records` or `length`: ACL_ERROR_INVALID_PARAM. On any error `*records` is
+ * NULL and `*length` 0.
  */
 MSVP_PROF_API
 aclError aclprofExtRingAcquire(struct aclprofExtRing *ring,

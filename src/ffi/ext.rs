@@ -38,9 +38,7 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
         || {
             crate::init::ensure();
             let name = cstr(modelName, "modelName")?;
-            if modelId.is_null() {
-                return Err(invalid("modelId is NULL"));
-            }
+            let modelId = super::out(modelId, "modelId")?;
             let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
             *modelId = id;
             Ok(())
@@ -141,9 +139,10 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
         "aclprofExtGetStats",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if stats.is_null() {
-                return code("aclprofExtGetStats", Err(invalid("stats is NULL")));
-            }
+            let stats = match super::out(stats, "stats") {
+                Ok(s) => s,
+                Err(e) => return code("aclprofExtGetStats", Err(e)),
+            };
             let c = crate::api::stats();
             *stats = aclprofExtStats {
                 recordsReported: c.reported,
@@ -173,9 +172,7 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(
         || {
             crate::init::ensure();
             let p = path_arg(path, "path")?;
-            if modelId.is_null() {
-                return Err(invalid("modelId is NULL"));
-            }
+            let modelId = super::out(modelId, "modelId")?;
             let id = crate::sim::load(p)?;
             *modelId = id;
             Ok(())
@@ -198,17 +195,16 @@ pub extern "C" fn aclprofExtSimModelExecute(modelId: u32) -> aclError {
 /// Exports a file-mode result directory (`PROF_…`) again from its raw data: what
 /// aclprofStop does, for a directory left behind by a process that died before stopping.
 /// Rewrites its `mindstudio_profiler_output/`. Not a result directory ->
-/// ACL_ERROR_INVALID_FILE.
+/// ACL_ERROR_INVALID_FILE; the directory this process is recording into now ->
+/// ACL_ERROR_PROF_ALREADY_RUN.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
-    guard(
+    entry(
         "aclprofExtExport",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let r =
-                (|| crate::filemode::export_quietly(path_arg(profDir, "profDir")?).map(|_| ()))();
-            code("aclprofExtExport", r)
+            crate::api::export_again(path_arg(profDir, "profDir")?)
         },
     )
 }
@@ -221,7 +217,8 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
 /// "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
 /// "rank", "step", and "format" ("json" (default), "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
 /// the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
-/// aclGetRecentErrMsg): NULL path or result, a bad query -> ACL_ERROR_INVALID_PARAM; a path
+/// aclGetRecentErrMsg): NULL path or result, the path "-", a bad query ->
+/// ACL_ERROR_INVALID_PARAM; a path
 /// that cannot be read -> ACL_ERROR_INVALID_FILE.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtAnalyze(
@@ -236,6 +233,12 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
             let out = super::out(result, "result")?;
             *out = std::ptr::null_mut();
             let path = path_arg(path, "path")?;
+            if path == std::path::Path::new("-") {
+                // (The command line reads standard input for "-"; the host's is not ours.)
+                return Err(invalid(
+                    "path \"-\" (standard input) is for the aclprof command; give ./- for a file named -",
+                ));
+            }
             let query = if queryJson.is_null() {
                 serde_json::Value::Null
             } else {
@@ -292,9 +295,7 @@ pub unsafe extern "C" fn aclprofExtRingSubscribe(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            if ringFd.is_null() {
-                return Err(invalid("ringFd is NULL"));
-            }
+            let ringFd = super::out(ringFd, "ringFd")?;
             let p = opt_path_arg(path, "path")?;
             let fd = crate::api::ring_subscribe(modelId, p, capacityRecords as u64)?;
             *ringFd = fd;
@@ -315,9 +316,7 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
         "aclprofExtRingAttach",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if ring.is_null() {
-                return Err(invalid("ring is NULL"));
-            }
+            let ring = super::out(ring, "ring")?;
             let p = opt_path_arg(path, "path")?;
             let rg = crate::transport::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
             let rg = crate::transport::ring::Reader::attach(rg)?;
@@ -361,7 +360,9 @@ fn ring_of(ring: *mut aclprofExtRing) -> crate::error::Result<ReaderRef> {
 /// `maxRecords` records: `*records` points into the ring (decode it in place with the
 /// aclprofGetOp* accessors, `*length` bytes) until aclprofExtRingRelease. No records within
 /// the timeout: ACL_SUCCESS with `*length` 0. The subscription ended (or its process died)
-/// and everything was read: ACL_ERROR_PROF_NOT_RUN.
+/// and everything was read: ACL_ERROR_PROF_NOT_RUN. A negative `timeoutMs`, NULL or
+/// misaligned `records` or `length`: ACL_ERROR_INVALID_PARAM. On any error `*records` is
+/// NULL and `*length` 0.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtRingAcquire(
     ring: *mut aclprofExtRing,
@@ -374,11 +375,18 @@ pub unsafe extern "C" fn aclprofExtRingAcquire(
         "aclprofExtRingAcquire",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if records.is_null() || length.is_null() {
-                return Err(invalid("records or length is NULL"));
-            }
+            let records = super::out(records, "records")?;
+            let length = super::out(length, "length")?;
+            // Nothing stale is left there if the call fails.
+            *records = std::ptr::null();
+            *length = 0;
             let rg = ring_of(ring)?;
-            let wait = std::time::Duration::from_millis(timeoutMs.max(0) as u64);
+            if timeoutMs < 0 {
+                return Err(invalid(format!(
+                    "timeoutMs {timeoutMs} is negative (0: do not wait)"
+                )));
+            }
+            let wait = std::time::Duration::from_millis(timeoutMs as u64);
             match rg.acquire(maxRecords as u64, wait)? {
                 Some((p, n)) => {
                     *records = p.cast();
@@ -469,8 +477,9 @@ pub unsafe extern "C" fn aclprofExtDecodeOps(
         "aclprofExtDecodeOps",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if count.is_null() || (ops.is_null() && capacity != 0) {
-                return Err(invalid("count is NULL, or ops is NULL with a capacity"));
+            let count = super::out(count, "count")?;
+            if (ops.is_null() && capacity != 0) || !ops.is_aligned() {
+                return Err(invalid("ops is NULL with a capacity, or misaligned"));
             }
             *count = 0;
             let buf = super::op_buffer(opInfo, opInfoLen)?;

@@ -49,11 +49,17 @@ pub(crate) fn runtime_call(func: &str, body: impl FnOnce() -> Result<()>) -> i32
     })
 }
 
-/// An output pointer argument, or an error naming it if it is NULL.
+/// An output pointer argument, or an error naming it if it is NULL or misaligned for a `T`.
 ///
 /// # Safety
-/// `p` is NULL or valid for writes of a `T`.
+/// `p` is NULL, misaligned, or valid for writes of a `T`.
 pub(crate) unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
+    if !p.is_aligned() {
+        return Err(invalid(format!(
+            "{what} is misaligned (needs {}-byte alignment)",
+            std::mem::align_of::<T>()
+        )));
+    }
     p.as_mut().ok_or_else(|| invalid(format!("{what} is NULL")))
 }
 

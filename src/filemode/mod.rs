@@ -45,6 +45,9 @@ struct HostLog {
     lost: u64,
     reported: u64,
     why: String,
+    /// A failed write may have left part of a line in the file: the next line starts on a
+    /// line of its own, so the fragment alone is unreadable (its event is counted lost).
+    torn: bool,
 }
 
 impl HostLog {
@@ -53,6 +56,7 @@ impl HostLog {
     fn failed(&mut self, e: std::io::Error, also: u64) {
         self.lost += self.pending + also;
         self.pending = 0;
+        self.torn = true;
         self.why = format!("host events: {e}");
         let file = self.w.get_ref().try_clone();
         if let Ok(f) = file {
@@ -265,6 +269,7 @@ pub fn begin(
         lost: 0,
         reported: 0,
         why: String::new(),
+        torn: false,
     });
     DATA_TYPE.store(config.data_type, std::sync::atomic::Ordering::Release);
     crate::report::set_file_sinks(routes);
@@ -317,12 +322,29 @@ pub fn host_event(bit: u64, ev: serde_json::Value) {
     }
     let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(h) = g.as_mut() {
-        let mut line = ev.to_string();
+        let mut line = if h.torn {
+            "\n".to_string()
+        } else {
+            String::new()
+        };
+        line += &ev.to_string();
         line.push('\n');
         match crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || {
             h.w.write_all(line.as_bytes())
         }) {
-            Ok(()) => h.pending += 1,
+            Ok(()) => {
+                h.torn = false;
+                // The buffer may have been written out to make room: only what it still
+                // holds is pending.
+                let held = h.w.buffer().len();
+                h.pending = if held == 0 {
+                    0
+                } else if held == line.len() {
+                    1
+                } else {
+                    h.pending + 1
+                };
+            }
             Err(e) => h.failed(e, 1),
         }
     }
@@ -339,8 +361,9 @@ pub fn end(session: Session) -> Result<PathBuf> {
     let (mut lost, mut why) = (0, String::new());
     for sink in &session.sinks {
         let c = sink.close(timeout);
-        over_limit |= sink.over_limit() > 0;
-        let n = c.dropped - sink.over_limit();
+        let limited = sink.over_limit();
+        over_limit |= limited > 0;
+        let n = c.dropped.saturating_sub(limited);
         if n > 0 {
             lost += n;
             why = sink.loss_reason();
@@ -353,15 +376,21 @@ pub fn end(session: Session) -> Result<PathBuf> {
     }
     let mono = crate::clock::now_ns();
     let wall = wall_ns();
-    write_json(
-        &session.dir.join("host/end_info"),
-        &time_info(false, wall, mono),
-    )?;
-    for d in &session.config.devices {
-        write_json(
-            &session.dir.join(format!("device_{d}/end_info.{d}")),
-            &time_info(false, wall, mono),
-        )?;
+    // Best effort (a full disk): the loss marker and the export still run; the first
+    // error is returned after them, unless a loss is.
+    let mut failed = Ok(());
+    let end_infos = std::iter::once(session.dir.join("host/end_info")).chain(
+        session
+            .config
+            .devices
+            .iter()
+            .map(|d| session.dir.join(format!("device_{d}/end_info.{d}"))),
+    );
+    for path in end_infos {
+        if let Err(e) = write_json(&path, &time_info(false, wall, mono)) {
+            log::error!("aclprof: {}", e.msg);
+            failed = failed.and(Err(e));
+        }
     }
     if over_limit {
         log::warn!("aclprof: ACL_PROF_STORAGE_LIMIT reached: ops beyond it were not recorded");
@@ -374,7 +403,7 @@ pub fn end(session: Session) -> Result<PathBuf> {
         let marker = session.dir.join(LOST_OPS);
         let _ = fs::write(&marker, format!("{lost}\n{why}\n{host_lost}\n{host_why}\n"));
     }
-    export_quietly(&session.dir)?;
+    let exported = export_quietly(&session.dir);
     if lost > 0 || host_lost > 0 {
         let msg = format!(
             "{lost} ops and {host_lost} host events were recorded but lost before they \
@@ -385,6 +414,8 @@ pub fn end(session: Session) -> Result<PathBuf> {
         crate::logging::loss(&msg);
         return err(ACL_ERROR_PROFILING_FAILURE, msg);
     }
+    failed?;
+    exported?;
     Ok(session.dir)
 }
 
