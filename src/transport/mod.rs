@@ -322,7 +322,13 @@ impl Sub {
         }
         // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
-        record::encode_over(slot, f, name, op_type);
+        if p.head < m.cap {
+            // The lane's first lap: fresh zero pages. Reading the old record first would map
+            // the zero page and the write would then copy it: two page faults, not one.
+            record::encode(slot, f, name, op_type);
+        } else {
+            record::encode_over(slot, f, name, op_type);
+        }
         // A ring's reader signs the records it acquires, off the reporting thread
         // (docs/design.md, "The signature").
         if !matches!(self.dest, Dest::Ring(_)) {
