@@ -162,7 +162,8 @@ MSVP_PROF_API aclError aclprofExtSimModelExecute(uint32_t modelId);
  * Exports a file-mode result directory (`PROF_…`) again from its raw data: what
  * aclprofStop does, for a directory left behind by a process that died before stopping.
  * Rewrites its `mindstudio_profiler_output/`. Not a result directory ->
- * ACL_ERROR_INVALID_FILE.
+ * ACL_ERROR_INVALID_FILE; the directory this process is recording into now ->
+ * ACL_ERROR_PROF_ALREADY_RUN.
  */
 MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
 
@@ -175,7 +176,8 @@ MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
  * "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
  * "rank", "step", and "format" ("json" (default), "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
  * the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
- * aclGetRecentErrMsg): NULL path or result, a bad query -> ACL_ERROR_INVALID_PARAM; a path
+ * aclGetRecentErrMsg): NULL path or result, the path "-", a bad query ->
+ * ACL_ERROR_INVALID_PARAM; a path
  * that cannot be read -> ACL_ERROR_INVALID_FILE.
  */
 MSVP_PROF_API
