@@ -58,9 +58,15 @@ static long read_all(aclprofExtRing *ring, uint64_t *sum_duration) {
     return n;
 }
 
-static int reader_main(const char *path, long expect) {
+/* `ready_fd` >= 0: a pipe to say "attached" on, so the producer does not take a slow start
+ * (a sanitized process on a loaded machine) for a reader that stopped reading. */
+static int reader_main(const char *path, long expect, int ready_fd) {
     aclprofExtRing *ring = NULL;
     if (aclprofExtRingAttach(path, -1, &ring) != ACL_SUCCESS) return 10;
+    if (ready_fd >= 0) {
+        CHECK_EQ(write(ready_fd, "r", 1), 1);
+        close(ready_fd);
+    }
     uint64_t sum = 0;
     long n = read_all(ring, &sum);
     aclprofExtRingDetach(ring);
@@ -74,13 +80,20 @@ static void test_second_process_reads_every_op(void) {
     int fd = -1;
     CHECK_EQ(aclprofExtRingSubscribe(m, NULL, 64, &fd), ACL_SUCCESS); /* 64 slots: wraps often */
     CHECK(fd >= 0);
-    char path[64], count[32];
+    char path[64], count[32], ready_arg[16];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), fd);
     const int executions = 40;
     snprintf(count, sizeof count, "%d", executions * 5);
-    char *args[] = {(char *)g_self, "reader", path, count, NULL};
+    int ready[2];
+    CHECK_EQ(pipe(ready), 0);
+    snprintf(ready_arg, sizeof ready_arg, "%d", ready[1]);
+    char *args[] = {(char *)g_self, "reader", path, count, ready_arg, NULL};
     pid_t child;
     CHECK_EQ(posix_spawn(&child, g_self, NULL, NULL, args, environ), 0);
+    close(ready[1]);
+    char said = 0;
+    CHECK_EQ(read(ready[0], &said, 1), 1); /* the reader is attached */
+    close(ready[0]);
     for (int i = 0; i < executions; i++) CHECK_EQ(aclprofExtSimModelExecute(m), ACL_SUCCESS);
     CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS); /* flushes into the ring, then closes */
     int status = 0;
@@ -445,7 +458,8 @@ static int reader_then_stop_main(const char *path) {
 
 int main(int argc, char **argv) {
     g_self = argv[0];
-    if (argc == 4 && strcmp(argv[1], "reader") == 0) return reader_main(argv[2], atol(argv[3]));
+    if (argc == 5 && strcmp(argv[1], "reader") == 0)
+        return reader_main(argv[2], atol(argv[3]), atoi(argv[4]));
     if (argc == 4 && strcmp(argv[1], "producer") == 0) return producer_main(argv[2], atol(argv[3]));
     if (argc == 3 && strcmp(argv[1], "reader-then-stop") == 0) return reader_then_stop_main(argv[2]);
     if (argc == 3 && strcmp(argv[1], "producer-forever") == 0) return producer_forever_main(argv[2]);
