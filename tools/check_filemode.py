@@ -55,6 +55,17 @@ def run(cmd, **kw):
     return subprocess.run(cmd, check=True, text=True, **kw)
 
 
+def load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def csv_rows(path):
+    """The rows of a CSV file as dicts keyed by its header."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
 def build_c(source, name):
     """Compiles one C program of the repository against the release library; returns its path."""
     exe = os.path.join(ROOT, "target", "release", "examples-c", name)
@@ -105,7 +116,7 @@ def one(prof, pattern):
 
 
 def overlap_totals(timeline):
-    events = json.load(open(timeline))
+    events = load_json(timeline)
     names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     totals = {"Computing": 0.0, "Free": 0.0}
     for e in events:
@@ -192,7 +203,7 @@ def cluster_step_trace(folder, out, what):
     no_errors("cluster on " + what, r.stdout + r.stderr)
     found = glob.glob(os.path.join(out, "**", "cluster_step_trace_time.csv"), recursive=True)
     check(len(found) == 1, "cluster wrote cluster_step_trace_time.csv for " + what)
-    return list(csv.DictReader(open(found[0]))) if found else None
+    return csv_rows(found[0]) if found else None
 
 
 def msprof_analyze(prof):
@@ -226,12 +237,15 @@ def replay_real_step():
     os.makedirs(out)
     m = ctypes.c_uint32()
     check(lib.aclprofExtSimModelLoad(REPLAYED.encode(), ctypes.byref(m)) == 0, "the real table loads")
-    check(lib.aclprofInit(out.encode(), len(out)) == 0, "aclprofInit")
+    path = out.encode()
+    check(lib.aclprofInit(path, len(path)) == 0, "aclprofInit")
     devs = (ctypes.c_uint32 * 1)(0)
     cfg = ctypes.c_void_p(lib.aclprofCreateConfig(devs, 1, 1, None, ctypes.c_uint64(0x2)))
     check(lib.aclprofStart(cfg) == 0, "aclprofStart")
     check(lib.aclprofExtSimModelExecute(m) == 0, "the real table replays")
-    check(lib.aclprofStop(cfg) == 0 and lib.aclprofFinalize() == 0, "aclprofStop, aclprofFinalize")
+    stop = lib.aclprofStop(cfg)
+    finalize = lib.aclprofFinalize()  # whatever the stop returned
+    check(stop == 0 and finalize == 0, "aclprofStop (%d), aclprofFinalize (%d)" % (stop, finalize))
     dirs = glob.glob(os.path.join(out, "PROF_*"))
     check(len(dirs) == 1, "one PROF_ directory for the replay")
     return dirs[0]
@@ -248,7 +262,7 @@ def perfetto_replayed(prof):
 
 def json_slices(timeline):
     """(process name, thread name) -> [(slice name, duration in ns)] of the JSON timeline."""
-    events = json.load(open(timeline))
+    events = load_json(timeline)
     procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
     threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
                if e["ph"] == "M" and e["name"] == "thread_name"}
@@ -261,7 +275,7 @@ def json_slices(timeline):
 
 
 def json_arg_keys(timeline):
-    return {k for e in json.load(open(timeline)) if e["ph"] == "X" for k in e.get("args", {})}
+    return {k for e in load_json(timeline) if e["ph"] == "X" for k in e.get("args", {})}
 
 
 def perfetto_native(prof, what):
@@ -293,12 +307,18 @@ def perfetto_native(prof, what):
     r = trace_query(what, one(prof, "msprof_*.pftrace"),
                     "select distinct substr(key, 7) as k from args where key like 'debug.%'")
     if r is not None:
-        lines = r[1].splitlines()
-        start = next(i for i, line in enumerate(lines) if line.startswith("> select distinct"))
-        keys = {line.strip() for line in lines[start + 2:] if line.strip()}  # after the header
-        want = json_arg_keys(one(prof, "msprof_*.json"))
-        check(keys == want, "%s: the slices' args are debug annotations with the JSON's %d names (%s)"
-              % (what, len(want), sorted(keys ^ want)[:5]))
+        code, out = r
+        lines = out.splitlines()
+        start = next((i for i, line in enumerate(lines) if line.startswith("> select distinct")), None)
+        check(code == 0 and start is not None,
+              "%s: Perfetto answers the args query (exit %d)" % (what, code))
+        if code == 0 and start is not None:
+            keys = {line.strip() for line in lines[start + 2:] if line.strip()}  # after the header
+            want = json_arg_keys(one(prof, "msprof_*.json"))
+            check(keys == want, "%s: the slices' args are debug annotations with the JSON's %d names (%s)"
+                  % (what, len(want), sorted(keys ^ want)[:5]))
+        else:
+            print(out[:3000])
     return ours
 
 
@@ -332,11 +352,12 @@ def cluster_of_ranks():
     folder = WORK + "-ranks"
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
-    model = json.load(open(os.path.join(ROOT, "ctests", "data", "tiny.json")))
+    model = load_json(os.path.join(ROOT, "ctests", "data", "tiny.json"))
     for op in model["ops"]:
         op["duration_us"] *= 3
     slow = os.path.join(folder, "tiny_slow.json")
-    json.dump(model, open(slow, "w"))
+    with open(slow, "w", encoding="utf-8") as f:
+        json.dump(model, f)
     procs = []
     for rank in range(RANKS):
         env = dict(os.environ, RANK_ID=str(rank), PROFILING_MODE="true",
@@ -391,7 +412,7 @@ def msprof_analyze_replayed(prof):
                                 "the replayed step")
     if theirs is None:
         return
-    ours = list(csv.DictReader(open(os.path.join(prof, "mindstudio_profiler_output", "step_trace_time.csv"))))
+    ours = csv_rows(os.path.join(prof, "mindstudio_profiler_output", "step_trace_time.csv"))
     check(len(theirs) == 1 and len(ours) == 1, "one step row each")
     for k in ["Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage"]:
         a, b = float(theirs[0][k]), float(ours[0][k])

@@ -14,10 +14,10 @@ protocol (--remote-debugging-pipe; no extra packages).
 Installs chromium with apt-get when it is missing. Usage: tools/check_report.py
 """
 import base64
-import csv
 import glob
 import json
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -25,7 +25,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_filemode import build_c, check, finish, run  # noqa: E402  (shared helpers)
+from check_filemode import build_c, check, csv_rows, finish, run  # noqa: E402  (shared helpers)
 
 WORK = os.path.join(ROOT, "target", "report-check")
 EXECUTIONS = 4
@@ -69,17 +69,24 @@ class Browser:
         self.buf = b""
         self.id = 0
         self.events = []
-        target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        for domain in ["Runtime", "Log", "Page"]:
-            self.call(domain + ".enable", session=True)
-        self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": 1280, "height": 1600, "deviceScaleFactor": 1, "mobile": False}, session=True)
+        try:  # a browser that fails to set up is not left running
+            target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+            self.session = self.call("Target.attachToTarget",
+                                     {"targetId": target, "flatten": True})["sessionId"]
+            for domain in ["Runtime", "Log", "Page"]:
+                self.call(domain + ".enable", session=True)
+            self.call("Emulation.setDeviceMetricsOverride",
+                      {"width": 1280, "height": 1600, "deviceScaleFactor": 1, "mobile": False},
+                      session=True)
+        except BaseException:
+            self.close()
+            raise
 
     def _read(self, timeout=120):
-        deadline = time.time() + timeout
+        deadline = time.monotonic() + timeout
         while b"\0" not in self.buf:
-            if time.time() > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.from_r], [], [], left)[0]:
                 raise TimeoutError("no answer from chromium")
             chunk = os.read(self.from_r, 1 << 20)
             if not chunk:
@@ -88,14 +95,14 @@ class Browser:
         msg, self.buf = self.buf.split(b"\0", 1)
         return json.loads(msg)
 
-    def call(self, method, params=None, session=False):
+    def call(self, method, params=None, session=False, timeout=120):
         self.id += 1
         msg = {"id": self.id, "method": method, "params": params or {}}
         if session:
             msg["sessionId"] = self.session
         os.write(self.to_w, json.dumps(msg).encode() + b"\0")
         while True:
-            m = self._read()
+            m = self._read(timeout)
             if m.get("id") == self.id:
                 if "error" in m:
                     raise RuntimeError("%s: %s" % (method, m["error"]))
@@ -143,10 +150,19 @@ class Browser:
 
     def close(self):
         try:
-            self.call("Browser.close")
-        except (EOFError, OSError, TimeoutError):
+            self.call("Browser.close", timeout=30)
+        except (EOFError, OSError, TimeoutError, RuntimeError):
             pass
-        self.p.wait(timeout=30)
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+        finally:
+            for fd in (self.to_w, self.from_r):
+                if fd >= 0:
+                    os.close(fd)
+            self.to_w = self.from_r = -1
 
 
 def profile(out, executions, extra=None):
@@ -174,8 +190,7 @@ def main():
                    {"fp_point": "resnet50/conv1/Conv2D", "bp_point": "resnet50/fc/MatMul"})
     page = os.path.join(WORK, "report.html")
     run([os.path.join(ROOT, "target", "release", "aclprof"), "report", prof, "-o", page])
-    stat = list(csv.DictReader(open(glob.glob(os.path.join(prof, "mindstudio_profiler_output",
-                                                            "op_statistic_*.csv"))[0])))
+    stat = csv_rows(glob.glob(os.path.join(prof, "mindstudio_profiler_output", "op_statistic_*.csv"))[0])
     want = {r["OP Type"]: int(r["Count"]) for r in stat}
     total = sum(want.values())
     check(total == 125 * EXECUTIONS, "op_statistic has the run's %d ops" % total)

@@ -42,7 +42,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Union
 
 ROOT = Path(__file__).resolve().parent.parent
 BRIDGES = re.compile(r"^\s*(import|from)\s+(torch|torchvision|onnx|onnxruntime|aclprof\.torch|"
@@ -134,6 +134,13 @@ def execute(s: Snippet, scratch: Path, lib_dir: Path) -> subprocess.CompletedPro
     return built if built.returncode != 0 else run([str(exe)], scratch)
 
 
+def _text(output: Union[str, bytes, None]) -> str:
+    """What a timed-out run had written (bytes or str, by when the timeout hit)."""
+    if isinstance(output, bytes):
+        return output.decode(errors="replace")
+    return output or ""
+
+
 def main() -> int:
     files = [Path(a).resolve() for a in sys.argv[1:]] or [
         ROOT / "README.md", ROOT / "python" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -150,6 +157,9 @@ def main() -> int:
         scratch = Path(tempfile.mkdtemp(prefix="aclprof-snippet-"))
         try:
             r = execute(s, scratch, lib_dir)
+        except subprocess.TimeoutExpired as e:  # a failure like any other: go on with the rest
+            r = subprocess.CompletedProcess(e.cmd, -1, _text(e.stdout),
+                                            _text(e.stderr) + f"\n(timed out after {e.timeout} s)")
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         ok = r.returncode == 0

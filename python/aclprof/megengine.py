@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -33,9 +32,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
-from ._lib import load
-from .errors import check
 from .profiler import Analysis, Profiler as _FileMode
+from .runtime import device_count
 
 __all__ = ["Profiler", "profile"]
 
@@ -99,9 +97,14 @@ class Profiler(contextlib.ContextDecorator):
     def start(self) -> "Profiler":
         global _running
         assert _running is None
-        self._staging = tempfile.mkdtemp(prefix="aclprof-megengine-")
-        session = _FileMode(self._staging, devices=_all_devices())
-        session.start()
+        staging = tempfile.mkdtemp(prefix="aclprof-megengine-")
+        try:
+            session = _FileMode(staging, devices=range(device_count()))  # MegEngine: all of them
+            session.start()
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        self._staging = staging
         _running = self
         self._session = session
         self._pid = os.getpid()
@@ -120,6 +123,8 @@ class Profiler(contextlib.ContextDecorator):
             if self._result is not None:  # an earlier entry never dumped: replaced
                 shutil.rmtree(self._result.parent, ignore_errors=True)
             self._result = found[-1] if found else None
+            if not found:
+                shutil.rmtree(session.output_dir, ignore_errors=True)
             self._pid = os.getpid()
             _living.add(self)
 
@@ -138,6 +143,7 @@ class Profiler(contextlib.ContextDecorator):
             return
         kept = Path(self.format_path(self._path, self._pid, "aclprof"))
         shutil.rmtree(kept, ignore_errors=True)
+        kept.mkdir(exist_ok=True)
         shutil.move(str(result), str(kept / result.name))
         shutil.rmtree(result.parent, ignore_errors=True)
         self._result = None
@@ -179,13 +185,6 @@ def profile(*args: Any, **kwargs: Any) -> Any:
     if len(args) == 1 and not kwargs and callable(args[0]):
         return Profiler()(args[0])
     return Profiler(*args, **kwargs)
-
-
-def _all_devices() -> List[int]:
-    """Every emulated device (ACLPROF_DEVICE_COUNT): MegEngine profiles all of them."""
-    n = ctypes.c_uint32()
-    check("aclrtGetDeviceCount", load().aclrtGetDeviceCount(ctypes.byref(n)))
-    return list(range(n.value))
 
 
 def chrome_timeline(result_dir: Path) -> Dict[str, Any]:

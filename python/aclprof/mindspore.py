@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _bindings
 from .profiler import Analysis, Profiler as _FileMode
+from .runtime import device_count
 from .summary import _run
 
 __all__ = ["Profiler", "ProfilerLevel", "AICORE_METRICS"]
@@ -199,7 +200,8 @@ class Profiler:
         types = self._data_types()
         metric = (_ACL_METRIC[self.options["aicore_metrics"]]
                   if types & _bindings.ACL_PROF_AICORE_METRICS else _bindings.ACL_AICORE_NONE)
-        session = _FileMode(self._profiler_dir, data_types=types, aicore_metrics=metric)
+        session = _FileMode(self._profiler_dir, devices=range(device_count()), data_types=types,
+                            aicore_metrics=metric)
         session.start()
         self._session = session
         self._has_started = True
@@ -254,7 +256,7 @@ class Profiler:
         """Waits for an ``analyse(mode="async")`` child (not in MindSpore); its exit code."""
         if self._analyse_process is None:
             return 0
-        return self._analyse_process.wait()
+        return _reap(self._analyse_process)
 
     @classmethod
     def offline_analyse(cls, path: str, pretty: bool = False,
@@ -355,8 +357,19 @@ _children: List["subprocess.Popen[bytes]"] = []
 @atexit.register
 def _wait_children() -> None:
     """As MindSpore's analysis pool: an async analysis finishes before the process exits."""
-    for child in _children:
-        child.wait()
+    for child in list(_children):
+        _reap(child)
+
+
+def _reap(child: "subprocess.Popen[bytes]") -> int:
+    """Waits for an ``analyse(mode="async")`` child; the first wait logs its failure (the
+    child printed why on stderr)."""
+    code = child.wait()
+    if child in _children:
+        _children.remove(child)
+        if code:
+            _log.error("Profiler analyse failed: the analysis process exited with code %d", code)
+    return code
 
 
 def _checked_steps(step_list: Optional[Sequence[int]]) -> Optional[List[int]]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +36,7 @@ except ImportError as e:  # pragma: no cover - exercised where onnxruntime is ab
     ) from e
 
 from .runtime import Model, report_op
+from .subscription import _exit_cleanup
 
 __all__ = ["InferenceSession", "NodeEvent", "node_events", "report_profile"]
 
@@ -99,10 +101,11 @@ class InferenceSession:
     op of the model ``name`` (default: the model file's name), registered on ``device``.
 
     Takes ORT's arguments and forwards every other attribute to the ORT session
-    (``get_inputs``, ``run_with_iobinding``, ...). The given ``sess_options`` (or new ones)
-    get ``enable_profiling`` and a file prefix in a temporary directory; the profile file is
-    removed once reported unless ``keep_profile``. ORT keeps at most a million events a
-    session: runs it dropped are counted in :attr:`unprofiled_runs` and logged.
+    (``get_inputs``, ``run_with_iobinding``, ...). The session is made with
+    ``enable_profiling`` and a file prefix in a temporary directory set in the given
+    ``sess_options`` (or new ones), which get their own values back once it is made; the
+    profile file is removed once reported unless ``keep_profile``. ORT keeps at most a million
+    events a session: runs it dropped are counted in :attr:`unprofiled_runs` and logged.
     """
 
     def __init__(self, path_or_bytes: Union[str, bytes, "os.PathLike[str]"],
@@ -112,18 +115,23 @@ class InferenceSession:
                  *, name: Optional[str] = None, device: int = 0, keep_profile: bool = False,
                  **kwargs: Any):
         options = sess_options if sess_options is not None else ort.SessionOptions()
-        self._tmp = tempfile.mkdtemp(prefix="aclprof-ort-")
-        options.enable_profiling = True
-        options.profile_file_prefix = os.path.join(self._tmp, "ort_profile")
         if name is None:
             name = (Path(os.fsdecode(path_or_bytes)).stem
                     if not isinstance(path_or_bytes, bytes) else "onnx_model")
         self.keep_profile = keep_profile
         self.model = Model.register(name, device)
+        self._tmp = tempfile.mkdtemp(prefix="aclprof-ort-")
+        saved = options.enable_profiling, options.profile_file_prefix
         try:
-            self.session = ort.InferenceSession(path_or_bytes, options, providers,
-                                                provider_options, **kwargs)
+            options.enable_profiling = True
+            options.profile_file_prefix = os.path.join(self._tmp, "ort_profile")
+            try:
+                self.session = ort.InferenceSession(path_or_bytes, options, providers,
+                                                    provider_options, **kwargs)
+            finally:  # the session has its own copy: the caller's options are theirs again
+                options.enable_profiling, options.profile_file_prefix = saved
         except BaseException:
+            shutil.rmtree(self._tmp, ignore_errors=True)
             self.model.unload()
             raise
         self.ops = 0
@@ -136,7 +144,10 @@ class InferenceSession:
         return self.model.id
 
     def __getattr__(self, attr: str) -> Any:
-        return getattr(self.session, attr)
+        session = self.__dict__.get("session")  # not self.session: no session, no recursion
+        if session is None:
+            raise AttributeError(attr)
+        return getattr(session, attr)
 
     def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any],
             run_options: Optional["ort.RunOptions"] = None) -> Any:
@@ -151,22 +162,26 @@ class InferenceSession:
         not profiled. A second call returns the same file and reports nothing."""
         if self.profile_file is not None:
             return self.profile_file
-        path: str = self.session.end_profiling()
+        path: str = ""
+        try:
+            path = self.session.end_profiling()
+            if not path:
+                _log.warning("aclprof.onnxruntime: ONNX Runtime wrote no profile")
+            else:
+                events = json.loads(Path(path).read_text())
+                self.ops = report_profile(self.model.id, events,
+                                          self.session.get_profiling_start_time_ns())
+                seen = sum(1 for e in events
+                           if e.get("cat") == "Session" and e.get("name") == "model_run")
+                self.unprofiled_runs = max(0, self.runs - seen)
+                if self.unprofiled_runs:
+                    _log.warning("aclprof.onnxruntime: ONNX Runtime's profiler kept %d of %d "
+                                 "runs (it stops at a million events); the other %d are not "
+                                 "reported", seen, self.runs, self.unprofiled_runs)
+        finally:  # reported or not, the directory goes unless it holds a profile to keep
+            if not (self.keep_profile and path):
+                shutil.rmtree(self._tmp, ignore_errors=True)
         self.profile_file = path
-        if not path:
-            _log.warning("aclprof.onnxruntime: ONNX Runtime wrote no profile")
-            return path
-        events = json.loads(Path(path).read_text())
-        self.ops = report_profile(self.model.id, events, self.session.get_profiling_start_time_ns())
-        seen = sum(1 for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
-        self.unprofiled_runs = max(0, self.runs - seen)
-        if self.unprofiled_runs:
-            _log.warning("aclprof.onnxruntime: ONNX Runtime's profiler kept %d of %d runs (it "
-                         "stops at a million events); the other %d are not reported",
-                         seen, self.runs, self.unprofiled_runs)
-        if not self.keep_profile:
-            os.unlink(path)
-            os.rmdir(self._tmp)
         return path
 
     def close(self) -> None:
@@ -182,7 +197,7 @@ class InferenceSession:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        self.close()
+        _exit_cleanup(self.close, exc_type)
 
     def __repr__(self) -> str:
         return f"<aclprof.onnxruntime.InferenceSession model {self.model.id}, {self.ops} ops>"

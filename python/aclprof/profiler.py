@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Type
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Type
 
 from . import _bindings
 from ._lib import load, recent_error
@@ -134,15 +134,15 @@ class Profiler(contextlib.ContextDecorator):
             raise RuntimeError("the profiler is not running")
         lib = load()
         config, self._config = self._config, None
-        errors = [
-            (name, ret, recent_error() if ret else "")
-            for name, ret in (
-                ("aclprofStop", lib.aclprofStop(config)),
-                ("aclprofDestroyConfig", lib.aclprofDestroyConfig(config)),
-                ("aclprofFinalize", lib.aclprofFinalize()),
-            )
-            if ret
-        ]
+        errors: List[Tuple[str, int, str]] = []
+
+        def record(name: str, ret: int) -> None:  # each message read right after its call
+            if ret:
+                errors.append((name, ret, recent_error()))
+
+        record("aclprofStop", lib.aclprofStop(config))
+        record("aclprofDestroyConfig", lib.aclprofDestroyConfig(config))
+        record("aclprofFinalize", lib.aclprofFinalize())
         if errors:
             raise AclError(*errors[0])
 

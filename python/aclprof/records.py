@@ -105,9 +105,9 @@ def _check_signatures(lib: ctypes.CDLL, address: int, length: int) -> None:
     if length == 0:
         return
     ret = lib.aclprofExtDecodeOps(address, length, None, 0, ctypes.byref(count))
-    if ret == 0:
+    if ret == _bindings.ACL_SUCCESS:
         return
-    if length % RECORD_SIZE == 0:
+    if ret == _bindings.ACL_ERROR_INVALID_PARAM:  # a bad record (the length was checked)
         raise RecordError(f"record {count.value}: {recent_error()}", count.value)
     raise AclError("aclprofExtDecodeOps", ret, recent_error())
 

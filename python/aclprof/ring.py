@@ -39,18 +39,19 @@ import gc
 import os
 import threading
 import time
+import traceback
 import warnings
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Iterator, List, Optional, Tuple, Type, Union
+from typing import Any, Callable, Iterator, List, Optional, Set, Tuple, Type, Union
 
 import numpy as np
 
 from . import _bindings
 from ._lib import load, recent_error
-from .errors import AclError
+from .errors import AclError, check
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpRecord, decode
-from .subscription import _Started
+from .subscription import _exit_cleanup, _Started
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -178,8 +179,7 @@ class RingReader:
         else:
             assert path is not None  # exactly one of fd and path, checked above
             ret = lib.aclprofExtRingAttach(os.fsencode(path), -1, ctypes.byref(handle))
-        if ret:
-            raise AclError("aclprofExtRingAttach", ret, recent_error())
+        check("aclprofExtRingAttach", ret)
         self._handle = handle.value
 
     @property
@@ -239,9 +239,7 @@ class RingReader:
                 return
             ptr, nbytes = raw
             data = ctypes.string_at(ptr, nbytes)
-            ret = lib.aclprofExtRingRelease(self._handle, nbytes)
-            if ret:
-                raise AclError("aclprofExtRingRelease", ret, recent_error())
+            check("aclprofExtRingRelease", lib.aclprofExtRingRelease(self._handle, nbytes))
             yield decode(data, verify=self.verify)
 
     def __iter__(self) -> Iterator[OpRecord]:
@@ -277,16 +275,14 @@ class RingReader:
                     ResourceWarning, stacklevel=2)
                 return
             self._lib.aclprofExtRingRelease(handle, nbytes)
-        ret = self._lib.aclprofExtRingDetach(handle)
-        if ret:
-            raise AclError("aclprofExtRingDetach", ret, recent_error())
+        check("aclprofExtRingDetach", self._lib.aclprofExtRingDetach(handle))
 
     def __enter__(self) -> "RingReader":
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        self.close()
+        _exit_cleanup(self.close, exc_type)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -301,17 +297,17 @@ class RingReader:
         """(pointer, length) of the next batch, length 0 on timeout; None at the end."""
         if self._handle is None:
             raise ValueError("this RingReader is closed")
-        if self._current is not None:
-            self._release(self._current, strict=True)
-        self._settle(strict=True)
-        if self.ended:
-            return None
         if max_records is None:
             max_records = self.max_records
         else:
             _check_max_records(max_records)
         if timeout is not None and timeout < 0:
             raise ValueError("timeout must be >= 0 (or None to wait until records come)")
+        if self._current is not None:
+            self._release(self._current, strict=True)
+        self._settle(strict=True)
+        if self.ended:
+            return None
         deadline = None if timeout is None else time.monotonic() + timeout
         ptr, length = ctypes.c_void_p(), ctypes.c_size_t()
         acquire = self._lib.aclprofExtRingAcquire
@@ -323,8 +319,7 @@ class RingReader:
             if ret == _bindings.ACL_ERROR_PROF_NOT_RUN:
                 self.ended = True
                 return None
-            if ret:
-                raise AclError("aclprofExtRingAcquire", ret, recent_error())
+            check("aclprofExtRingAcquire", ret)
             if length.value:
                 return ptr.value or 0, length.value
             if deadline is not None and time.monotonic() >= deadline:
@@ -366,9 +361,18 @@ class RingReader:
                         "np.array(column), batch.records()")
                 return
         self._held = None
-        ret = self._lib.aclprofExtRingRelease(self._handle, nbytes)
-        if ret:
-            raise AclError("aclprofExtRingRelease", ret, recent_error())
+        check("aclprofExtRingRelease", self._lib.aclprofExtRingRelease(self._handle, nbytes))
+
+
+def _clear_frames(error: BaseException) -> None:
+    """Drops the local variables of the finished frames in the tracebacks of ``error`` and of
+    the exceptions chained to it; the tracebacks still say where each was raised."""
+    seen: Set[int] = set()
+    e: Optional[BaseException] = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)
+        e = e.__cause__ or e.__context__
 
 
 def _check_max_records(n: int) -> None:
@@ -405,7 +409,7 @@ class RingSubscription(_Started):
         max_records: int = DEFAULT_MAX_RECORDS,
         remove: bool = True,
     ):
-        if not 0 <= capacity < _UINT32:
+        if not MIN_CAPACITY <= capacity <= MAX_CAPACITY:
             raise ValueError(
                 f"capacity must be between {MIN_CAPACITY} and {MAX_CAPACITY} records, not {capacity}")
         _check_max_records(max_records)
@@ -453,9 +457,8 @@ class RingSubscription(_Started):
         lib = load()
         fd = ctypes.c_int32(-1)
         path = None if self.path is None else os.fsencode(self.path)
-        ret = lib.aclprofExtRingSubscribe(self.model_id, path, self.capacity, ctypes.byref(fd))
-        if ret:
-            raise AclError("aclprofExtRingSubscribe", ret, recent_error())
+        check("aclprofExtRingSubscribe",
+              lib.aclprofExtRingSubscribe(self.model_id, path, self.capacity, ctypes.byref(fd)))
         self.fd, self._subscribed = fd.value, True
         self.batches, self._reader_error = [], None
         self._abort.clear()
@@ -514,6 +517,9 @@ class RingSubscription(_Started):
                     if self._on_batch is not None:
                         self._on_batch(batch)
         except BaseException as e:  # reported by stop(); keep draining: never stall the producer
+            # The traceback's frames (on_batch's, acquire's) may hold views of the ring: kept
+            # alive with the error, they would stop the drain below from releasing them.
+            _clear_frames(e)
             self._reader_error = e
         with contextlib.suppress(Exception):
             while not self._abort.is_set():

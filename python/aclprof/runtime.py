@@ -75,6 +75,14 @@ def report_op(model_id: int, name: str, op_type: str, start_ns: int, end_ns: int
           load().aclprofExtReportOp(model_id, name.encode(), op_type.encode(), start_ns, end_ns))
 
 
+def device_count() -> int:
+    """How many devices the runtime emulates (``aclrtGetDeviceCount``, ACLPROF_DEVICE_COUNT):
+    ids 0 to ``device_count() - 1``."""
+    n = ctypes.c_uint32()
+    check("aclrtGetDeviceCount", load().aclrtGetDeviceCount(ctypes.byref(n)))
+    return n.value
+
+
 def now_ns() -> int:
     """The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW."""
     return _bindings.typed(load()).aclprofExtNowNs()

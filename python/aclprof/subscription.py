@@ -3,8 +3,8 @@ object."""
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import logging
 import os
 import threading
 from types import TracebackType
@@ -17,6 +17,20 @@ from .records import OpBatch, OpReader, OpRecord
 
 
 _S = TypeVar("_S", bound="_Started")
+_log = logging.getLogger("aclprof")
+
+
+def _exit_cleanup(cleanup: Callable[[], object], exc_type: Optional[Type[BaseException]]) -> None:
+    """Runs ``cleanup`` as a ``with`` block is left. With an exception in flight, a failing
+    cleanup is logged instead of raised, so that it does not mask the original error."""
+    if exc_type is None:
+        cleanup()
+        return
+    try:
+        cleanup()
+    except Exception:
+        _log.warning("%s failed while %s was propagating",
+                     getattr(cleanup, "__qualname__", cleanup), exc_type.__name__, exc_info=True)
 
 
 class _Started:
@@ -39,11 +53,7 @@ class _Started:
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         if self.active:
-            if exc_type is None:
-                self.stop()
-            else:
-                with contextlib.suppress(Exception):
-                    self.stop()
+            _exit_cleanup(self.stop, exc_type)
 
 
 class Subscription(_Started):

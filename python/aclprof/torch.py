@@ -202,8 +202,12 @@ class profile(contextlib.ContextDecorator):
         modes: List[_Mode] = getattr(self._active, "modes", [])
         self._active.modes = modes
         _hooks_acquire(self.module, self.name)
-        mode = _Mode(self)
-        mode.__enter__()
+        try:
+            mode = _Mode(self)
+            mode.__enter__()
+        except BaseException:
+            _hooks_release(self.module)
+            raise
         modes.append(mode)
         return self
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,6 +182,42 @@ def test_async_analyse_and_op_analyse(tmp_path: Path, caplog: pytest.LogCaptureF
     assert "it will be set to 'sync'" in caplog.text
     assert "Profiler analyse failed: The elements of the parameter step_list must be continuous" \
         in caplog.text
+
+
+def test_async_analyse_failure_is_logged(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    p = Profiler(output_path=str(tmp_path), start_profile=False)
+    with caplog.at_level(logging.ERROR, logger="aclprof.mindspore"):
+        p.analyse(mode="async")  # nothing was profiled: the child fails
+        assert p.wait_analyse() != 0
+        assert p.wait_analyse() != 0
+    assert caplog.text.count("Profiler analyse failed: the analysis process exited") == 1
+
+
+# Two emulated devices (read when the library loads, so in a process of its own) and an op on
+# each: the Profiler records both, as MindSpore profiles every device of the job.
+TWO_DEVICES = r"""
+import sys
+import aclprof
+from aclprof.mindspore import Profiler
+profiler = Profiler(output_path=sys.argv[1])
+for device in (0, 1):
+    with aclprof.Model.register(f"on-device-{device}", device=device) as model:
+        t0 = aclprof.now_ns()
+        model.report_op(f"op{device}", "Add", t0, t0 + 1000)
+profiler.stop()
+"""
+
+
+def test_every_device_is_profiled(tmp_path: Path) -> None:
+    package_root = str(Path(aclprof.__file__).resolve().parent.parent)
+    env = dict(os.environ, ACLPROF_DEVICE_COUNT="2")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    r = subprocess.run([sys.executable, "-c", TWO_DEVICES, str(tmp_path)], env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rows = aclprof.Analysis(profiled_files(tmp_path).glob("PROF_*")).op_summary
+    assert sorted((row["Device_id"], row["Op Name"]) for row in rows) == [("0", "op0"),
+                                                                        ("1", "op1")]
 
 
 def test_offline_analyse_needs_a_profiler_directory(tmp_path: Path) -> None:

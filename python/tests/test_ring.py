@@ -6,6 +6,7 @@ the shared mapping, and they cannot be used (or overwritten under the user) afte
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import mmap
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 from pathlib import Path
 
@@ -290,6 +292,27 @@ def test_a_failing_callback_is_reported_and_the_ring_still_drains(registered):
     assert after.delivered - before.delivered == 200 and after.dropped == before.dropped
 
 
+def test_a_failing_callback_holding_a_view_does_not_stall_the_ring(registered):
+    """on_batch raising while its frame holds a view of the batch: the error kept for stop()
+    does not keep that view (so the records) alive, the reader thread still drains, and
+    stop() raises that error with its message."""
+
+    def on_batch(batch):
+        column = batch.start  # noqa: F841 - a view of the ring, alive in this frame
+        raise KeyError("callback broke")
+
+    before = aclprof.stats()
+    sub = aclprof.RingSubscription(registered.id, capacity=8, on_batch=on_batch).start()
+    t0 = time.monotonic()
+    report(registered, [f"op{i}" for i in range(200)])
+    with pytest.raises(KeyError, match="callback broke") as e:
+        sub.stop()
+    assert time.monotonic() - t0 < 5
+    assert any(f.name == "on_batch" for f in traceback.extract_tb(e.value.__traceback__))
+    after = aclprof.stats()
+    assert after.delivered - before.delivered == 200 and after.dropped == before.dropped
+
+
 def test_own_reader_thread_with_views(registered):
     """A user's reader thread over RingReader.views() while this thread reports ops, some with
     names longer than a record holds (decoded whole, in place, through the accessors)."""
@@ -532,13 +555,17 @@ def test_bad_arguments(registered, tmp_path):
     with pytest.raises(aclprof.AclError) as e:
         aclprof.RingSubscription(999999).start()
     assert e.value.code == codes.ACL_ERROR_INVALID_MODEL_ID
-    for capacity in (0, 4, 7, (1 << 22) + 1):
-        with pytest.raises(aclprof.AclError) as e:
-            aclprof.RingSubscription(registered.id, capacity=capacity).start()
-        assert e.value.code == codes.ACL_ERROR_INVALID_PARAM
-    for capacity in (-1, (1 << 32) + 64):  # never silently truncated to a valid uint32
-        with pytest.raises(ValueError, match="capacity"):
+    # The header's range, 8 .. 4194304 records, checked before the library is asked (which
+    # refuses the same: asked directly here), and never silently truncated to a uint32.
+    for capacity in (-1, 0, 4, 7, (1 << 22) + 1, (1 << 32) + 64):
+        with pytest.raises(ValueError, match="between 8 and 4194304"):
             aclprof.RingSubscription(registered.id, capacity=capacity)
+    for capacity in (0, 7, (1 << 22) + 1):
+        fd = ctypes.c_int32(-1)
+        ret = aclprof.load().aclprofExtRingSubscribe(registered.id, None, capacity,
+                                                      ctypes.byref(fd))
+        assert ret == codes.ACL_ERROR_INVALID_PARAM
+    assert aclprof.RingSubscription(registered.id, capacity=1 << 22).capacity == 1 << 22
     with pytest.raises(ValueError):
         aclprof.RingSubscription(registered.id, max_records=0)
 
@@ -563,10 +590,16 @@ def test_bad_arguments(registered, tmp_path):
             aclprof.Subscription(registered.id).start()
         assert e.value.code == codes.ACL_ERROR_PROF_REPEAT_SUBSCRIBE
         with sub.reader() as reader:
+            report(registered, ["op0"])
+            aclprof.flush()
+            batch = reader.acquire(timeout=10)
+            assert batch is not None and len(batch) == 1
             with pytest.raises(ValueError):
                 reader.acquire(max_records=0)
             with pytest.raises(ValueError):
                 reader.acquire(timeout=-1)
+            assert not batch.released  # bad arguments change nothing
+            assert batch.names == ["op0"]
     with aclprof.Subscription(registered.id):
         with pytest.raises(aclprof.AclError) as e:
             aclprof.RingSubscription(registered.id).start()

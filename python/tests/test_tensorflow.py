@@ -4,6 +4,7 @@ global_options()/open(), scripts written for them with only the import changed."
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -123,3 +124,19 @@ def test_starting_twice_is_refused(tmp_path: Path) -> None:
             second.start_profiling()
         assert e.value.code == aclprof.ACL_ERROR_PROF_ALREADY_RUN
     assert os.path.isdir(result_dir(tmp_path))
+
+
+def test_a_failing_stop_does_not_mask_the_blocks_error(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    options = json.dumps({"output": str(tmp_path)})
+    config = NPURunConfig(profiling_config=ProfilingConfig(True, options))
+    with caplog.at_level(logging.WARNING, logger="aclprof"):
+        with pytest.raises(KeyError, match="the block's error"):
+            with config:
+                aclprof.tensorflow._stop()  # so that leaving the block fails to stop it
+                raise KeyError("the block's error")
+    assert "NPURunConfig.stop_profiling failed while KeyError was propagating" in caplog.text
+    assert "ACL_ERROR_PROF_NOT_RUN" in caplog.text
+    with pytest.raises(aclprof.AclError):  # without an exception in flight, it raises
+        with config:
+            aclprof.tensorflow._stop()
