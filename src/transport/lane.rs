@@ -7,6 +7,14 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Records past its producer's head whose pages the flusher faults in on a private lane's
+/// first lap (256 KiB): enough for a reporter at 250 k ops/s between two passes.
+const PREFAULT_AHEAD: u64 = 512;
+/// Slots per 4 KiB page: prefaulted ranges are whole pages.
+const SLOTS_PER_PAGE: u64 = 4096 / RECORD_SIZE as u64;
+/// Cleared where the kernel has no `MADV_POPULATE_WRITE` (before Linux 5.14).
+static PREFAULT_WORKS: AtomicBool = AtomicBool::new(true);
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::record::RECORD_SIZE;
@@ -89,6 +97,40 @@ impl Mem {
         unsafe { &*self.ctl }
     }
 
+    /// On a private lane's first lap, faults in the pages of the slots up to
+    /// [`PREFAULT_AHEAD`] past the producer's head, writable and with their contents
+    /// untouched (so it is safe while the producer writes), so that the producer, a
+    /// reporting thread, does not take those faults itself. `done` is how many slots from
+    /// the start were faulted in (the consumer's). Called by the flusher thread.
+    pub fn prefault(&self, done: &mut u64) {
+        if self._heap.is_none() || *done >= self.cap || !PREFAULT_WORKS.load(Ordering::Relaxed) {
+            return;
+        }
+        let head = self.ctl().head.load(Ordering::Relaxed).min(self.cap);
+        let from = (*done).max(head / SLOTS_PER_PAGE * SLOTS_PER_PAGE);
+        let to = (head + PREFAULT_AHEAD)
+            .div_ceil(SLOTS_PER_PAGE)
+            .saturating_mul(SLOTS_PER_PAGE)
+            .min(self.cap);
+        if to <= from {
+            return;
+        }
+        // SAFETY: [from, to) are slots of this mapping, page-aligned (the mapping is, and
+        // both ends are whole pages of slots); MADV_POPULATE_WRITE changes no contents.
+        let r = unsafe {
+            libc::madvise(
+                self.slot(from).cast(),
+                ((to - from) as usize) * RECORD_SIZE,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        if r == 0 {
+            *done = to;
+        } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+            PREFAULT_WORKS.store(false, Ordering::Relaxed);
+        }
+    }
+
     /// Slot `i` (< cap).
     #[inline]
     pub fn slot(&self, i: u64) -> *mut u8 {
@@ -111,6 +153,8 @@ pub struct Prod {
 pub struct Cons {
     pub tail: u64,
     pub slot: u64,
+    /// Slots from the start whose pages the flusher faulted in ([`Mem::prefault`]).
+    pub prefaulted: u64,
 }
 
 pub struct Lane {
@@ -192,5 +236,60 @@ impl Lane {
             Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
             Err(std::sync::TryLockError::WouldBlock) => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which of the first `pages` pages at `p` are resident.
+    fn resident(p: *mut u8, pages: usize) -> Vec<bool> {
+        let mut v = vec![0u8; pages];
+        // SAFETY: p is a page-aligned mapping of at least `pages` pages; v has one byte each.
+        let r = unsafe { libc::mincore(p.cast(), pages * 4096, v.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        v.iter().map(|b| b & 1 == 1).collect()
+    }
+
+    #[test]
+    fn the_flusher_faults_in_whole_pages_ahead_of_the_producer_and_stops_at_the_end() {
+        if !PREFAULT_WORKS.load(Ordering::Relaxed) {
+            return;
+        }
+        let m = Mem::heap(1024).unwrap();
+        let pages = 1024 / SLOTS_PER_PAGE as usize;
+        assert!(
+            resident(m.slot(0), pages).iter().all(|r| !r),
+            "nothing touched yet"
+        );
+        let mut done = 0;
+        m.prefault(&mut done);
+        if !PREFAULT_WORKS.load(Ordering::Relaxed) {
+            return; // a kernel before 5.14
+        }
+        assert_eq!(done, PREFAULT_AHEAD);
+        let r = resident(m.slot(0), pages);
+        let ahead = (PREFAULT_AHEAD / SLOTS_PER_PAGE) as usize;
+        assert!(r[..ahead].iter().all(|&x| x) && r[ahead..].iter().all(|&x| !x));
+        // Contents untouched: still zeros.
+        // SAFETY: the first slot is inside the mapping.
+        assert!(
+            unsafe { std::slice::from_raw_parts(m.slot(0), RECORD_SIZE) }
+                .iter()
+                .all(|&b| b == 0)
+        );
+        m.ctl().head.store(100, Ordering::Relaxed);
+        m.prefault(&mut done);
+        assert_eq!(
+            done,
+            (100 + PREFAULT_AHEAD).div_ceil(SLOTS_PER_PAGE) * SLOTS_PER_PAGE
+        );
+        m.ctl().head.store(1000, Ordering::Relaxed);
+        m.prefault(&mut done);
+        assert_eq!(done, 1024, "never past the lane");
+        // Slots behind the head were written by the producer: only those ahead are done.
+        let r = resident(m.slot(0), pages);
+        assert!(r[1000 / SLOTS_PER_PAGE as usize..].iter().all(|&x| x));
     }
 }

@@ -556,6 +556,9 @@ impl Sub {
                     let before = c.tail;
                     empty &= self.drain(i, &mut c, false, Wait::No);
                     wrote |= c.tail != before;
+                    if let Some(m) = l.used() {
+                        m.prefault(&mut c.prefaulted);
+                    }
                 }
                 None => empty = false,
             }
@@ -578,7 +581,10 @@ impl Sub {
     /// Records lost or dropped since the last call, and why (for an error and a warning
     /// where the user looks: the next aclprofExtFlush or aclprofStop).
     pub fn new_losses(&self) -> Option<(u64, String)> {
-        let lost = self.counts().dropped - self.over_limit.load(Ordering::Relaxed);
+        let lost = self
+            .counts()
+            .dropped
+            .saturating_sub(self.over_limit.load(Ordering::Relaxed));
         let before = self.losses_reported.swap(lost, Ordering::AcqRel);
         (lost > before).then(|| (lost - before, self.loss_reason()))
     }
