@@ -107,8 +107,8 @@ static void test_accessors(void) {
 }
 
 static void test_init_and_set_config(void) {
-    char path[] = "/tmp/aclprof-ctest-XXXXXX";
-    CHECK(mkdtemp(path) != NULL);
+    char path[4096];
+    MAKE_TEMP_DIR(path);
     CHECK_EQ(aclprofInit(NULL, 5), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclprofInit(path, 0), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclprofInit(path, strlen(path) + 1), ACL_ERROR_INVALID_PARAM); /* NUL inside */
@@ -168,8 +168,8 @@ static void test_configs(void) {
 
 /* the state machine of docs/design.md, call by call */
 static void test_legality_table(void) {
-    char path[] = "/tmp/aclprof-ctest-XXXXXX";
-    CHECK(mkdtemp(path) != NULL);
+    char path[4096];
+    MAKE_TEMP_DIR(path);
     uint32_t d0[] = {0};
     aclprofConfig *a = aclprofCreateConfig(d0, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
     aclprofConfig *b = aclprofCreateConfig(d0, 1, ACL_AICORE_NONE, NULL, ACL_PROF_ACL_API);
@@ -302,8 +302,8 @@ static void test_steps_and_msproftx(void) {
     CHECK(aclprofCreateStamp() == NULL);
     CHECK_EQ(aclprofPop(), -1);
     CHECK_EQ(aclprofMarkEx("m", 1, (aclrtStream)&s), -1);
-    char path[] = "/tmp/aclprof-ctest-XXXXXX";
-    CHECK(mkdtemp(path) != NULL);
+    char path[4096];
+    MAKE_TEMP_DIR(path);
     aclprofConfig *tx = aclprofCreateConfig(NULL, 0, ACL_AICORE_NONE, NULL, ACL_PROF_MSPROFTX);
     CHECK_EQ(aclprofInit(path, strlen(path)), ACL_SUCCESS);
     CHECK_EQ(aclprofStart(tx), ACL_SUCCESS);

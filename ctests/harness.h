@@ -30,4 +30,13 @@ static int g_failures = 0;
         fflush(stdout);                                                            \
     } while (0)
 #define DONE() return g_failures == 0 ? 0 : 1
+
+/* A new directory "aclprof-ctest-XXXXXX" under $TMPDIR (the Rust harness gives each program
+ * one under target/, so nothing is left in /tmp), else under /tmp; path holds 4096 bytes. */
+#define MAKE_TEMP_DIR(path)                                                              \
+    do {                                                                                 \
+        const char *t_ = getenv("TMPDIR");                                               \
+        snprintf((path), 4096, "%s/aclprof-ctest-XXXXXX", t_ && *t_ ? t_ : "/tmp");      \
+        CHECK(mkdtemp(path) != NULL);                                                    \
+    } while (0)
 #endif

@@ -85,7 +85,12 @@ fn data(f: &str) -> PathBuf {
 
 fn exec(exe: &Path, args: &[&Path], env: &[(&str, &str)]) -> String {
     let mut c = Command::new(exe);
-    c.args(args).env_remove("ACLPROF_LOG");
+    // The program's temporary directories go under target/, emptied on the next run.
+    let tmp = fresh_dir(&format!(
+        "{}-tmp",
+        exe.file_name().unwrap().to_string_lossy()
+    ));
+    c.args(args).env_remove("ACLPROF_LOG").env("TMPDIR", tmp);
     for (k, v) in env {
         c.env(k, v);
     }
