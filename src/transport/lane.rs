@@ -7,17 +7,20 @@
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
-/// Records past its producer's head whose pages the flusher faults in on a private lane's
-/// first lap (256 KiB): enough for a reporter at 250 k ops/s between two passes.
+use crate::record::RECORD_SIZE;
+
+/// At most this many records past its producer's head have their pages faulted in by the
+/// flusher on a private lane's first lap (256 KiB).
 const PREFAULT_AHEAD: u64 = 512;
+/// A lane is prefaulted only once its producer wrote this many records (short-lived
+/// subscriptions would pay for pages they never use).
+const PREFAULT_AFTER: u64 = 64;
 /// Slots per 4 KiB page: prefaulted ranges are whole pages.
 const SLOTS_PER_PAGE: u64 = 4096 / RECORD_SIZE as u64;
 /// Cleared where the kernel has no `MADV_POPULATE_WRITE` (before Linux 5.14).
 static PREFAULT_WORKS: AtomicBool = AtomicBool::new(true);
-use std::sync::{Mutex, MutexGuard, OnceLock};
-
-use crate::record::RECORD_SIZE;
 
 /// Head, tail and drop count of one lane. In a ring this is part of the file format
 /// (`transport::ring`), so the layout is fixed: 192 bytes.
@@ -97,18 +100,25 @@ impl Mem {
         unsafe { &*self.ctl }
     }
 
-    /// On a private lane's first lap, faults in the pages of the slots up to
-    /// [`PREFAULT_AHEAD`] past the producer's head, writable and with their contents
-    /// untouched (so it is safe while the producer writes), so that the producer, a
-    /// reporting thread, does not take those faults itself. `done` is how many slots from
-    /// the start were faulted in (the consumer's). Called by the flusher thread.
-    pub fn prefault(&self, done: &mut u64) {
+    /// On a private lane's first lap, once it has [`PREFAULT_AFTER`] records, faults in the
+    /// pages of the slots the producer will likely write before the next pass (twice what
+    /// it wrote since the last one, at most [`PREFAULT_AHEAD`]), writable and with their contents untouched (so it is safe while
+    /// the producer writes), so that the producer, a reporting thread, does not take those
+    /// faults itself. `done` is how many slots from the start were faulted in, `seen` the
+    /// head at the last pass (both the consumer's). Called by the flusher thread.
+    pub fn prefault(&self, done: &mut u64, seen: &mut u64) {
         if self._heap.is_none() || *done >= self.cap || !PREFAULT_WORKS.load(Ordering::Relaxed) {
             return;
         }
         let head = self.ctl().head.load(Ordering::Relaxed).min(self.cap);
+        let wrote = head.saturating_sub(*seen);
+        *seen = head;
+        if head < PREFAULT_AFTER || wrote == 0 {
+            return;
+        }
+        let ahead = (2 * wrote).min(PREFAULT_AHEAD);
         let from = (*done).max(head / SLOTS_PER_PAGE * SLOTS_PER_PAGE);
-        let to = (head + PREFAULT_AHEAD)
+        let to = (head + ahead)
             .div_ceil(SLOTS_PER_PAGE)
             .saturating_mul(SLOTS_PER_PAGE)
             .min(self.cap);
@@ -153,8 +163,10 @@ pub struct Prod {
 pub struct Cons {
     pub tail: u64,
     pub slot: u64,
-    /// Slots from the start whose pages the flusher faulted in ([`Mem::prefault`]).
+    /// Slots from the start whose pages the flusher faulted in, and the producer's head at
+    /// that pass ([`Mem::prefault`]).
     pub prefaulted: u64,
+    pub prefault_seen: u64,
 }
 
 pub struct Lane {
@@ -263,15 +275,27 @@ mod tests {
             resident(m.slot(0), pages).iter().all(|r| !r),
             "nothing touched yet"
         );
-        let mut done = 0;
-        m.prefault(&mut done);
+        let (mut done, mut seen) = (0, 0);
+        // A producer that wrote little so far: nothing.
+        m.ctl().head.store(PREFAULT_AFTER - 1, Ordering::Relaxed);
+        m.prefault(&mut done, &mut seen);
+        assert_eq!(done, 0);
+        // 100 records since the last pass: twice that ahead, from the head's page (the
+        // producer wrote the slots behind it), in whole pages.
+        m.ctl()
+            .head
+            .store(PREFAULT_AFTER - 1 + 100, Ordering::Relaxed);
+        m.prefault(&mut done, &mut seen);
         if !PREFAULT_WORKS.load(Ordering::Relaxed) {
             return; // a kernel before 5.14
         }
-        assert_eq!(done, PREFAULT_AHEAD);
+        assert_eq!((done, seen), (368, 163));
         let r = resident(m.slot(0), pages);
-        let ahead = (PREFAULT_AHEAD / SLOTS_PER_PAGE) as usize;
-        assert!(r[..ahead].iter().all(|&x| x) && r[ahead..].iter().all(|&x| !x));
+        assert!(r[..160 / 8].iter().all(|&x| !x));
+        assert!(r[160 / 8..368 / 8].iter().all(|&x| x) && r[368 / 8..].iter().all(|&x| !x));
+        // Nothing written since: nothing more.
+        m.prefault(&mut done, &mut seen);
+        assert_eq!(done, 368);
         // Contents untouched: still zeros.
         // SAFETY: the first slot is inside the mapping.
         assert!(
@@ -279,14 +303,12 @@ mod tests {
                 .iter()
                 .all(|&b| b == 0)
         );
-        m.ctl().head.store(100, Ordering::Relaxed);
-        m.prefault(&mut done);
-        assert_eq!(
-            done,
-            (100 + PREFAULT_AHEAD).div_ceil(SLOTS_PER_PAGE) * SLOTS_PER_PAGE
-        );
+        // 237 more: 474 ahead of 400, in whole pages.
+        m.ctl().head.store(400, Ordering::Relaxed);
+        m.prefault(&mut done, &mut seen);
+        assert_eq!(done, 880);
         m.ctl().head.store(1000, Ordering::Relaxed);
-        m.prefault(&mut done);
+        m.prefault(&mut done, &mut seen);
         assert_eq!(done, 1024, "never past the lane");
         // Slots behind the head were written by the producer: only those ahead are done.
         let r = resident(m.slot(0), pages);

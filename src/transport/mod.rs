@@ -557,7 +557,8 @@ impl Sub {
                     empty &= self.drain(i, &mut c, false, Wait::No);
                     wrote |= c.tail != before;
                     if let Some(m) = l.used() {
-                        m.prefault(&mut c.prefaulted);
+                        let c = &mut *c;
+                        m.prefault(&mut c.prefaulted, &mut c.prefault_seen);
                     }
                 }
                 None => empty = false,
