@@ -15,7 +15,8 @@
 //!
 //! Each reporting thread owns one lane (lane 0 is shared, under a lock, by threads beyond
 //! the others), so producers never contend: a record is built in its slot and published
-//! with one release store, unsigned; the reader signs the records it acquires. Indices only grow; `head - tail` records of a lane are readable.
+//! with one release store, unsigned; the reader signs the records it acquires. Indices
+//! only grow; `head - tail` records of a lane are readable.
 //! One reader at a time: it acquires a contiguous batch of one lane (never wrapping, so the
 //! accessors decode it in place) and releases it when done. A waiting reader sleeps on the
 //! doorbell (a futex in the mapping); a producer rings it only when a reader waits. A full
