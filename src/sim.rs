@@ -604,11 +604,10 @@ pub fn execute(id: u32) -> Result<()> {
     }
     crate::clock::sleep_until(t);
     // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
-    crate::filemode::host_event(
-        0x1,
+    crate::filemode::host_event(0x1, || {
         serde_json::json!({"kind": "api", "name": "aclmdlExecute", "item": m.name,
-                           "tid": crate::clock::thread_id(), "start": call_start, "end": crate::clock::now_ns()}),
-    );
+                           "tid": crate::clock::thread_id(), "start": call_start, "end": crate::clock::now_ns()})
+    });
     Ok(())
 }
 

@@ -128,7 +128,7 @@ fn emit(e: Event) {
     };
     crate::filemode::host_event(
         0x80,
-        serde_json::json!({"kind": "tx", "type": kind, "name": message, "tid": tid, "start": start, "end": end}),
+        || serde_json::json!({"kind": "tx", "type": kind, "name": message, "tid": tid, "start": start, "end": end}),
     );
 }
 
@@ -348,10 +348,9 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
             s.ended = true;
         }
         let now = crate::clock::now_ns();
-        crate::filemode::host_event(
-            0x40,
-            serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": crate::clock::thread_id(), "start": now}),
-        );
+        crate::filemode::host_event(0x40, || {
+            serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": crate::clock::thread_id(), "start": now})
+        });
         Ok((s.index, start, now))
     });
     r.unwrap_or_else(|| {

@@ -315,11 +315,13 @@ pub fn flush_host_events() -> Option<(u64, String)> {
     (new > 0).then(|| (new, h.why.clone()))
 }
 
-/// Appends one host event if its switch is on (`bit` of dataTypeConfig).
-pub fn host_event(bit: u64, ev: serde_json::Value) {
+/// Appends one host event if its switch is on (`bit` of dataTypeConfig); `ev` makes it, so
+/// nothing is built (no allocation, no system call) while the switch is off.
+pub fn host_event(bit: u64, ev: impl FnOnce() -> serde_json::Value) {
     if DATA_TYPE.load(std::sync::atomic::Ordering::Acquire) & bit == 0 {
         return;
     }
+    let ev = ev();
     let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(h) = g.as_mut() {
         let mut line = if h.torn {
