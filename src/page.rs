@@ -534,10 +534,9 @@ fn render(x: &Inputs) -> String {
     let json = serde_json::Value::from(data)
         .to_string()
         .replace("</", "<\\/");
-    let _ = write!(
+    let _ = writeln!(
         h,
-        r#"<script type="application/json" id="op-data">{json}</script>
-"#
+        r#"<script type="application/json" id="op-data">{json}</script>"#
     );
 
     // Timeline files.
