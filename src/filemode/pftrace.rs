@@ -19,7 +19,7 @@
 //! table stops growing at [`INTERN_MAX`] strings; later new strings are written inline, so
 //! memory stays bounded however many distinct names a run has.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 /// A slice argument: what the JSON timeline writes into `args`.
@@ -174,6 +174,9 @@ pub struct Pftrace<W: Write> {
     ann: Vec<u8>,
     /// Track uuids by (pid, tid); a process is (pid, u64::MAX).
     tracks: HashMap<(u64, u64), u64>,
+    /// Tracks whose descriptor was written (a track's uuid may be handed out first, to a
+    /// slice or a child, before its own descriptor is).
+    described: HashSet<(u64, u64)>,
     started: bool,
     /// The InternedData of the packet being built, and the intern tables.
     interned: Vec<u8>,
@@ -195,6 +198,7 @@ impl<W: Write> Pftrace<W> {
             event: Vec::with_capacity(256),
             ann: Vec::with_capacity(128),
             tracks: HashMap::new(),
+            described: HashSet::new(),
             started: false,
             interned: Vec::with_capacity(256),
             event_names: Interned::default(),
@@ -264,20 +268,21 @@ impl<W: Write> Pftrace<W> {
         })
     }
 
-    fn uuid(&mut self, pid: u64, tid: u64) -> (u64, bool) {
+    fn uuid(&mut self, pid: u64, tid: u64) -> u64 {
         let n = self.tracks.len() as u64 + 1;
-        let mut new = false;
-        let id = *self.tracks.entry((pid, tid)).or_insert_with(|| {
-            new = true;
-            n
-        });
-        (id, new)
+        *self.tracks.entry((pid, tid)).or_insert(n)
+    }
+
+    /// The track's uuid, and whether its descriptor is still to be written (then it counts
+    /// as written).
+    fn to_describe(&mut self, pid: u64, tid: u64) -> (u64, bool) {
+        (self.uuid(pid, tid), self.described.insert((pid, tid)))
     }
 
     /// A process track, named and labelled as in the JSON timeline. The JSON's pids are
     /// 64-bit; the descriptor's is 32-bit, so the top bits (the host pid's highest) go.
     pub fn process(&mut self, pid: u64, name: &str, label: &str) -> std::io::Result<()> {
-        let (uuid, new) = self.uuid(pid, u64::MAX);
+        let (uuid, new) = self.to_describe(pid, u64::MAX);
         if !new {
             return Ok(());
         }
@@ -296,8 +301,8 @@ impl<W: Write> Pftrace<W> {
 
     /// A track inside process `pid` (the JSON's thread), placed by `sort`.
     pub fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
-        let parent = self.uuid(pid, u64::MAX).0;
-        let (uuid, new) = self.uuid(pid, tid);
+        let parent = self.uuid(pid, u64::MAX);
+        let (uuid, new) = self.to_describe(pid, tid);
         if !new {
             return Ok(());
         }
@@ -321,7 +326,7 @@ impl<W: Write> Pftrace<W> {
         dur: u64,
         args: &[(&'static str, Arg)],
     ) -> std::io::Result<()> {
-        let track = self.uuid(pid, tid).0;
+        let track = self.uuid(pid, tid);
         // The event body, with each annotation built in `ann` and copied in once, and the
         // strings first seen here in `interned`.
         let (mut ev, mut ann, mut interned) = (
@@ -514,6 +519,27 @@ mod tests {
         let second = fields(all[4].1.as_ref().unwrap_err());
         assert!(!second.iter().any(|f| f.0 == PKT_INTERNED_DATA));
         assert!(second.contains(&(PKT_SEQUENCE_FLAGS, Ok(SEQ_NEEDS_INCREMENTAL_STATE))));
+    }
+
+    #[test]
+    fn a_track_used_before_it_is_described_is_still_described_once() {
+        let mut t = Pftrace::new(Vec::new());
+        t.slice("op", 1, 2, 10, 1, &[]).unwrap();
+        t.thread(1, 2, "Stream 2", 2).unwrap();
+        t.process(1, "Ascend Hardware", "NPU 0").unwrap();
+        t.process(1, "again", "").unwrap();
+        t.thread(1, 2, "again", 2).unwrap();
+        let described: Vec<u64> = fields(&t.w)
+            .into_iter()
+            .filter_map(|(_, p)| {
+                let p = fields(&p.unwrap_err());
+                let d = p.iter().find(|f| f.0 == PKT_TRACK_DESCRIPTOR)?.1.clone();
+                let d = fields(&d.unwrap_err());
+                d.iter().find(|f| f.0 == TD_UUID)?.1.clone().ok()
+            })
+            .collect();
+        // The slice's track (uuid 1), then the process (uuid 2), each described once.
+        assert_eq!(described, vec![1, 2]);
     }
 
     #[test]
