@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -69,11 +70,16 @@ def _realtime_to_library_ns() -> int:
 
 
 def node_events(profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
-                start_time_ns: int) -> Iterator[NodeEvent]:
+                start_time_ns: int, realtime_offset_ns: Optional[int] = None
+                ) -> Iterator[NodeEvent]:
     """The node executions in an ORT profile (its file, or the parsed JSON), given the
-    session's ``get_profiling_start_time_ns()`` (CLOCK_REALTIME nanoseconds)."""
+    session's ``get_profiling_start_time_ns()`` (CLOCK_REALTIME nanoseconds).
+    ``realtime_offset_ns`` is the library's clock minus CLOCK_REALTIME, best measured when
+    profiling started (the two clocks drift apart under NTP); measured now if not given."""
     events = profile if isinstance(profile, list) else json.loads(Path(profile).read_text())
-    offset = start_time_ns + _realtime_to_library_ns()
+    if realtime_offset_ns is None:
+        realtime_offset_ns = _realtime_to_library_ns()
+    offset = start_time_ns + realtime_offset_ns
     for e in events:
         name = e.get("name", "")
         if e.get("cat") != "Node" or e.get("ph") != "X" or not name.endswith(_KERNEL_SUFFIX):
@@ -85,12 +91,13 @@ def node_events(profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
 
 
 def report_profile(model_id: int, profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
-                   start_time_ns: int) -> int:
+                   start_time_ns: int, realtime_offset_ns: Optional[int] = None) -> int:
     """Reports every node execution of an ORT profile as an op of ``model_id``; returns how
     many. For a session you made yourself with ``enable_profiling``:
-    ``report_profile(model.id, sess.end_profiling(), sess.get_profiling_start_time_ns())``."""
+    ``report_profile(model.id, sess.end_profiling(), sess.get_profiling_start_time_ns())``
+    (see :func:`node_events` for ``realtime_offset_ns``)."""
     n = 0
-    for ev in node_events(profile, start_time_ns):
+    for ev in node_events(profile, start_time_ns, realtime_offset_ns):
         report_op(model_id, ev.name, ev.type, ev.start, ev.end)
         n += 1
     return n
@@ -134,6 +141,9 @@ class InferenceSession:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self.model.unload()
             raise
+        # The clocks' offset when profiling starts: ORT's event times count from then.
+        self._realtime_offset = _realtime_to_library_ns()
+        self._runs_lock = threading.Lock()
         self.ops = 0
         self.runs = 0
         self.unprofiled_runs = 0
@@ -149,12 +159,32 @@ class InferenceSession:
             raise AttributeError(attr)
         return getattr(session, attr)
 
+    def _count_run(self) -> None:
+        """Counts a run (from any thread) for :attr:`unprofiled_runs`."""
+        if self.profile_file is None:
+            with self._runs_lock:
+                self.runs += 1
+
     def run(self, output_names: Optional[Sequence[str]], input_feed: Dict[str, Any],
             run_options: Optional["ort.RunOptions"] = None) -> Any:
         """ORT's ``run``; profiled until :meth:`end_profiling`."""
-        if self.profile_file is None:
-            self.runs += 1
+        self._count_run()
         return self.session.run(output_names, input_feed, run_options)
+
+    def run_with_iobinding(self, *args: Any, **kwargs: Any) -> Any:
+        """ORT's ``run_with_iobinding``, counted like :meth:`run`."""
+        self._count_run()
+        return self.session.run_with_iobinding(*args, **kwargs)
+
+    def run_with_ort_values(self, *args: Any, **kwargs: Any) -> Any:
+        """ORT's ``run_with_ort_values``, counted like :meth:`run`."""
+        self._count_run()
+        return self.session.run_with_ort_values(*args, **kwargs)
+
+    def run_async(self, *args: Any, **kwargs: Any) -> Any:
+        """ORT's ``run_async``, counted like :meth:`run`."""
+        self._count_run()
+        return self.session.run_async(*args, **kwargs)
 
     def end_profiling(self) -> str:
         """Ends ORT's profiling and reports every node execution since the session was made;
@@ -170,7 +200,8 @@ class InferenceSession:
             else:
                 events = json.loads(Path(path).read_text())
                 self.ops = report_profile(self.model.id, events,
-                                          self.session.get_profiling_start_time_ns())
+                                          self.session.get_profiling_start_time_ns(),
+                                          self._realtime_offset)
                 seen = sum(1 for e in events
                            if e.get("cat") == "Session" and e.get("name") == "model_run")
                 self.unprofiled_runs = max(0, self.runs - seen)

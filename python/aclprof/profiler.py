@@ -16,6 +16,7 @@ from . import _bindings
 from ._lib import load, recent_error
 from .errors import AclError, check
 from .runtime import PathLike
+from .subscription import _exit_cleanup
 from .summary import summary_table
 
 RESULT_SUBDIR = "mindstudio_profiler_output"
@@ -166,11 +167,7 @@ class Profiler(contextlib.ContextDecorator):
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        if exc_type is None:
-            self.stop()
-        else:
-            with contextlib.suppress(Exception):  # do not mask the original error
-                self.stop()
+        _exit_cleanup(self.stop, exc_type)  # with an error in flight, a failing stop is logged
 
 
 @contextlib.contextmanager

@@ -54,6 +54,22 @@ def feed() -> dict:
     return {"x": np.random.default_rng(1).standard_normal((1, 3, 32, 32)).astype(np.float32)}
 
 
+def test_every_entry_point_counts_its_runs() -> None:
+    sess = aclprof.onnxruntime.InferenceSession(small_model(), unoptimized(), name="entries",
+                                                providers=["CPUExecutionProvider"])
+    x = feed()["x"]
+    with aclprof.Subscription(sess.model_id) as sub:
+        sess.run(None, {"x": x})
+        sess.run_with_ort_values(None, {"x": ort.OrtValue.ortvalue_from_numpy(x)})
+        binding = sess.io_binding()
+        binding.bind_cpu_input("x", x)
+        binding.bind_output(sess.get_outputs()[0].name)
+        sess.run_with_iobinding(binding)
+        sess.close()
+    assert (sess.runs, sess.unprofiled_runs) == (3, 0)
+    assert sess.ops == len(sub.records) == 3 * len(NODES)
+
+
 def test_every_node_execution_is_an_op() -> None:
     sess = aclprof.onnxruntime.InferenceSession(small_model(), unoptimized(), name="small",
                                                 providers=["CPUExecutionProvider"])
