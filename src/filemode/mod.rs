@@ -19,7 +19,7 @@ use crate::transport::{Dest, StreamFiles, Sub};
 use serde_json::json;
 use std::collections::HashMap;
 use std::fs;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -38,39 +38,54 @@ static HOST: Mutex<Option<HostLog>> = Mutex::new(None);
 
 /// The host event log of the running session, and what it lost.
 struct HostLog {
-    w: BufWriter<fs::File>,
-    /// Events buffered since the last flush that reached the file.
+    file: fs::File,
+    /// Whole lines not written yet, and how many events they are.
+    buf: Vec<u8>,
     pending: u64,
     /// Events lost to write errors, and why; `reported` of them already said by a flush.
     lost: u64,
     reported: u64,
     why: String,
-    /// A failed write may have left part of a line in the file: the next line starts on a
-    /// line of its own, so the fragment alone is unreadable (its event is counted lost).
+    /// A failed write may have left part of a line in the file: the next write starts with
+    /// a line break, so the fragment stays a line of its own (unreadable; its event is
+    /// counted lost) and the next event is not glued to it.
     torn: bool,
 }
 
+/// Host events are written in batches of about this many bytes.
+const HOST_BATCH: usize = 64 * 1024;
+
 impl HostLog {
-    /// A write or flush failed: whatever was buffered is lost (counted), and a new buffer
-    /// on the same file starts clean, so a later retry cannot write it twice.
-    fn failed(&mut self, e: std::io::Error, also: u64) {
-        self.lost += self.pending + also;
-        self.pending = 0;
-        self.torn = true;
-        self.why = format!("host events: {e}");
-        let file = self.w.get_ref().try_clone();
-        if let Ok(f) = file {
-            let old = std::mem::replace(&mut self.w, BufWriter::new(f));
-            let _ = old.into_parts(); // drop the buffer without writing it
+    fn push(&mut self, ev: &serde_json::Value) {
+        // (Writing a Value into a Vec cannot fail.)
+        let _ = serde_json::to_writer(&mut self.buf, ev);
+        self.buf.push(b'\n');
+        self.pending += 1;
+        if self.buf.len() >= HOST_BATCH {
+            self.flush();
         }
     }
 
+    /// Writes the buffered events; if that fails they are lost (counted), never written
+    /// twice.
     fn flush(&mut self) {
-        match crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || self.w.flush())
-        {
-            Ok(()) => self.pending = 0,
-            Err(e) => self.failed(e, 0),
+        if self.buf.is_empty() {
+            return;
         }
+        let (file, buf, torn) = (&mut self.file, &self.buf, self.torn);
+        let r = crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || {
+            if torn {
+                file.write_all(b"\n")?;
+            }
+            file.write_all(buf)
+        });
+        if let Err(e) = &r {
+            self.lost += self.pending;
+            self.why = format!("host events: {e}");
+        }
+        self.torn = r.is_err();
+        self.buf.clear();
+        self.pending = 0;
     }
 }
 static DATA_TYPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -264,7 +279,8 @@ pub fn begin(
             )
         })?;
     *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(HostLog {
-        w: BufWriter::new(host),
+        file: host,
+        buf: Vec::new(),
         pending: 0,
         lost: 0,
         reported: 0,
@@ -322,33 +338,8 @@ pub fn host_event(bit: u64, ev: impl FnOnce() -> serde_json::Value) {
         return;
     }
     let ev = ev();
-    let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(h) = g.as_mut() {
-        let mut line = if h.torn {
-            "\n".to_string()
-        } else {
-            String::new()
-        };
-        line += &ev.to_string();
-        line.push('\n');
-        match crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || {
-            h.w.write_all(line.as_bytes())
-        }) {
-            Ok(()) => {
-                h.torn = false;
-                // The buffer may have been written out to make room: only what it still
-                // holds is pending.
-                let held = h.w.buffer().len();
-                h.pending = if held == 0 {
-                    0
-                } else if held == line.len() {
-                    1
-                } else {
-                    h.pending + 1
-                };
-            }
-            Err(e) => h.failed(e, 1),
-        }
+    if let Some(h) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        h.push(&ev);
     }
 }
 
