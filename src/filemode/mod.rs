@@ -354,9 +354,8 @@ pub fn end(session: Session) -> Result<PathBuf> {
     let (mut lost, mut why) = (0, String::new());
     for sink in &session.sinks {
         let c = sink.close(timeout);
-        let limited = sink.over_limit();
-        over_limit |= limited > 0;
-        let n = c.dropped.saturating_sub(limited);
+        over_limit |= sink.over_limit() > 0;
+        let n = sink.lost_of(&c);
         if n > 0 {
             lost += n;
             why = sink.loss_reason();

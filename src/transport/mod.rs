@@ -582,10 +582,7 @@ impl Sub {
     /// Records lost or dropped since the last call, and why (for an error and a warning
     /// where the user looks: the next aclprofExtFlush or aclprofStop).
     pub fn new_losses(&self) -> Option<(u64, String)> {
-        let lost = self
-            .counts()
-            .dropped
-            .saturating_sub(self.over_limit.load(Ordering::Relaxed));
+        let lost = self.lost_of(&self.counts());
         let before = self.losses_reported.swap(lost, Ordering::AcqRel);
         (lost > before).then(|| (lost - before, self.loss_reason()))
     }
@@ -607,6 +604,13 @@ impl Sub {
     /// File mode: records not written because ACL_PROF_STORAGE_LIMIT was reached.
     pub fn over_limit(&self) -> u64 {
         self.over_limit.load(Ordering::Relaxed)
+    }
+
+    /// Of the records `c` (this subscription's counts) says were dropped, those lost other
+    /// than to the storage limit, which is reported on its own. Saturating: a late reporter
+    /// may have raised the limit's count since `c` was taken.
+    pub fn lost_of(&self, c: &Counts) -> u64 {
+        c.dropped.saturating_sub(self.over_limit())
     }
 
     fn set_broken(&self, why: &str) {
