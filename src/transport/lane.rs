@@ -59,10 +59,10 @@ pub struct Mem {
     pub cap: u64,
     /// Owns the storage of a private lane (None for a ring, whose mapping the subscription
     /// keeps alive).
-    _heap: Option<(Box<LaneCtl>, memmap2::MmapMut)>,
+    heap: Option<(Box<LaneCtl>, memmap2::MmapMut)>,
 }
 
-// SAFETY: the pointers refer to storage owned by `_heap` or by a mapping that outlives the
+// SAFETY: the pointers refer to storage owned by `heap` or by a mapping that outlives the
 // lane; shared state is accessed through atomics or through slots the head/tail protocol
 // gives to one side at a time.
 unsafe impl Send for Mem {}
@@ -79,7 +79,7 @@ impl Mem {
             ctl: &*ctl,
             slots: slots.as_mut_ptr(),
             cap,
-            _heap: Some((ctl, slots)),
+            heap: Some((ctl, slots)),
         })
     }
 
@@ -90,7 +90,7 @@ impl Mem {
             ctl,
             slots,
             cap,
-            _heap: None,
+            heap: None,
         }
     }
 
@@ -102,15 +102,20 @@ impl Mem {
 
     /// On a private lane's first lap, once it has [`PREFAULT_AFTER`] records, faults in the
     /// pages of the slots the producer will likely write before the next pass (twice what
-    /// it wrote since the last one, at most [`PREFAULT_AHEAD`]), writable and with their contents untouched (so it is safe while
-    /// the producer writes), so that the producer, a reporting thread, does not take those
-    /// faults itself. `done` is how many slots from the start were faulted in, `seen` the
+    /// it wrote since the last one, at most [`PREFAULT_AHEAD`]), writable and with their
+    /// contents untouched (so it is safe while the producer writes), so that the producer,
+    /// a reporting thread, does not take those faults itself. `done` is how many slots from
+    /// the start were faulted in (the whole lane once its first lap is over), `seen` the
     /// head at the last pass (both the consumer's). Called by the flusher thread.
     pub fn prefault(&self, done: &mut u64, seen: &mut u64) {
-        if self._heap.is_none() || *done >= self.cap || !PREFAULT_WORKS.load(Ordering::Relaxed) {
+        if self.heap.is_none() || *done >= self.cap || !PREFAULT_WORKS.load(Ordering::Relaxed) {
             return;
         }
-        let head = self.ctl().head.load(Ordering::Relaxed).min(self.cap);
+        let head = self.ctl().head.load(Ordering::Relaxed);
+        if head >= self.cap {
+            *done = self.cap; // every slot has been written: nothing more to do
+            return;
+        }
         let wrote = head.saturating_sub(*seen);
         *seen = head;
         if head < PREFAULT_AFTER || wrote == 0 {
@@ -313,5 +318,12 @@ mod tests {
         // Slots behind the head were written by the producer: only those ahead are done.
         let r = resident(m.slot(0), pages);
         assert!(r[1000 / SLOTS_PER_PAGE as usize..].iter().all(|&x| x));
+        // A lane whose first lap ended between two passes: done, and nothing faulted in.
+        let m = Mem::heap(1024).unwrap();
+        let (mut done, mut seen) = (0, 0);
+        m.ctl().head.store(1500, Ordering::Relaxed);
+        m.prefault(&mut done, &mut seen);
+        assert_eq!(done, 1024);
+        assert!(resident(m.slot(0), pages).iter().all(|r| !r));
     }
 }
