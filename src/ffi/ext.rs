@@ -3,7 +3,7 @@
 //! run the model simulator.
 
 use super::base::aclError;
-use super::{code, cstr, entry, guard, invalid, opt_path_arg, path_arg};
+use super::{cstr, entry, guard, invalid, opt_path_arg, path_arg};
 use std::ffi::{c_char, c_void};
 
 /// Delivery statistics since the process started (all subscriptions together).
@@ -50,15 +50,13 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
 /// Not loaded -> ACL_ERROR_INVALID_MODEL_ID.
 #[no_mangle]
 pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
-    guard(
+    entry(
         "aclprofExtModelUnload",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = crate::api::model_unload(modelId);
-            if r.is_ok() {
-                crate::sim::forget(modelId);
-            }
-            code("aclprofExtModelUnload", r)
+            crate::api::model_unload(modelId)?;
+            crate::sim::forget(modelId);
+            Ok(())
         },
     )
 }
@@ -135,14 +133,11 @@ pub extern "C" fn aclprofExtFlush() -> aclError {
 /// Fills `*stats` with the delivery statistics. NULL -> ACL_ERROR_INVALID_PARAM.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclError {
-    guard(
+    entry(
         "aclprofExtGetStats",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let stats = match super::out(stats, "stats") {
-                Ok(s) => s,
-                Err(e) => return code("aclprofExtGetStats", Err(e)),
-            };
+            let stats = super::out(stats, "stats")?;
             let c = crate::api::stats();
             *stats = aclprofExtStats {
                 recordsReported: c.reported,
@@ -150,7 +145,7 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
                 recordsDropped: c.dropped,
                 bytesWritten: c.bytes,
             };
-            0
+            Ok(())
         },
     )
 }
@@ -416,15 +411,13 @@ pub extern "C" fn aclprofExtRingRelease(ring: *mut aclprofExtRing, length: usize
 /// and counted). Frees the handle.
 #[no_mangle]
 pub extern "C" fn aclprofExtRingDetach(ring: *mut aclprofExtRing) -> aclError {
-    guard(
+    entry(
         "aclprofExtRingDetach",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let r = ring_of(ring).map(|rg| {
-                rg.detach();
-                RINGS.remove(ring as usize);
-            });
-            code("aclprofExtRingDetach", r)
+            ring_of(ring)?.detach();
+            RINGS.remove(ring as usize);
+            Ok(())
         },
     )
 }
