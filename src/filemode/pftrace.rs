@@ -275,14 +275,14 @@ impl<W: Write> Pftrace<W> {
 
     /// The track's uuid, and whether its descriptor is still to be written (then it counts
     /// as written).
-    fn to_describe(&mut self, pid: u64, tid: u64) -> (u64, bool) {
+    fn describing(&mut self, pid: u64, tid: u64) -> (u64, bool) {
         (self.uuid(pid, tid), self.described.insert((pid, tid)))
     }
 
     /// A process track, named and labelled as in the JSON timeline. The JSON's pids are
     /// 64-bit; the descriptor's is 32-bit, so the top bits (the host pid's highest) go.
     pub fn process(&mut self, pid: u64, name: &str, label: &str) -> std::io::Result<()> {
-        let (uuid, new) = self.to_describe(pid, u64::MAX);
+        let (uuid, new) = self.describing(pid, u64::MAX);
         if !new {
             return Ok(());
         }
@@ -302,7 +302,7 @@ impl<W: Write> Pftrace<W> {
     /// A track inside process `pid` (the JSON's thread), placed by `sort`.
     pub fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
         let parent = self.uuid(pid, u64::MAX);
-        let (uuid, new) = self.to_describe(pid, tid);
+        let (uuid, new) = self.describing(pid, tid);
         if !new {
             return Ok(());
         }
