@@ -67,8 +67,8 @@ pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
     let configs = CONFIGS.fork_prepare();
     let sub_configs = SUB_CONFIGS.fork_prepare();
     let mut core = core();
-    let mut live = live();
     let mut retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut live = live();
     let mut session = SESSION.lock().unwrap_or_else(|p| p.into_inner());
     vec![
         configs,
@@ -299,11 +299,14 @@ pub fn unsubscribe(model: u32) -> Result<()> {
     let Some(sub) = sub else { return Ok(()) };
     let c = sub.close(timeout);
     let shared = {
+        // Moved from the live list to the retired counts in one step (both locks held, in
+        // `stats`'s order), so no `stats` call sees it in neither or in both.
+        let mut retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
         let mut l = live();
         l.retain(|s| !Arc::ptr_eq(s, &sub));
+        *retired += c;
         sub.fd().is_some() && l.iter().any(|s| s.fd() == sub.fd())
     };
-    *RETIRED.lock().unwrap_or_else(|p| p.into_inner()) += c;
     if let (Some(fd), Some(user), false) = (sub.fd(), sub.user_fd(), shared) {
         // SAFETY: closing the fd the application handed over to us, as CANN does.
         unsafe { libc::close(fd) };
@@ -357,7 +360,8 @@ pub fn flush() -> Result<()> {
 }
 
 pub fn stats() -> Counts {
-    let mut c = *RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    let retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    let mut c = *retired;
     for s in live().iter() {
         c += s.counts();
     }

@@ -39,5 +39,6 @@ pub mod settings;
 pub mod signature;
 pub mod sim;
 pub mod state;
+pub mod sync;
 pub mod transport;
 pub mod tx;

@@ -49,6 +49,11 @@ struct Route {
 struct Local {
     gen: u64,
     routes: Vec<(u32, Option<Route>)>,
+    /// The lane this thread holds in each subscription it reported to, kept while the
+    /// subscription accepts records, whatever else changes: all of a thread's records to
+    /// one subscription go through one lane, so they leave in the order it reported them
+    /// (two lanes are drained independently).
+    lanes: Vec<(Arc<Sub>, usize)>,
     /// Process and thread ids, cached (getpid/gettid are system calls); refreshed in a
     /// forked child.
     fork_gen: u64,
@@ -63,34 +68,52 @@ struct Local {
 }
 
 impl Local {
-    /// Gives back this thread's lanes (their records are written soon after).
+    /// Routes changed: forgets the cached routes, and gives back the lanes of
+    /// subscriptions that no longer accept records (what they hold is written soon after).
     fn forget_routes(&mut self) {
-        self.give_back_lanes(false);
+        self.routes.clear();
+        self.lanes.retain(|(sub, lane)| {
+            let keep = sub.accepting();
+            if !keep {
+                sub.release(*lane);
+            }
+            keep
+        });
     }
 
-    /// Gives back the lanes; an exiting thread writes its file-mode lanes out first.
-    fn give_back_lanes(&mut self, exiting: bool) {
-        for (_, r) in self.routes.drain(..) {
-            if let Some(Route {
-                sub: Some((sub, lane)),
-                ..
-            }) = r
-            {
-                if exiting {
-                    sub.retire_lane(lane);
-                } else {
-                    sub.release(lane);
-                }
+    /// This thread's lane in `sub`, claimed on first use.
+    fn lane_in(&mut self, sub: &Arc<Sub>) -> usize {
+        match self.lanes.iter().find(|(s, _)| Arc::ptr_eq(s, sub)) {
+            Some(&(_, lane)) => lane,
+            None => {
+                let lane = sub.claim();
+                self.lanes.push((sub.clone(), lane));
+                lane
             }
         }
+    }
+
+    /// Where `model`'s ops go: its subscription, else its device's file-mode sink.
+    fn lookup(&mut self, model: u32) -> Option<Route> {
+        let (device, sub) = lookup(model)?;
+        Some(Route {
+            device,
+            sub: sub.map(|s| {
+                let lane = self.lane_in(&s);
+                (s, lane)
+            }),
+        })
     }
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
         // The thread's records are written before its stream can be reused, so a stream's
-        // records stay in order.
-        self.give_back_lanes(true);
+        // records stay in order (file mode writes the lane out at once).
+        self.routes.clear();
+        for (sub, lane) in self.lanes.drain(..) {
+            sub.retire_lane(lane);
+        }
         if self.stream != 0 {
             FREE_STREAMS
                 .lock()
@@ -105,6 +128,7 @@ thread_local! {
         RefCell::new(Local {
             gen: 0,
             routes: Vec::new(),
+            lanes: Vec::new(),
             fork_gen: u64::MAX,
             pid: 0,
             tid: 0,
@@ -180,8 +204,9 @@ fn publish() {
     routes_changed();
 }
 
-/// Where `model`'s ops go: its subscription, else its device's file-mode sink.
-fn lookup(model: u32) -> Option<Route> {
+/// Where `model`'s ops go: its device, and its subscription, else its device's file-mode
+/// sink. None if the model is not loaded.
+fn lookup(model: u32) -> Option<(u32, Option<Arc<Sub>>)> {
     let m = crate::registry::get(model)?;
     let sub = SUBS
         .read()
@@ -195,13 +220,7 @@ fn lookup(model: u32) -> Option<Route> {
             .as_ref()
             .and_then(|s| s.get(&m.device).cloned())
     });
-    Some(Route {
-        device: m.device,
-        sub: sub.map(|s| {
-            let lane = s.claim();
-            (s, lane)
-        }),
-    })
+    Some((m.device, sub))
 }
 
 /// What the simulator knows about a replayed op beyond its times.
@@ -264,7 +283,8 @@ fn report_active(
         let i = match l.routes.iter().position(|(m, _)| *m == model) {
             Some(i) => i,
             None => {
-                l.routes.push((model, lookup(model)));
+                let r = l.lookup(model);
+                l.routes.push((model, r));
                 l.routes.len() - 1
             }
         };
@@ -309,7 +329,19 @@ fn report_active(
             stream_id: stream,
             sim_op: replay.sim_op,
         };
-        sub.push(*lane, &f, name, op_type);
+        if !sub.push(*lane, &f, name, op_type) {
+            // The subscription began closing after this thread cached its route (the
+            // model is being unsubscribed, or file mode stopped): look again once; the
+            // model may have a new destination already.
+            l.forget_routes();
+            if let Some(Route {
+                sub: Some((sub, lane)),
+                ..
+            }) = l.lookup(model)
+            {
+                sub.push(lane, &f, name, op_type);
+            }
+        }
         Ok(())
     })
 }

@@ -7,8 +7,8 @@
 //! `armed` with no fence, so letting go is careful: the flusher clears `armed`, runs
 //! `membarrier()` (a full barrier on every thread of the process), and looks at the lanes
 //! once more: a reporter either published before that barrier (the flusher sees the
-//! record) or reads `armed` after it (and arms again). Where `membarrier` is missing, the
-//! flusher keeps a subscription for two more passes before letting it go.
+//! record) or reads `armed` after it (and arms again). The pair of fences is
+//! `super::barrier`'s.
 
 use super::Sub;
 use crate::error::{err, Result, ACL_ERROR_PROFILING_FAILURE};
@@ -30,14 +30,6 @@ static WAKE: Condvar = Condvar::new();
 static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
 static START: Mutex<()> = Mutex::new(());
 
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
-
-fn membarrier(cmd: libc::c_int) -> bool {
-    // SAFETY: membarrier takes two integers and touches no memory of ours.
-    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0, 0) == 0 }
-}
-
 pub fn ensure_started() -> Result<()> {
     let pid = std::process::id();
     if RUNNING_IN.load(Ordering::Acquire) == pid {
@@ -47,11 +39,12 @@ pub fn ensure_started() -> Result<()> {
     if RUNNING_IN.load(Ordering::Acquire) == pid {
         return Ok(());
     }
-    // Registration belongs to the process (a forked child must register again).
-    let barrier = membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED);
+    // Registration belongs to the process (a forked child must register again), and comes
+    // before the process's first subscription, which this precedes.
+    super::barrier::register();
     match std::thread::Builder::new()
         .name("aclprof-flush".into())
-        .spawn(move || run(barrier))
+        .spawn(run)
     {
         Ok(_) => {
             RUNNING_IN.store(pid, Ordering::Release);
@@ -95,7 +88,7 @@ fn schedule_with(sub: Arc<Sub>, idle: u32) {
     }
 }
 
-fn run(barrier: bool) {
+fn run() {
     super::fd::block_write_signals_for_good();
     loop {
         let due: Vec<(Arc<Sub>, u32)> = {
@@ -121,7 +114,7 @@ fn run(barrier: bool) {
         let mut going_idle = Vec::new();
         for (s, idle) in due {
             let (empty, wrote) = s.flush_now();
-            if !empty || wrote || idle + 1 < IDLE_PASSES || (!barrier && idle < 2 * IDLE_PASSES) {
+            if !empty || wrote || idle + 1 < IDLE_PASSES {
                 // Still busy (or a full pipe left records): keep it on the list.
                 schedule_with(s, if wrote || !empty { 0 } else { idle + 1 });
             } else {
@@ -132,9 +125,7 @@ fn run(barrier: bool) {
         if going_idle.is_empty() {
             continue;
         }
-        if !(barrier && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)) {
-            std::sync::atomic::fence(Ordering::SeqCst);
-        }
+        super::barrier::heavy();
         for s in going_idle {
             // A record published just before `armed` was cleared: look once more.
             let (empty, wrote) = s.flush_now();

@@ -5,9 +5,10 @@
 //! The control block (head and tail, each on its own cache line) and the slots live either
 //! on the heap (pipes, file mode) or in a ring's shared mapping.
 
+use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard, TryLockError};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
 
 use crate::record::RECORD_SIZE;
 
@@ -20,7 +21,7 @@ const PREFAULT_AFTER: u64 = 64;
 /// Slots per 4 KiB page: prefaulted ranges are whole pages.
 const SLOTS_PER_PAGE: u64 = 4096 / RECORD_SIZE as u64;
 /// Cleared where the kernel has no `MADV_POPULATE_WRITE` (before Linux 5.14).
-static PREFAULT_WORKS: AtomicBool = AtomicBool::new(true);
+static PREFAULT_WORKS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// Head, tail and drop count of one lane. In a ring this is part of the file format
 /// (`transport::ring`), so the layout is fixed: 192 bytes.
@@ -36,11 +37,12 @@ pub struct LaneCtl {
     pub dropped: AtomicU64,
     _c: [u64; 7],
 }
-pub const LANE_CTL_SIZE: usize = std::mem::size_of::<LaneCtl>();
-const _: () = assert!(LANE_CTL_SIZE == 192);
+pub const LANE_CTL_SIZE: usize = 192;
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<LaneCtl>() == LANE_CTL_SIZE);
 
 impl LaneCtl {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         LaneCtl {
             head: AtomicU64::new(0),
             _a: [0; 7],
@@ -153,6 +155,46 @@ impl Mem {
         // SAFETY: i < cap, so the slot is inside the storage.
         unsafe { self.slots.add(i as usize * RECORD_SIZE) }
     }
+
+    // The single-producer, single-consumer protocol. The producer writes a slot, then
+    // publishes it by storing `head` (Release); the consumer loads `head` (Acquire), reads
+    // the slots below it, then frees them by storing `tail` (Release); the producer loads
+    // `tail` (Acquire) before it writes a slot again. So a slot belongs to one side at a
+    // time, and records leave in the order they were published.
+
+    /// Producer: whether slot `p.slot` is free (reloading the consumer's tail only when
+    /// the cached one says the lane is full).
+    #[inline]
+    pub fn has_room(&self, p: &mut Prod) -> bool {
+        if p.head - p.cached_tail >= self.cap {
+            p.cached_tail = self.ctl().tail.load(Ordering::Acquire);
+        }
+        p.head - p.cached_tail < self.cap
+    }
+
+    /// Producer: publishes the record written in slot `p.slot`.
+    #[inline]
+    pub fn publish(&self, p: &mut Prod) {
+        p.head += 1;
+        p.slot = if p.slot + 1 == self.cap { 0 } else { p.slot + 1 };
+        self.ctl().head.store(p.head, Ordering::Release);
+    }
+
+    /// Consumer: how many published records wait, and how many of them (at most `max`)
+    /// are contiguous from slot `c.slot`.
+    #[inline]
+    pub fn available(&self, c: &Cons, max: u64) -> (u64, u64) {
+        let avail = self.ctl().head.load(Ordering::Acquire) - c.tail;
+        (avail, avail.min(max).min(self.cap - c.slot))
+    }
+
+    /// Consumer: frees the `n` oldest records (read or written out).
+    #[inline]
+    pub fn consume(&self, c: &mut Cons, n: u64) {
+        c.tail += n;
+        c.slot = (c.slot + n) % self.cap;
+        self.ctl().tail.store(c.tail, Ordering::Release);
+    }
 }
 
 /// The producer's private view (touched only by the lane's owner).
@@ -178,6 +220,8 @@ pub struct Lane {
     /// The storage; `None` inside if it could not be allocated.
     mem: OnceLock<Option<Mem>>,
     owned: AtomicBool,
+    /// Set by the producer for the whole of a push (see [`Lane::enter`]).
+    busy: AtomicBool,
     prod: UnsafeCell<Prod>,
     cons: Mutex<Cons>,
 }
@@ -192,6 +236,7 @@ impl Lane {
         let l = Lane {
             mem: OnceLock::new(),
             owned: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
             prod: UnsafeCell::new(Prod::default()),
             cons: Mutex::new(Cons::default()),
         };
@@ -234,6 +279,45 @@ impl Lane {
         self.owned.store(false, Ordering::Release);
     }
 
+    // The gate: a producer pushes only while its subscription accepts records, and
+    // closing waits until no push is under way. The producer stores `busy`, fences
+    // (light), and loads `accepting`; the closer stores `accepting`, fences (heavy), and
+    // loads every lane's `busy`. Of two stores each followed by a fence and a load of the
+    // other's flag, at least one is seen: either the producer sees the subscription
+    // closing and pushes nothing, or the closer sees the producer busy and waits for it.
+    // So once the closer has seen every lane idle, nothing more is ever published.
+
+    /// Producer: starts a push; false (and nothing to undo) if `accepting` is cleared.
+    #[inline]
+    pub fn enter(&self, accepting: &AtomicBool) -> bool {
+        self.busy.store(true, Ordering::Relaxed);
+        super::barrier::light();
+        if accepting.load(Ordering::Relaxed) {
+            return true;
+        }
+        self.busy.store(false, Ordering::Release);
+        false
+    }
+
+    /// Producer: ends a push that [`Lane::enter`] started.
+    #[inline]
+    pub fn leave(&self) {
+        self.busy.store(false, Ordering::Release);
+    }
+
+    /// Closer (after clearing `accepting` and [`super::barrier::heavy`]): waits until no
+    /// push is under way in this lane, at most until `until`. False if one still is (a
+    /// reporting thread stopped inside a push, say by a debugger).
+    pub fn wait_idle(&self, until: std::time::Instant) -> bool {
+        while self.busy.load(Ordering::Acquire) {
+            if std::time::Instant::now() >= until {
+                return false;
+            }
+            crate::sync::pause();
+        }
+        true
+    }
+
     /// # Safety
     /// The caller owns the lane (see `try_own`) or holds the lock that guards a shared lane,
     /// and holds no other reference from this function.
@@ -250,8 +334,8 @@ impl Lane {
     pub fn try_cons(&self) -> Option<MutexGuard<'_, Cons>> {
         match self.cons.try_lock() {
             Ok(g) => Some(g),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
         }
     }
 }

@@ -24,10 +24,11 @@
 //!
 //! See `docs/design.md` ("The data path") for why the flusher writes, measured both ways.
 
+mod barrier;
 pub mod fd;
 pub mod files;
 mod flusher;
-mod lane;
+pub(crate) mod lane;
 pub mod ring;
 
 pub use fd::{prepare_fd, UserFd};
@@ -38,8 +39,9 @@ use crate::record::{self, OpFields, RECORD_SIZE};
 use crate::settings::OnFull;
 use lane::{Cons, Lane, Mem, Prod};
 use std::os::raw::c_int;
-use std::sync::atomic::{compiler_fence, AtomicBool, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Records per `write()` to a pipe: 32 KiB, half a default pipe, so a reader reading 64 KiB
@@ -54,6 +56,9 @@ const FILE_BATCH: u64 = 128;
 const HEAP_LANES: usize = 16;
 /// How long a partial batch may wait before the flusher writes it.
 pub const FLUSH_DELAY: Duration = Duration::from_millis(1);
+/// How long past its deadline closing waits for a push still under way (one blocked on a
+/// full lane gives up at the deadline).
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
 const OPEN: u8 = 0;
 const CLOSING: u8 = 1;
@@ -123,6 +128,10 @@ pub struct Sub {
     inline_at: u64,
     policy: OnFull,
     state: AtomicU8,
+    /// Cleared when closing starts: from then on no push begins (the gate, `Lane::enter`).
+    accepting: AtomicBool,
+    /// Set once closing has drained every lane: no consumer writes anything after it.
+    closed: AtomicBool,
     deadline: Mutex<Option<Instant>>,
     /// Records taken from a lane that never arrived (broken fd, timeout, storage limit).
     lost: AtomicU64,
@@ -207,6 +216,8 @@ impl Sub {
             inline_at: (lane_cap / 2).max(batch),
             policy,
             state: AtomicU8::new(OPEN),
+            accepting: AtomicBool::new(true),
+            closed: AtomicBool::new(false),
             deadline: Mutex::new(None),
             lost: AtomicU64::new(0),
             lost_why: Mutex::new(String::new()),
@@ -296,14 +307,40 @@ impl Sub {
         self.release(lane);
     }
 
-    /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it).
+    /// Whether the subscription still takes records (false once closing has begun: a
+    /// thread that finds it so looks its model's route up again).
+    pub fn accepting(&self) -> bool {
+        self.accepting.load(Ordering::Relaxed)
+    }
+
+    /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it). False,
+    /// with nothing recorded or counted, if the subscription is closing: the op was
+    /// reported after its model's unsubscribe began.
     #[inline]
-    pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) {
+    pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) -> bool {
         // (No orphan check here: a forked child invalidates its routes, so it never pushes
         // to a subscription it inherited.)
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
+        let l = &self.lanes[lane];
+        if !l.enter(&self.accepting) {
+            return false;
+        }
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
-        let p = unsafe { self.lanes[lane].prod() };
+        let p = unsafe { l.prod() };
+        self.push_entered(lane, p, f, name, op_type);
+        l.leave();
+        true
+    }
+
+    #[inline]
+    fn push_entered(
+        self: &Arc<Self>,
+        lane: usize,
+        p: &mut Prod,
+        f: &OpFields,
+        name: &[u8],
+        op_type: &[u8],
+    ) {
         let Some(m) = self.mem(lane) else {
             // No memory for the lane: the record is lost, and counted.
             self.lost.fetch_add(1, Ordering::Relaxed);
@@ -311,14 +348,11 @@ impl Sub {
             self.note_loss("a lane could not be allocated (out of memory)");
             return;
         };
-        if p.head - p.cached_tail >= m.cap {
-            p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
-            if p.head - p.cached_tail >= m.cap && !self.make_room(lane, p) {
-                let c = m.ctl();
-                c.dropped
-                    .store(c.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-                return;
-            }
+        if !m.has_room(p) && !self.make_room(lane, p) {
+            let c = m.ctl();
+            c.dropped
+                .store(c.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            return;
         }
         // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
@@ -334,9 +368,7 @@ impl Sub {
         if !matches!(self.dest, Dest::Ring(_)) {
             record::sign_fresh(slot);
         }
-        p.head += 1;
-        p.slot = if p.slot + 1 == m.cap { 0 } else { p.slot + 1 };
-        m.ctl().head.store(p.head, Ordering::Release);
+        m.publish(p);
         match &self.dest {
             Dest::Ring(r) => r.notify(),
             _ => self.after_publish(lane, p),
@@ -355,10 +387,10 @@ impl Sub {
             }
         }
         if p.head != p.cached_tail {
-            // Publish, then look at `armed`: the flusher clears `armed` and then runs a
-            // process-wide barrier before it looks at the heads, so either it sees this
-            // record or this thread sees `armed` cleared and arms it again.
-            compiler_fence(Ordering::SeqCst);
+            // Publish, then look at `armed`: the flusher clears `armed` and then runs the
+            // heavy fence before it looks at the heads, so either it sees this record or
+            // this thread sees `armed` cleared and arms it again.
+            barrier::light();
             if !self.armed.load(Ordering::Relaxed) {
                 self.arm();
             }
@@ -384,8 +416,7 @@ impl Sub {
             Dest::Ring(r) => {
                 let give_up = Instant::now() + self.stall_timeout;
                 loop {
-                    p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
-                    if p.head - p.cached_tail < m.cap {
+                    if m.has_room(p) {
                         break true;
                     }
                     if self.policy == OnFull::Drop || stalled {
@@ -411,8 +442,7 @@ impl Sub {
                 let mut c = self.lanes[lane].cons();
                 self.drain(lane, &mut c, false, wait);
                 drop(c);
-                p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
-                let room = p.head - p.cached_tail < m.cap;
+                let room = m.has_room(p);
                 if !room && !stalled && self.policy == OnFull::Block {
                     self.stall(&self.no_progress());
                 }
@@ -449,16 +479,16 @@ impl Sub {
         let Some(m) = self.lanes[lane].used() else {
             return true;
         };
-        if self.orphaned() {
+        // Closed: the destination may be gone (an unsubscribed pipe's fd is closed, and
+        // its number may already be another file's), and closing drained everything.
+        if self.orphaned() || self.closed.load(Ordering::Acquire) {
             return true;
         }
-        let ctl = m.ctl();
         loop {
-            let avail = ctl.head.load(Ordering::Acquire) - c.tail;
+            let (avail, n) = m.available(c, self.batch);
             if avail == 0 || (full_only && avail < self.batch) {
                 return avail == 0;
             }
-            let n = avail.min(self.batch).min(m.cap - c.slot);
             // SAFETY: records [tail, tail + n) are published and contiguous from c.slot; the
             // producer does not reuse them until the tail moves past them.
             let bytes =
@@ -495,9 +525,7 @@ impl Sub {
             if arrived < taken {
                 self.lost.fetch_add(taken - arrived, Ordering::Relaxed);
             }
-            c.tail += taken;
-            c.slot = (c.slot + taken) % m.cap;
-            ctl.tail.store(c.tail, Ordering::Release);
+            m.consume(c, taken);
             if full {
                 return false; // not waiting: the rest stays in the lane
             }
@@ -675,6 +703,20 @@ impl Sub {
         let _ = self
             .state
             .compare_exchange(OPEN, CLOSING, Ordering::AcqRel, Ordering::Acquire);
+        // The gate (`Lane::enter`): after this, every push either saw `accepting` cleared
+        // or is seen busy here and finishes before the drain below. A push blocked on a
+        // full lane gives up by the deadline.
+        self.accepting.store(false, Ordering::Relaxed);
+        barrier::heavy();
+        for l in self.lanes.iter() {
+            if !l.wait_idle(deadline + CLOSE_GRACE) {
+                log::error!(
+                    "aclprof: {}: a reporting thread is still inside a report call after \
+                     the unsubscribe timeout; its record will not be delivered",
+                    self.describe()
+                );
+            }
+        }
         for (i, l) in self.lanes.iter().enumerate() {
             if l.used().is_some() && !matches!(self.dest, Dest::Ring(_)) {
                 let mut c = l.cons();
@@ -685,6 +727,14 @@ impl Sub {
                     );
                     self.drain(i, &mut c, false, Wait::No);
                 }
+            }
+        }
+        // From here on no consumer writes: one that is writing now holds its lane's
+        // consumer lock, and taking each lock once waits for it.
+        self.closed.store(true, Ordering::Release);
+        if !matches!(self.dest, Dest::Ring(_)) {
+            for l in self.lanes.iter().filter(|l| l.used().is_some()) {
+                drop(l.cons());
             }
         }
         if let Dest::Ring(r) = &self.dest {
