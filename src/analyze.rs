@@ -400,31 +400,7 @@ fn each_record(
     Ok(())
 }
 
-/// Count, total, extremes and sum of squares (in µs², for a variance) of durations in ns.
-#[derive(Default, Clone, Copy)]
-pub struct Agg {
-    pub count: u64,
-    pub total: u64,
-    pub min: u64,
-    pub max: u64,
-    pub sq: f64,
-}
-
-impl Agg {
-    pub fn add(&mut self, ns: u64) {
-        if self.count == 0 || ns < self.min {
-            self.min = ns;
-        }
-        self.max = self.max.max(ns);
-        self.count += 1;
-        self.total = self.total.saturating_add(ns);
-        self.sq += (ns as f64 / 1000.0).powi(2);
-    }
-    /// The mean, in ns.
-    pub fn avg(&self) -> f64 {
-        self.total as f64 / self.count.max(1) as f64
-    }
-}
+pub use crate::agg::Agg;
 
 /// Ops listed at most without grouping, whatever `top` asks (memory stays bounded).
 pub const MAX_LISTED: usize = 100_000;

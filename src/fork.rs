@@ -9,6 +9,10 @@
 //! the child never writes the parent's records, never closes its fds, and never exports its
 //! session. Loaded models, configs and other handles stay valid, so a child can subscribe a
 //! model it inherited anew. See docs/design.md ("Fork").
+//!
+//! This module is only the mechanism, at the bottom of the crate: each module that holds
+//! global state exports a `fork_prepare`, and the top (the `init` module) hands the list,
+//! in lock order, to [`watch`], so no module imports upward to reach them.
 
 use std::cell::RefCell;
 
@@ -16,22 +20,23 @@ use std::cell::RefCell;
 /// release) or `false` in the parent (release).
 pub type Release = Box<dyn FnOnce(bool)>;
 
+/// Takes one module's locks before a fork; what it returns releases them after.
+pub type Prepare = fn() -> Vec<Release>;
+
+static PREPARES: std::sync::OnceLock<&'static [Prepare]> = std::sync::OnceLock::new();
+
 thread_local! {
     static HELD: RefCell<Vec<Release>> = const { RefCell::new(Vec::new()) };
 }
 
 extern "C" fn prepare() {
     crate::panic::guard_void("aclprof fork handler", || {
-        let mut held: Vec<Release> = crate::runtime::fork_prepare();
-        held.push(crate::sim::fork_prepare());
-        held.extend(crate::tx::fork_prepare());
-        held.extend(crate::api::fork_prepare());
-        held.push(crate::registry::fork_prepare());
-        held.push(crate::report::fork_prepare());
-        held.push(crate::filemode::fork_prepare());
-        held.push(crate::transport::fork_prepare_fds());
-        held.push(crate::transport::fork_prepare_flusher());
-        held.push(crate::names::fork_prepare());
+        let held: Vec<Release> = PREPARES
+            .get()
+            .iter()
+            .flat_map(|ps| ps.iter())
+            .flat_map(|p| p())
+            .collect();
         HELD.with(|h| *h.borrow_mut() = held);
     });
 }
@@ -53,11 +58,13 @@ extern "C" fn in_child() {
     release(true);
 }
 
-/// Registers the handlers (once per process; the library's first use calls this).
-pub fn watch() {
+/// Registers the handlers, which run `prepares` in order before a fork (once per process;
+/// the library's first use calls this).
+pub fn watch(prepares: &'static [Prepare]) {
     static ONCE: std::sync::Once = std::sync::Once::new();
-    // SAFETY: registers plain extern "C" functions that never unwind.
-    ONCE.call_once(|| unsafe {
-        libc::pthread_atfork(Some(prepare), Some(in_parent), Some(in_child));
+    ONCE.call_once(|| {
+        let _ = PREPARES.set(prepares);
+        // SAFETY: registers plain extern "C" functions that never unwind.
+        unsafe { libc::pthread_atfork(Some(prepare), Some(in_parent), Some(in_child)) };
     });
 }

@@ -6,18 +6,22 @@
 //! | module | concern |
 //! |---|---|
 //! | [`ffi`] | the C boundary |
-//! | [`init`] | first use: settings, environment-variable profiling |
+//! | [`init`] | first use: settings, environment-variable profiling, the fork handlers wired |
 //! | [`runtime`] | the emulated AscendCL runtime (`acl.h`: devices, memory, datasets, models) |
-//! | [`sim`] | the model simulator |
+//! | [`sim`] | the model simulator (executing; [`sim::desc`], the descriptions, is a leaf) |
 //! | [`api`] | global state, handles and subscriptions glued together |
+//! | [`page`], [`analyze`] | the report page; the analysis engine over raw records |
 //! | [`tx`], [`filemode`] | msproftx stamps and step info; file mode's sessions and export |
 //! | [`report`] | the hot path: a runtime reports an executed op |
 //! | [`transport`] | lanes, pipe and file writes, shared-memory rings |
 //! | [`state`], [`registry`], [`accessor`] | the state machine; the emulated runtime's models; what the `aclprofGetOp*` accessors check |
-//! | [`record`], [`signature`] | the 512-byte op record and CANN's signature |
-//! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`clock`] | leaves |
+//! | [`record`], [`signature`], [`agg`] | the 512-byte op record and CANN's signature; duration aggregates |
+//! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`clock`], [`fork`], [`sync`] | leaves |
+//!
+//! `tests/layers.rs` fails on any import cycle; docs/design.md ("Layers") draws them.
 
 pub mod accessor;
+pub mod agg;
 pub mod analyze;
 pub mod api;
 pub mod clock;

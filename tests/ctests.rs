@@ -693,7 +693,10 @@ fn every_record_exactly_once_under_churn() {
             (
                 "drop",
                 "100",
-                vec![("ACLPROF_ON_FULL", "drop"), ("ACLPROF_BUFFER_RECORDS", "256")],
+                vec![
+                    ("ACLPROF_ON_FULL", "drop"),
+                    ("ACLPROF_BUFFER_RECORDS", "256"),
+                ],
             ),
             (
                 "stall",
@@ -716,7 +719,10 @@ fn every_record_exactly_once_under_churn() {
                 exe.display()
             );
             if mode == "drop" || mode == "stall" {
-                assert!(!out.contains("dropped 0\n"), "{mode} dropped nothing: {out}");
+                assert!(
+                    !out.contains("dropped 0\n"),
+                    "{mode} dropped nothing: {out}"
+                );
             }
         }
     }

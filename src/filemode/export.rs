@@ -10,7 +10,7 @@
 use super::overlap::{Overlap, Piece, StepRow, Steps};
 use super::pftrace::{Arg, Pftrace};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
-use crate::analyze::Agg;
+use crate::agg::Agg;
 use crate::error::*;
 use crate::record::{self, View, RECORD_SIZE};
 use std::borrow::Cow;
@@ -748,11 +748,14 @@ pub fn is_communication(task_type: &str, name: &str) -> bool {
     matches!(task_type, "COMMUNICATION" | "HCCL") || name.starts_with("hcom_")
 }
 
-/// What replayed ops' descriptions say (see `crate::sim`): the export runs in the process
+/// What replayed ops' descriptions say (see the simulator): the export runs in the process
 /// that replayed them, which still has the models loaded. Another process's directory, or
 /// a record whose model was unloaded or replaced, gets what aclprof fills in.
 /// A replayed model, and where each op_summary PMU column is among its PMU values.
-type ReplayedModel = (std::sync::Arc<crate::sim::SimModel>, Vec<Option<usize>>);
+type ReplayedModel = (
+    std::sync::Arc<crate::sim::desc::SimModel>,
+    Vec<Option<usize>>,
+);
 
 struct Replays {
     same_process: bool,
@@ -772,7 +775,10 @@ impl Replays {
     }
 
     /// The replayed op a record came from, and where its PMU values are.
-    fn op<'m>(&'m mut self, v: &View<'_>) -> Option<(&'m crate::sim::SimOp, &'m [Option<usize>])> {
+    fn op<'m>(
+        &'m mut self,
+        v: &View<'_>,
+    ) -> Option<(&'m crate::sim::desc::SimOp, &'m [Option<usize>])> {
         let i = (v.sim_op() as usize).checked_sub(1)?;
         if !self.same_process {
             return None;
@@ -782,7 +788,7 @@ impl Replays {
             .models
             .entry(v.model_id())
             .or_insert_with(|| {
-                let m = crate::sim::get(v.model_id())?;
+                let m = crate::sim::desc::get(v.model_id())?;
                 let at = columns
                     .iter()
                     .map(|c| m.pmu_columns.iter().position(|h| h == c))
@@ -830,7 +836,7 @@ struct OpRow<'a> {
     block_dim: u32,
     mix_block_dim: u32,
     /// The replayed op and where each PMU column is among its values.
-    replayed: Option<(&'a crate::sim::SimOp, &'a [Option<usize>])>,
+    replayed: Option<(&'a crate::sim::desc::SimOp, &'a [Option<usize>])>,
 }
 
 impl Rows {

@@ -176,7 +176,11 @@ impl Mem {
     #[inline]
     pub fn publish(&self, p: &mut Prod) {
         p.head += 1;
-        p.slot = if p.slot + 1 == self.cap { 0 } else { p.slot + 1 };
+        p.slot = if p.slot + 1 == self.cap {
+            0
+        } else {
+            p.slot + 1
+        };
         self.ctl().head.store(p.head, Ordering::Release);
     }
 

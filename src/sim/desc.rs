@@ -1,5 +1,6 @@
-//! The model simulator (docs/design.md, "The emulated device"): loads a model description
-//! and "executes" it by reporting every op, in order, on the calling thread's stream.
+//! Model descriptions: what the simulator replays, parsed from the formats below, and the
+//! table of the loaded ones (which the file-mode export also reads, to fill in what a
+//! replayed op's record has no field for). Imports only leaves.
 //!
 //! Formats, told apart by content (never by file name):
 //! * aclprof's JSON: `{"name": str, "device": int, "wait_us"?: number,
@@ -17,8 +18,7 @@
 //! (default 1 µs) after the previous one ended. Execution is synchronous, like
 //! `aclmdlExecute`: the call returns when the simulated model has finished.
 
-use crate::error::{err, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_MODEL_ID};
-use crate::record::until_nul;
+use crate::error::{err, Result, ACL_ERROR_INVALID_FILE};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -538,20 +538,11 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
     Box::new(move |_child| drop(g))
 }
 
-/// Loads the description as a model of the emulated runtime; returns its model id.
-pub fn load(path: &Path) -> Result<u32> {
-    load_on(path, None)
-}
-
-/// Loads the description onto `device`, or the device it names if `None`.
-pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
-    let mut m = parse_file(path)?;
-    m.device = device.unwrap_or(m.device);
-    let id = crate::api::model_load(&m.name, m.device)?;
+/// Remembers `m` as the description of model `id`.
+pub(crate) fn insert(id: u32, m: SimModel) {
     models()
         .get_or_insert_with(HashMap::new)
         .insert(id, Arc::new(m));
-    Ok(id)
 }
 
 pub fn get(id: u32) -> Option<Arc<SimModel>> {
@@ -563,52 +554,6 @@ pub fn forget(id: u32) {
     if let Some(m) = models().as_mut() {
         m.remove(&id);
     }
-}
-
-/// Executes a loaded simulated model once; returns when its last op has ended.
-pub fn execute(id: u32) -> Result<()> {
-    let Some(m) = get(id) else {
-        return err(
-            ACL_ERROR_INVALID_MODEL_ID,
-            format!("model {id} is not a loaded simulated model"),
-        );
-    };
-    if crate::registry::get(id).is_none() {
-        return err(
-            ACL_ERROR_INVALID_MODEL_ID,
-            format!("model {id} was unloaded"),
-        );
-    }
-    let call_start = crate::clock::now_ns();
-    let mut t = call_start;
-    for (i, op) in m.ops.iter().enumerate() {
-        // A replayed table keeps its start times; a description chains its ops.
-        let start = match op.offset_ns {
-            Some(o) => call_start + o,
-            None => t + op.wait_ns,
-        };
-        let end = start + op.duration_ns;
-        let replay = crate::report::Replay {
-            stream: op.task.as_ref().and_then(|t| t.stream_id),
-            sim_op: u32::try_from(i + 1).unwrap_or(0),
-        };
-        crate::report::report_op(
-            id,
-            until_nul(op.name.as_bytes()),
-            until_nul(op.op_type.as_bytes()),
-            start,
-            end,
-            replay,
-        )?;
-        t = t.max(end);
-    }
-    crate::clock::sleep_until(t);
-    // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
-    crate::filemode::host_event(0x1, || {
-        serde_json::json!({"kind": "api", "name": "aclmdlExecute", "item": m.name,
-                           "tid": crate::clock::thread_id(), "start": call_start, "end": crate::clock::now_ns()})
-    });
-    Ok(())
 }
 
 #[cfg(test)]
