@@ -123,21 +123,35 @@ impl Drop for Local {
     }
 }
 
+/// A thread's first `Local`.
+const LOCAL_INIT: Local = Local {
+    gen: 0,
+    routes: Vec::new(),
+    lanes: Vec::new(),
+    fork_gen: u64::MAX,
+    pid: 0,
+    tid: 0,
+    stream: 0,
+    last_end: 0,
+    next_index: 0,
+    end_index: 0,
+};
+
+#[cfg(not(loom))]
 thread_local! {
-    static LOCAL: RefCell<Local> = const {
-        RefCell::new(Local {
-            gen: 0,
-            routes: Vec::new(),
-            lanes: Vec::new(),
-            fork_gen: u64::MAX,
-            pid: 0,
-            tid: 0,
-            stream: 0,
-            last_end: 0,
-            next_index: 0,
-            end_index: 0,
-        })
-    };
+    static LOCAL: RefCell<Local> = const { RefCell::new(LOCAL_INIT) };
+}
+// Under loom every model thread runs on one OS thread: the route cache must be loom's.
+#[cfg(loom)]
+loom::thread_local! {
+    static LOCAL: RefCell<Local> = RefCell::new(LOCAL_INIT);
+}
+
+/// Under loom: what a thread's exit does to its route cache, run by the model thread
+/// itself (loom may run thread-local destructors after the model's shared state is gone).
+#[cfg(all(loom, test))]
+pub(crate) fn thread_exit() {
+    LOCAL.with(|l| drop(std::mem::replace(&mut *l.borrow_mut(), LOCAL_INIT)));
 }
 
 /// Bumped in a forked child so cached process and thread ids are re-read.

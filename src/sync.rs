@@ -6,7 +6,9 @@
 #[cfg(loom)]
 pub use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8};
 #[cfg(loom)]
-pub use loom::sync::{Mutex, MutexGuard, TryLockError};
+pub use loom::sync::{Mutex, MutexGuard};
+#[cfg(loom)]
+pub use std::sync::TryLockError;
 
 #[cfg(not(loom))]
 pub use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8};

@@ -261,7 +261,7 @@ pub fn begin(
         let sink = Sub::start(
             u32::MAX,
             d,
-            Dest::Files(std::sync::Mutex::new(files)),
+            Dest::Files(crate::sync::Mutex::new(files)),
             s.buffer_records,
             s.on_full,
         )?;

@@ -42,6 +42,11 @@ pub fn ensure_started() -> Result<()> {
     // Registration belongs to the process (a forked child must register again), and comes
     // before the process's first subscription, which this precedes.
     super::barrier::register();
+    if cfg!(loom) {
+        // The models run the flusher's passes themselves (`pass`, `take_due`).
+        RUNNING_IN.store(pid, Ordering::Release);
+        return Ok(());
+    }
     match std::thread::Builder::new()
         .name("aclprof-flush".into())
         .spawn(run)
@@ -78,6 +83,25 @@ pub fn schedule(sub: Arc<Sub>) {
     schedule_with(sub, 0);
 }
 
+#[cfg(loom)]
+loom::lazy_static! {
+    /// Under loom: the list, for the model's flusher thread (`take_due`).
+    static ref LOOM_DUE: crate::sync::Mutex<Vec<(Arc<Sub>, u32)>> =
+        crate::sync::Mutex::new(Vec::new());
+}
+
+/// Under loom: takes everything on the list, as one wake-up of the flusher does.
+#[cfg(all(loom, test))]
+pub(super) fn take_due() -> Vec<(Arc<Sub>, u32)> {
+    std::mem::take(&mut *LOOM_DUE.lock().unwrap())
+}
+
+#[cfg(loom)]
+fn schedule_with(sub: Arc<Sub>, idle: u32) {
+    LOOM_DUE.lock().unwrap().push((sub, idle));
+}
+
+#[cfg(not(loom))]
 fn schedule_with(sub: Arc<Sub>, idle: u32) {
     let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
     let was_empty = q.due.is_empty();
@@ -111,27 +135,33 @@ fn run() {
             q.due = later;
             ready.into_iter().map(|(_, s, idle)| (s, idle)).collect()
         };
-        let mut going_idle = Vec::new();
-        for (s, idle) in due {
-            let (empty, wrote) = s.flush_now();
-            if !empty || wrote || idle + 1 < IDLE_PASSES {
-                // Still busy (or a full pipe left records): keep it on the list.
-                schedule_with(s, if wrote || !empty { 0 } else { idle + 1 });
-            } else {
-                s.armed.store(false, Ordering::SeqCst);
-                going_idle.push(s);
-            }
+        pass(due);
+    }
+}
+
+/// One pass over the subscriptions that are due: each is written, kept on the list while
+/// busy, or let go (with the heavy fence and a last look, see the module comment).
+pub(super) fn pass(due: Vec<(Arc<Sub>, u32)>) {
+    let mut going_idle = Vec::new();
+    for (s, idle) in due {
+        let (empty, wrote) = s.flush_now();
+        if !empty || wrote || idle + 1 < IDLE_PASSES {
+            // Still busy (or a full pipe left records): keep it on the list.
+            schedule_with(s, if wrote || !empty { 0 } else { idle + 1 });
+        } else {
+            s.armed.store(false, Ordering::SeqCst);
+            going_idle.push(s);
         }
-        if going_idle.is_empty() {
-            continue;
-        }
-        super::barrier::heavy();
-        for s in going_idle {
-            // A record published just before `armed` was cleared: look once more.
-            let (empty, wrote) = s.flush_now();
-            if (!empty || wrote) && !s.armed.swap(true, Ordering::AcqRel) {
-                schedule(s);
-            }
+    }
+    if going_idle.is_empty() {
+        return;
+    }
+    super::barrier::heavy();
+    for s in going_idle {
+        // A record published just before `armed` was cleared: look once more.
+        let (empty, wrote) = s.flush_now();
+        if (!empty || wrote) && !s.armed.swap(true, Ordering::AcqRel) {
+            schedule(s);
         }
     }
 }

@@ -62,6 +62,11 @@ pub struct Mem {
     /// Owns the storage of a private lane (None for a ring, whose mapping the subscription
     /// keeps alive).
     heap: Option<(Box<LaneCtl>, memmap2::MmapMut)>,
+    /// Under loom: one tracked cell per slot, written where a producer writes the slot and
+    /// read where a consumer reads it, so the model checker reports any access to a slot
+    /// that the head/tail protocol does not order (see [`Mem::track_write`]).
+    #[cfg(loom)]
+    shadow: Box<[loom::cell::UnsafeCell<u64>]>,
 }
 
 // SAFETY: the pointers refer to storage owned by `heap` or by a mapping that outlives the
@@ -82,6 +87,8 @@ impl Mem {
             slots: slots.as_mut_ptr(),
             cap,
             heap: Some((ctl, slots)),
+            #[cfg(loom)]
+            shadow: Self::shadow(cap),
         })
     }
 
@@ -93,6 +100,31 @@ impl Mem {
             slots,
             cap,
             heap: None,
+            #[cfg(loom)]
+            shadow: Self::shadow(cap),
+        }
+    }
+
+    #[cfg(loom)]
+    fn shadow(cap: u64) -> Box<[loom::cell::UnsafeCell<u64>]> {
+        (0..cap).map(|_| loom::cell::UnsafeCell::new(0)).collect()
+    }
+
+    /// The producer is about to write slot `i` (nothing outside loom builds).
+    #[inline(always)]
+    pub fn track_write(&self, _i: u64) {
+        #[cfg(loom)]
+        // SAFETY: a tracked cell of our own; loom checks the access is exclusive.
+        self.shadow[_i as usize].with_mut(|p| unsafe { *p += 1 });
+    }
+
+    /// The consumer is about to read `n` slots from `i` (nothing outside loom builds).
+    #[inline(always)]
+    pub fn track_read(&self, _i: u64, _n: u64) {
+        #[cfg(loom)]
+        for k in _i.._i + _n {
+            // SAFETY: as above; loom checks no write races with this read.
+            self.shadow[k as usize].with(|p| unsafe { *p });
         }
     }
 
@@ -227,6 +259,10 @@ pub struct Lane {
     /// Set by the producer for the whole of a push (see [`Lane::enter`]).
     busy: AtomicBool,
     prod: UnsafeCell<Prod>,
+    /// Under loom: written whenever a thread takes `prod`, so the model checker reports two
+    /// producers whose use of the lane the ownership protocol does not order.
+    #[cfg(loom)]
+    prod_shadow: loom::cell::UnsafeCell<u64>,
     cons: Mutex<Cons>,
 }
 
@@ -242,6 +278,8 @@ impl Lane {
             owned: AtomicBool::new(false),
             busy: AtomicBool::new(false),
             prod: UnsafeCell::new(Prod::default()),
+            #[cfg(loom)]
+            prod_shadow: loom::cell::UnsafeCell::new(0),
             cons: Mutex::new(Cons::default()),
         };
         if let Some(m) = mem {
@@ -328,6 +366,8 @@ impl Lane {
     #[allow(clippy::mut_from_ref)]
     #[inline]
     pub unsafe fn prod(&self) -> &mut Prod {
+        #[cfg(loom)]
+        self.prod_shadow.with_mut(|p| *p += 1);
         &mut *self.prod.get()
     }
 

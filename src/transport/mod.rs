@@ -29,6 +29,8 @@ pub mod fd;
 pub mod files;
 mod flusher;
 pub(crate) mod lane;
+#[cfg(all(test, loom))]
+mod loom_models;
 pub mod ring;
 
 pub use fd::{prepare_fd, UserFd};
@@ -53,7 +55,8 @@ pub const PIPE_BATCH: u64 = 64;
 /// Records per `write()` to a raw stream file.
 const FILE_BATCH: u64 = 128;
 /// Lanes of a pipe or file subscription (one shared, the others owned by one thread each).
-const HEAP_LANES: usize = 16;
+/// (Four under loom: the models need a few, and each is state to explore.)
+const HEAP_LANES: usize = if cfg!(loom) { 4 } else { 16 };
 /// How long a partial batch may wait before the flusher writes it.
 pub const FLUSH_DELAY: Duration = Duration::from_millis(1);
 /// How long past its deadline closing waits for a push still under way (one blocked on a
@@ -198,7 +201,17 @@ impl Sub {
                     FILE_BATCH
                 };
                 (
-                    (0..HEAP_LANES).map(|_| Lane::new(None)).collect(),
+                    (0..HEAP_LANES)
+                        .map(|_| {
+                            // Under loom the storage is mapped up front: the lazy mapping's
+                            // once-cell is std's, whose ordering loom cannot see.
+                            Lane::new(if cfg!(loom) {
+                                Some(Mem::heap(cap).expect("a lane"))
+                            } else {
+                                None
+                            })
+                        })
+                        .collect(),
                     cap,
                     batch,
                 )
@@ -277,7 +290,8 @@ impl Sub {
 
     /// Gives back a lane from [`Sub::claim`]; what it holds is written by the flusher soon.
     pub fn release(self: &Arc<Self>, lane: usize) {
-        if self.orphaned() {
+        // Orphaned: the parent's business. Closed: nothing left to write.
+        if self.orphaned() || self.closed.load(Ordering::Acquire) {
             return;
         }
         if lane != 0 {
@@ -354,6 +368,7 @@ impl Sub {
                 .store(c.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             return;
         }
+        m.track_write(p.slot);
         // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
         if p.head < m.cap {
@@ -489,6 +504,7 @@ impl Sub {
             if avail == 0 || (full_only && avail < self.batch) {
                 return avail == 0;
             }
+            m.track_read(c.slot, n);
             // SAFETY: records [tail, tail + n) are published and contiguous from c.slot; the
             // producer does not reuse them until the tail moves past them.
             let bytes =
