@@ -13,8 +13,9 @@
 use super::*;
 use loom::thread;
 
-/// A subscription writing to a new pipe; returns it and the pipe's read end.
-fn pipe_sub() -> (Arc<Sub>, c_int, c_int) {
+/// A subscription writing to a new pipe, with lanes of `cap` slots; returns it and the
+/// pipe's two ends.
+fn pipe_sub_with(cap: usize) -> (Arc<Sub>, c_int, c_int) {
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
@@ -27,9 +28,13 @@ fn pipe_sub() -> (Arc<Sub>, c_int, c_int) {
         user,
         raises,
     };
-    let sub = Sub::start_with_stall(9, 0, dest, 256, OnFull::Block, Duration::from_secs(5))
+    let sub = Sub::start_with_stall(9, 0, dest, cap, OnFull::Block, Duration::from_secs(5))
         .expect("a subscription");
     (sub, fds[0], fds[1])
+}
+
+fn pipe_sub() -> (Arc<Sub>, c_int, c_int) {
+    pipe_sub_with(8)
 }
 
 /// Everything waiting in the pipe: (stream, op index) of each record, after checking that
@@ -118,11 +123,13 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 }
 
 /// One producer, and the flusher writing its lane as it fills: FIFO, exactly once; the
-/// slots each side touches are ordered by head and tail (the shadow cells say so).
+/// slots each side touches are ordered by head and tail (the shadow cells say so). The
+/// lane has two slots, so the third record waits for room (the producer writes the lane
+/// out itself) and reuses a slot the consumer freed.
 #[test]
 fn lane_producer_and_flusher() {
     model(|| {
-        let (sub, r, w) = pipe_sub();
+        let (sub, r, w) = pipe_sub_with(2);
         let s = sub.clone();
         let prod = thread::spawn(move || {
             let lane = s.claim();

@@ -194,7 +194,12 @@ impl Sub {
                 u64::MAX,
             ),
             Dest::Fd { .. } | Dest::Files(_) => {
-                let cap = (capacity as u64 / 4).max(64).div_ceil(FILE_BATCH) * FILE_BATCH;
+                let cap = if cfg!(loom) {
+                    // The models use lanes of a few slots, so the producer wraps around.
+                    capacity as u64
+                } else {
+                    (capacity as u64 / 4).max(64).div_ceil(FILE_BATCH) * FILE_BATCH
+                };
                 let batch = if matches!(dest, Dest::Fd { .. }) {
                     PIPE_BATCH
                 } else {
