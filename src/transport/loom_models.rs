@@ -124,8 +124,9 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 /// One producer, and the flusher writing its lane as it fills: FIFO, exactly once; the
 /// slots each side touches are ordered by head and tail (the shadow cells say so). The
-/// lane has two slots, so the third record waits for room (the producer writes the lane
-/// out itself) and reuses a slot the consumer freed.
+/// lane has two slots and batches of two, so once it is full the producer writes it out
+/// itself (inline, or waiting for room when the flusher holds the lane), racing the
+/// flusher, and the third record reuses a slot the consumer freed.
 #[test]
 fn lane_producer_and_flusher() {
     model(|| {

@@ -200,7 +200,10 @@ impl Sub {
                 } else {
                     (capacity as u64 / 4).max(64).div_ceil(FILE_BATCH) * FILE_BATCH
                 };
-                let batch = if matches!(dest, Dest::Fd { .. }) {
+                let batch = if cfg!(loom) {
+                    // So that a model's producer writes its own lane once it is full.
+                    2
+                } else if matches!(dest, Dest::Fd { .. }) {
                     PIPE_BATCH
                 } else {
                     FILE_BATCH
