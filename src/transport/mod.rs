@@ -338,7 +338,7 @@ impl Sub {
     /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it). False,
     /// with nothing recorded or counted, if the subscription is closing: the op was
     /// reported after its model's unsubscribe began.
-    #[inline]
+    #[inline(always)]
     pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) -> bool {
         // (No orphan check here: a forked child invalidates its routes, so it never pushes
         // to a subscription it inherited.)
@@ -354,7 +354,7 @@ impl Sub {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_entered(
         self: &Arc<Self>,
         lane: usize,
