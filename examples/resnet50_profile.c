@@ -95,7 +95,17 @@ static int by_total(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "models/resnet50.json";
-    int executions = argc > 2 ? atoi(argv[2]) : 10;
+    int executions = 10;
+    if (argc > 2) {
+        char *end = NULL;
+        long n = strtol(argv[2], &end, 10);
+        if (end == argv[2] || *end != '\0' || n < 1 || n > 1000000) {
+            fprintf(stderr, "usage: %s [MODEL.json|op_summary.csv] [EXECUTIONS 1..1000000], not \"%s\"\n",
+                    argv[0], argv[2]);
+            return 2;
+        }
+        executions = (int)n;
+    }
 
     uint32_t model = 0;
     CHECK_ACL(aclprofExtSimModelLoad(path, &model));

@@ -319,6 +319,15 @@ pub fn result_dirs(path: &Path) -> Result<Vec<PathBuf>> {
     if is_prof_dir(path) {
         return Ok(vec![path.to_path_buf()]);
     }
+    if path.is_file() {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!(
+                "{}: a file, not a PROF_* result directory or a folder of them",
+                path.display()
+            ),
+        );
+    }
     let mut stack = vec![path.to_path_buf()];
     let mut dirs = Vec::new();
     while let Some(d) = stack.pop() {
@@ -588,6 +597,43 @@ pub fn each_op(
     Ok(corrupt)
 }
 
+/// Why `path` gave no op record at all, in one line: what it looks like instead, and what
+/// to give. (A filter that keeps nothing is not this: those inputs had records.)
+fn no_records(path: &Path, corrupt: u64) -> String {
+    let what = if path == Path::new("-") {
+        "standard input".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let give = "give a PROF_* result directory, a folder of them, or a file of records a \
+                subscription wrote";
+    if path.is_dir() {
+        return format!(
+            "{what}: no op records in it (nothing was reported while it recorded); {give}"
+        );
+    }
+    let mut head = [0u8; 512];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+        .unwrap_or(0);
+    let text = std::str::from_utf8(&head[..n]).ok().map(str::trim_start);
+    let looks = match text {
+        _ if n == 0 && corrupt == 0 => "is empty".to_string(),
+        Some(t) if t.starts_with('{') || t.starts_with('[') => {
+            "is JSON (a timeline?), not op records".to_string()
+        }
+        Some(t) if t.lines().next().is_some_and(|l| l.contains(',')) => {
+            "is a CSV table (op_summary? replay it with aclprofExtSimModelLoad), not op records"
+                .to_string()
+        }
+        _ => format!(
+            "holds no valid op record ({corrupt} block{} of 512 bytes failed the signature check)",
+            if corrupt == 1 { "" } else { "s" }
+        ),
+    };
+    format!("{what} {looks}; {give}")
+}
+
 /// As [`analyze`], with a progress callback (see [`each_op`]).
 pub fn analyze_with_progress(
     path: &Path,
@@ -616,8 +662,9 @@ pub fn analyze_with_progress(
     let mut key = Vec::with_capacity(256);
     // The step window of the current input: (input, window), None if it has no such step.
     let mut window: (usize, Option<(u64, u64)>) = (usize::MAX, None);
-    let (mut ops, mut total_ns) = (0u64, 0u64);
+    let (mut ops, mut total_ns, mut valid) = (0u64, 0u64, 0u64);
     let corrupt = each_op(path, progress, &mut |o, v| {
+        valid += 1;
         if q.rank.is_some() && q.rank != o.rank {
             return;
         }
@@ -679,6 +726,9 @@ pub fn analyze_with_progress(
             }
         }
     })?;
+    if valid == 0 {
+        return err(ACL_ERROR_INVALID_FILE, no_records(path, corrupt));
+    }
     report.ops = ops;
     report.total_ns = total_ns;
     report.corrupt = corrupt;
@@ -857,7 +907,27 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
             c
         })
         .collect();
-    (head, rows)
+    drop_repeated_columns(head, rows)
+}
+
+/// Without the later of two columns of one title (`--aggregate mean` makes a `Mean(us)`
+/// column that the fixed `Mean(us)` would repeat; in JSON the two would be one key).
+fn drop_repeated_columns(
+    head: Vec<String>,
+    rows: Vec<Vec<String>>,
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut seen = std::collections::HashSet::new();
+    let keep: Vec<bool> = head.iter().map(|h| seen.insert(h.clone())).collect();
+    if keep.iter().all(|&k| k) {
+        return (head, rows);
+    }
+    let only = |v: Vec<String>| -> Vec<String> {
+        v.into_iter()
+            .zip(&keep)
+            .filter_map(|(c, &k)| k.then_some(c))
+            .collect()
+    };
+    (only(head), rows.into_iter().map(only).collect())
 }
 
 fn csv_field(s: &str) -> String {
@@ -1198,6 +1268,33 @@ mod tests {
         assert!(
             m.starts_with("| Type | Count |") && m.lines().nth(1).unwrap().starts_with("|---|")
         );
+        let _ = std::fs::remove_file(p);
+    }
+
+    /// `--aggregate mean|min|max`: the aggregate's column is not repeated by the fixed ones.
+    #[test]
+    fn an_aggregate_column_is_not_repeated() {
+        let p = sample();
+        for (func, title) in [
+            (Func::Mean, "Mean(us)"),
+            (Func::Min, "Min(us)"),
+            (Func::Max, "Max(us)"),
+        ] {
+            let q = Query {
+                by: Some(Key::Type),
+                func,
+                ..Default::default()
+            };
+            let r = analyze(&p, &q).unwrap();
+            let c = render(&r, Format::Csv);
+            let head: Vec<&str> = c.lines().next().unwrap().split(',').collect();
+            assert_eq!(head.iter().filter(|h| **h == title).count(), 1, "{c}");
+            assert_eq!(head.len(), 7, "{c}");
+            let row: Vec<&str> = c.lines().nth(1).unwrap().split(',').collect();
+            assert_eq!(row.len(), head.len(), "{c}");
+            let j: serde_json::Value = serde_json::from_str(&render(&r, Format::Json)).unwrap();
+            assert_eq!(j["rows"][0].as_object().unwrap().len(), 7);
+        }
         let _ = std::fs::remove_file(p);
     }
 }

@@ -369,3 +369,102 @@ fn analyze_agrees_with_the_result_files() {
 
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `aclprof` run with `args` (and `stdin`): exit code, stdout, stderr.
+fn aclprof_code(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).unwrap(),
+        String::from_utf8(o.stderr).unwrap(),
+    )
+}
+
+/// Input with no valid op record is an error of one line that says what the input looks
+/// like, for `analyze` and `report` alike: an empty file, random bytes, empty standard
+/// input, a CSV table, a JSON timeline, a result directory nothing was recorded into.
+#[test]
+fn input_without_records_is_one_clear_error() {
+    let dir = root().join("target/cli-no-records");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("PROF_000001_20260101000000000_00000001AAAAAAAA/host"))
+        .unwrap();
+    let mut noise = vec![0u8; 100 * 1024];
+    let mut x = 0x9e3779b97f4a7c15u64;
+    for b in noise.iter_mut() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        *b = x as u8;
+    }
+    let files = [
+        ("empty.bin", b"".to_vec(), "is empty"),
+        ("noise.bin", noise, "failed the signature check"),
+        (
+            "op_summary_1.csv",
+            b"Device_id,Op Name,OP Type\n0,conv1,Conv2D\n".to_vec(),
+            "is a CSV table",
+        ),
+        ("msprof_1.json", b"[{\"ph\": \"X\"}]".to_vec(), "is JSON"),
+    ];
+    for (name, bytes, says) in &files {
+        let p = dir.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let p = p.to_str().unwrap();
+        for args in [vec!["analyze", p], vec!["report", p, "-o", "/dev/null"]] {
+            let (code, out, err) = aclprof_code(&args, b"");
+            assert!(
+                code == 1 && err.lines().count() == 1 && err.contains(says) && out.is_empty(),
+                "{args:?}: {code} {err}"
+            );
+        }
+    }
+    let (code, _, err) = aclprof_code(&["analyze", "-"], b"");
+    assert!(
+        code == 1 && err.contains("standard input is empty"),
+        "{err}"
+    );
+    let prof = dir.to_str().unwrap();
+    let (code, _, err) = aclprof_code(&["analyze", prof], b"");
+    assert!(code == 1 && err.lines().count() == 1, "{code} {err}");
+    // export and timeline take the same inputs, and say what is wrong with others.
+    let file = dir.join("empty.bin");
+    for cmd in ["export", "timeline"] {
+        let (code, _, err) = aclprof_code(&[cmd, file.to_str().unwrap()], b"");
+        assert!(
+            code == 1 && err.lines().count() == 1 && err.contains("a file, not a PROF_*"),
+            "{cmd}: {err}"
+        );
+        let (code, _, err) = aclprof_code(&[cmd, "/nonexistent/aclprof"], b"");
+        assert!(
+            code == 1 && err.lines().count() == 1 && !err.contains("aclprof_session"),
+            "{cmd}: {err}"
+        );
+    }
+}
+
+/// `record` exits with the program's own code, whether or not it profiled anything.
+#[test]
+fn record_exits_with_the_programs_code() {
+    let out = root().join("target/cli-record-code");
+    let _ = std::fs::remove_dir_all(&out);
+    let o = out.to_str().unwrap();
+    let (code, _, err) = aclprof_code(&["record", "-o", o, "--", "sh", "-c", "exit 7"], b"");
+    assert!(
+        code == 7 && err.contains("wrote no result directory"),
+        "{code} {err}"
+    );
+    let (code, _, err) = aclprof_code(&["record", "-o", o, "--", "true"], b"");
+    assert!(
+        code == 1 && err.contains("wrote no result directory"),
+        "{code} {err}"
+    );
+}

@@ -266,6 +266,20 @@ fn main_example_prints_the_op_table() {
         .find(|l| l.starts_with("total"))
         .expect("a total row");
     assert_eq!(total.split_whitespace().nth(1), Some("375"), "{total}");
+    // A count that is not a positive number is a usage error, not "0 executions".
+    for bad in ["abc", "0", "-3", "5x"] {
+        let o = Command::new(&exe)
+            .arg(root().join("models/resnet50.json"))
+            .arg(bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.code() == Some(2) && err.starts_with("usage: ") && o.stdout.is_empty(),
+            "{bad}: {:?} {err}",
+            o.status
+        );
+    }
 }
 
 /// Data rows in a result directory's op_summary.

@@ -55,6 +55,13 @@ class Profiler(contextlib.ContextDecorator):
                      "enable_cupti": 0}
     valid_formats = {"chrome_timeline.json", "memory_flow.svg"}
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        # ``@profile`` without parentheses: ``profile`` is this class (MegEngine's alias),
+        # so a bare use receives the function; profile it with the defaults.
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return cls()(args[0])
+        return super().__new__(cls)
+
     def __init__(self, path: str = "profile", format: str = "chrome_timeline.json",
                  formats: Optional[Sequence[str]] = None, with_backtrace: bool = False,
                  with_scopes: bool = False, **kwargs: Any) -> None:
@@ -180,11 +187,9 @@ class Profiler(contextlib.ContextDecorator):
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def profile(*args: Any, **kwargs: Any) -> Any:
-    """``@profile`` or ``@profile(...)``: a :class:`Profiler` (as MegEngine's alias)."""
-    if len(args) == 1 and not kwargs and callable(args[0]):
-        return Profiler()(args[0])
-    return Profiler(*args, **kwargs)
+#: MegEngine's alias: ``profile is Profiler`` (``@profile()``, ``@profile``,
+#: ``isinstance(p, profile)`` and subclasses all work as there).
+profile = Profiler
 
 
 def chrome_timeline(result_dir: Path) -> Dict[str, Any]:

@@ -89,6 +89,17 @@ def test_bare_decorator_and_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (tmp_path / "profile" / f"{os.getpid()}.aclprof").is_dir()
 
 
+def test_profile_is_the_profiler_class() -> None:
+    assert profile is Profiler
+    p = profile()
+    assert isinstance(p, profile) and isinstance(p, Profiler)
+
+    class Mine(profile):  # type: ignore[misc,valid-type]
+        pass
+
+    assert isinstance(Mine("x"), Profiler) and Mine("x").directory == "x"
+
+
 def test_megengine_validation(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="unsupported format"):
         Profiler(format="timeline.txt")

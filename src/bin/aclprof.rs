@@ -65,8 +65,8 @@ enum Cmd {
         #[command(flatten)]
         args: AnalyzeArgs,
     },
-    /// Write mindstudio_profiler_output/ again from a result directory's raw data (for
-    /// example what a killed process left).
+    /// Write mindstudio_profiler_output/ again from the raw data of a result directory, or
+    /// of each in a folder (for example what a killed process left).
     Export { dir: PathBuf },
     /// Write one self-contained HTML page: op-type shares, per-type statistics, a per-op
     /// table that sorts and searches, the step trace, busy and free time per device and
@@ -219,12 +219,28 @@ fn record(
         .into_iter()
         .filter(|p| !before.contains(p))
         .collect();
+    // The program's own exit status, as a shell gives it (128 + the signal that ended it).
+    let code = {
+        use std::os::unix::process::ExitStatusExt;
+        match (status.code(), status.signal()) {
+            (Some(c), _) => c,
+            (None, Some(sig)) => 128 + sig,
+            _ => 1,
+        }
+    };
     if new.is_empty() {
-        return Err(format!(
-            "{} wrote no result directory: is it linked against aclprof (libascendcl or \
-             libaclprof) and does it run a model? ({status})",
+        eprintln!(
+            "aclprof: {} wrote no result directory: is it linked against aclprof (libascendcl \
+             or libaclprof) and does it run a model? ({status})",
             command[0]
-        ));
+        );
+        // A program that failed says why with its own code; one that succeeded without
+        // profiling anything is ours to fail.
+        return Ok(ExitCode::from(if code == 0 {
+            1
+        } else {
+            code.clamp(1, 255) as u8
+        }));
     }
     let q = Query {
         by: Some(Key::Type),
@@ -234,11 +250,27 @@ fn record(
         println!("{}", d.display());
         print!("{}", run_analyze(d, &q, Format::Table)?);
     }
-    Ok(match status.code() {
-        Some(0) => ExitCode::SUCCESS,
-        Some(c) => ExitCode::from(c.clamp(1, 255) as u8),
-        None => ExitCode::FAILURE,
-    })
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// Re-exports every result directory in `path` (one, or a folder of them, as `timeline`
+/// takes).
+fn export(path: &Path) -> Result<ExitCode, String> {
+    for d in analyze::result_dirs(path).map_err(|e| e.msg)? {
+        let s = aclprof::filemode::export_quietly(&d).map_err(|e| e.msg)?;
+        let ops: u64 = s.ops.values().sum();
+        println!(
+            "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
+            d.display(),
+            s.stamp,
+            if s.corrupt > 0 {
+                format!(", {} corrupt records skipped", s.corrupt)
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Re-exports every result directory in `path` and names its two timeline files.
@@ -272,22 +304,7 @@ fn main() -> ExitCode {
                 print!("{text}");
                 ExitCode::SUCCESS
             }),
-        Cmd::Export { dir } => aclprof::filemode::export_quietly(&dir)
-            .map(|s| {
-                let ops: u64 = s.ops.values().sum();
-                println!(
-                    "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
-                    dir.display(),
-                    s.stamp,
-                    if s.corrupt > 0 {
-                        format!(", {} corrupt records skipped", s.corrupt)
-                    } else {
-                        String::new()
-                    }
-                );
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg),
+        Cmd::Export { dir } => export(&dir),
         Cmd::Timeline { path } => timeline(&path),
         Cmd::Report { path, output } => {
             let r = aclprof::page::write(&path, &output, &mut progress_bar());
