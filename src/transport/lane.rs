@@ -323,18 +323,19 @@ impl Lane {
 
     // The gate: a producer pushes only while its subscription accepts records, and
     // closing waits until no push is under way. The producer stores `busy`, fences
-    // (light), and loads `accepting`; the closer stores `accepting`, fences (heavy), and
-    // loads every lane's `busy`. Of two stores each followed by a fence and a load of the
+    // (light), and loads the subscription's state; the closer stores the state (closing),
+    // fences (heavy), and loads every lane's `busy`. Of two stores each followed by a fence and a load of the
     // other's flag, at least one is seen: either the producer sees the subscription
     // closing and pushes nothing, or the closer sees the producer busy and waits for it.
     // So once the closer has seen every lane idle, nothing more is ever published.
 
-    /// Producer: starts a push; false (and nothing to undo) if `accepting` is cleared.
-    #[inline]
-    pub fn enter(&self, accepting: &AtomicBool) -> bool {
+    /// Producer: starts a push; false (and nothing to undo) if `accepting` (one load of
+    /// the subscription's state) says it is closing.
+    #[inline(always)]
+    pub fn enter(&self, accepting: impl FnOnce() -> bool) -> bool {
         self.busy.store(true, Ordering::Relaxed);
         super::barrier::light();
-        if accepting.load(Ordering::Relaxed) {
+        if accepting() {
             return true;
         }
         self.busy.store(false, Ordering::Release);
@@ -347,7 +348,7 @@ impl Lane {
         self.busy.store(false, Ordering::Release);
     }
 
-    /// Closer (after clearing `accepting` and [`super::barrier::heavy`]): waits until no
+    /// Closer (after marking the subscription closing and [`super::barrier::heavy`]): waits until no
     /// push is under way in this lane, at most until `until`. False if one still is (a
     /// reporting thread stopped inside a push, say by a debugger).
     pub fn wait_idle(&self, until: std::time::Instant) -> bool {

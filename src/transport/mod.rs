@@ -63,12 +63,13 @@ pub const FLUSH_DELAY: Duration = Duration::from_millis(1);
 /// full lane gives up at the deadline).
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
 
+// A subscription's life: OPEN, then CLOSING once `close` begins (no push starts any more,
+// see `Lane::enter`), then CLOSED once every lane is drained (nothing is written any more).
 const OPEN: u8 = 0;
 const CLOSING: u8 = 1;
-const BROKEN: u8 = 2;
-const CLOSED: u8 = 3;
+const CLOSED: u8 = 2;
 /// In a forked child: the subscription is the parent's; it takes and writes nothing.
-const ORPHANED: u8 = 4;
+const ORPHANED: u8 = 3;
 
 /// Record counts, as `aclprofExtGetStats` reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -131,10 +132,10 @@ pub struct Sub {
     inline_at: u64,
     policy: OnFull,
     state: AtomicU8,
-    /// Cleared when closing starts: from then on no push begins (the gate, `Lane::enter`).
-    accepting: AtomicBool,
-    /// Set once closing has drained every lane: no consumer writes anything after it.
-    closed: AtomicBool,
+    /// The destination failed (reader gone, write error, drain timeout): records are taken
+    /// from the lanes and counted as dropped. Independent of `state`: a broken
+    /// subscription still takes records, and still closes.
+    broken: AtomicBool,
     deadline: Mutex<Option<Instant>>,
     /// Records taken from a lane that never arrived (broken fd, timeout, storage limit).
     lost: AtomicU64,
@@ -237,8 +238,7 @@ impl Sub {
             inline_at: (lane_cap / 2).max(batch),
             policy,
             state: AtomicU8::new(OPEN),
-            accepting: AtomicBool::new(true),
-            closed: AtomicBool::new(false),
+            broken: AtomicBool::new(false),
             deadline: Mutex::new(None),
             lost: AtomicU64::new(0),
             lost_why: Mutex::new(String::new()),
@@ -280,7 +280,12 @@ impl Sub {
     }
 
     pub fn is_broken(&self) -> bool {
-        self.state.load(Ordering::Acquire) == BROKEN
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// Closed, or the parent's (in a forked child): nothing is written any more.
+    fn finished(&self) -> bool {
+        matches!(self.state.load(Ordering::Acquire), CLOSED | ORPHANED)
     }
 
     #[inline]
@@ -299,7 +304,7 @@ impl Sub {
     /// Gives back a lane from [`Sub::claim`]; what it holds is written by the flusher soon.
     pub fn release(self: &Arc<Self>, lane: usize) {
         // Orphaned: the parent's business. Closed: nothing left to write.
-        if self.orphaned() || self.closed.load(Ordering::Acquire) {
+        if self.finished() {
             return;
         }
         if lane != 0 {
@@ -329,10 +334,11 @@ impl Sub {
         self.release(lane);
     }
 
-    /// Whether the subscription still takes records (false once closing has begun: a
-    /// thread that finds it so looks its model's route up again).
+    /// Whether the subscription still takes records (false once closing has begun, and
+    /// in a forked child: a thread that finds it so looks its model's route up again).
+    #[inline]
     pub fn accepting(&self) -> bool {
-        self.accepting.load(Ordering::Relaxed)
+        self.state.load(Ordering::Relaxed) == OPEN
     }
 
     /// Records one op in `lane` (from [`Sub::claim`]; the calling thread owns it). False,
@@ -344,7 +350,7 @@ impl Sub {
         // to a subscription it inherited.)
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
         let l = &self.lanes[lane];
-        if !l.enter(&self.accepting) {
+        if !l.enter(|| self.accepting()) {
             return false;
         }
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
@@ -504,7 +510,7 @@ impl Sub {
         };
         // Closed: the destination may be gone (an unsubscribed pipe's fd is closed, and
         // its number may already be another file's), and closing drained everything.
-        if self.orphaned() || self.closed.load(Ordering::Acquire) {
+        if self.finished() {
             return true;
         }
         loop {
@@ -582,7 +588,7 @@ impl Sub {
                 Wait::Backpressure(t) => self.deadline_passed() || Instant::now() >= t,
             };
             if give_up {
-                if self.state.load(Ordering::Acquire) != OPEN {
+                if !self.accepting() {
                     self.set_broken(
                         "the reader did not drain the pipe before the unsubscribe \
                          timeout (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
@@ -667,8 +673,7 @@ impl Sub {
 
     fn set_broken(&self, why: &str) {
         self.note_loss(why);
-        let prev = self.state.swap(BROKEN, Ordering::AcqRel);
-        if prev != BROKEN {
+        if !self.broken.swap(true, Ordering::AcqRel) {
             log::error!(
                 "aclprof: {} is broken: {why}; its records are counted as dropped",
                 self.describe()
@@ -724,13 +729,12 @@ impl Sub {
     pub fn close(&self, timeout: Duration) -> Counts {
         let deadline = Instant::now() + timeout;
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner()) = Some(deadline);
+        // The gate (`Lane::enter`): after this, every push either saw the subscription
+        // closing or is seen busy here and finishes before the drain below. A push blocked
+        // on a full lane gives up by the deadline.
         let _ = self
             .state
             .compare_exchange(OPEN, CLOSING, Ordering::AcqRel, Ordering::Acquire);
-        // The gate (`Lane::enter`): after this, every push either saw `accepting` cleared
-        // or is seen busy here and finishes before the drain below. A push blocked on a
-        // full lane gives up by the deadline.
-        self.accepting.store(false, Ordering::Relaxed);
         barrier::heavy();
         for l in self.lanes.iter() {
             if !l.wait_idle(deadline + CLOSE_GRACE) {
@@ -743,32 +747,25 @@ impl Sub {
         }
         for (i, l) in self.lanes.iter().enumerate() {
             if l.used().is_some() && !matches!(self.dest, Dest::Ring(_)) {
-                let mut c = l.cons();
-                if !self.drain(i, &mut c, false, Wait::Until(deadline)) {
-                    self.set_broken(
-                        "the reader did not drain the pipe before the unsubscribe timeout \
-                         (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
-                    );
-                    self.drain(i, &mut c, false, Wait::No);
-                }
+                // Empties the lane: a reader that does not drain by the deadline breaks the
+                // subscription (`write_fd`), and the rest is counted as dropped.
+                self.drain(i, &mut l.cons(), false, Wait::Until(deadline));
             }
         }
         // From here on no consumer writes: one that is writing now holds its lane's
-        // consumer lock, and taking each lock once waits for it.
-        self.closed.store(true, Ordering::Release);
-        if !matches!(self.dest, Dest::Ring(_)) {
-            for l in self.lanes.iter().filter(|l| l.used().is_some()) {
-                drop(l.cons());
-            }
-        }
-        if let Dest::Ring(r) = &self.dest {
-            r.close_producer();
-        }
-        let c = self.counts();
+        // consumer lock, and taking each lock once waits for it. (An orphan stays one.)
         let _ = self
             .state
             .compare_exchange(CLOSING, CLOSED, Ordering::AcqRel, Ordering::Acquire);
-        c
+        match &self.dest {
+            Dest::Ring(r) => r.close_producer(),
+            _ => {
+                for l in self.lanes.iter().filter(|l| l.used().is_some()) {
+                    drop(l.cons());
+                }
+            }
+        }
+        self.counts()
     }
 }
 
