@@ -857,20 +857,14 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
             .chain([time_title])
             .collect(),
     };
-    head.extend(
-        [
-            "Share(%)",
-            "Cumulative(%)",
-            "Mean(us)",
-            "Min(us)",
-            "Max(us)",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
-    if r.by.is_none() {
-        head.truncate(head.len() - 3); // one op: mean, min and max are its duration
-    }
+    // A group's mean, min and max; not for a single op (they are its duration), and not
+    // the one the aggregate column already is.
+    let stats: Vec<Func> = [Func::Mean, Func::Min, Func::Max]
+        .into_iter()
+        .filter(|&f| r.by.is_some() && r.func != Some(f))
+        .collect();
+    head.extend(["Share(%)".to_string(), "Cumulative(%)".to_string()]);
+    head.extend(stats.iter().map(|f| format!("{f:?}(us)")));
     let rows = r
         .rows
         .iter()
@@ -897,37 +891,15 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
             }
             c.push(format!("{:.2}", row.share));
             c.push(format!("{:.2}", row.cumulative));
-            if r.by.is_some() {
-                c.extend([
-                    us(row.mean_ns()),
-                    us(row.min_ns as f64),
-                    us(row.max_ns as f64),
-                ]);
-            }
+            c.extend(stats.iter().map(|f| match f {
+                Func::Min => us(row.min_ns as f64),
+                Func::Max => us(row.max_ns as f64),
+                _ => us(row.mean_ns()),
+            }));
             c
         })
         .collect();
-    drop_repeated_columns(head, rows)
-}
-
-/// Without the later of two columns of one title (`--aggregate mean` makes a `Mean(us)`
-/// column that the fixed `Mean(us)` would repeat; in JSON the two would be one key).
-fn drop_repeated_columns(
-    head: Vec<String>,
-    rows: Vec<Vec<String>>,
-) -> (Vec<String>, Vec<Vec<String>>) {
-    let mut seen = std::collections::HashSet::new();
-    let keep: Vec<bool> = head.iter().map(|h| seen.insert(h.clone())).collect();
-    if keep.iter().all(|&k| k) {
-        return (head, rows);
-    }
-    let only = |v: Vec<String>| -> Vec<String> {
-        v.into_iter()
-            .zip(&keep)
-            .filter_map(|(c, &k)| k.then_some(c))
-            .collect()
-    };
-    (only(head), rows.into_iter().map(only).collect())
+    (head, rows)
 }
 
 fn csv_field(s: &str) -> String {
