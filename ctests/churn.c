@@ -18,7 +18,8 @@
  *                                       configs); every result directory's raw records
  *                                       must equal its op_summary rows
  *
- * The harness sets ACLPROF_ON_FULL, ACLPROF_BUFFER_RECORDS and the unsubscribe timeout. */
+ * Each mode sets the ACLPROF_* variables it needs (small buffers, the drop policy, a short
+ * unsubscribe timeout) unless the environment already has them. */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 #include <dirent.h>
@@ -337,6 +338,20 @@ static void *start_stop(void *arg) {
     return NULL;
 }
 
+/* The next file in `d` (the directory `dir`) whose name starts with `prefix`, opened
+ * for reading; NULL when there is none left. */
+static FILE *next_file(DIR *d, const char *dir, const char *prefix) {
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (strncmp(e->d_name, prefix, strlen(prefix)) != 0) continue;
+        char f[16384];
+        snprintf(f, sizeof f, "%s/%s", dir, e->d_name);
+        FILE *fp = fopen(f, "rb");
+        if (fp) return fp;
+    }
+    return NULL;
+}
+
 /* Checks one result directory: raw records == op_summary rows, and each thread's records
  * in its stream file run in order without gaps. Returns the raw record count. */
 static uint64_t check_result_dir(const char *prof) {
@@ -346,14 +361,9 @@ static uint64_t check_result_dir(const char *prof) {
     Reader r;
     memset(&r, 0, sizeof r);
     DIR *d = opendir(path);
+    FILE *fp;
     if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strncmp(e->d_name, "aclprof_ops.stream_", 19) != 0) continue;
-            char f[16384];
-            snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-            FILE *fp = fopen(f, "rb");
-            if (!fp) continue;
+        while ((fp = next_file(d, path, "aclprof_ops.stream_"))) {
             static char buf[512 * 256];
             size_t k;
             while ((k = fread(buf, 1, sizeof buf, fp)) > 0) {
@@ -381,16 +391,11 @@ static uint64_t check_result_dir(const char *prof) {
     long rows = -1;
     d = opendir(path);
     if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strncmp(e->d_name, "op_summary_", 11) != 0) continue;
-            char f[16384];
-            snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-            FILE *fp = fopen(f, "r");
+        while ((fp = next_file(d, path, "op_summary_"))) {
             int c;
             rows = -1; /* the header */
-            while (fp && (c = fgetc(fp)) != EOF) rows += c == '\n';
-            if (fp) fclose(fp);
+            while ((c = fgetc(fp)) != EOF) rows += c == '\n';
+            fclose(fp);
         }
         closedir(d);
     }
@@ -447,7 +452,14 @@ int main(int argc, char **argv) {
     g_mode = argv[1];
     int rounds = atoi(argv[2]);
     g_rounds = rounds;
-    if (strncmp(g_mode, "file", 4) == 0) {
+    /* Read at the library's first use, which comes after this. Small buffers fill, so
+     * full lanes and partial writes happen; "stall" needs a timeout its reader outsleeps. */
+    int file_mode = strncmp(g_mode, "file", 4) == 0;
+    int lossy = strcmp(g_mode, "drop") == 0 || strcmp(g_mode, "stall") == 0;
+    if (!file_mode) setenv("ACLPROF_BUFFER_RECORDS", lossy ? "256" : "1024", 0);
+    if (strcmp(g_mode, "drop") == 0) setenv("ACLPROF_ON_FULL", "drop", 0);
+    if (strcmp(g_mode, "stall") == 0) setenv("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "200", 0);
+    if (file_mode) {
         if (argc < 4) return 2;
         test_file_mode(rounds, argv[3]);
         printf("%s %s\n", g_failures ? "FAILED" : "PASSED", g_mode);

@@ -17,26 +17,28 @@ use common::{output, profiled, read_csv, root, us};
 
 const EXECUTIONS: u64 = 3;
 
-fn aclprof(args: &[&str], stdin: Option<&[u8]>) -> (bool, String, String) {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_aclprof"));
-    c.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
+/// `aclprof` run with `args` (and `stdin`, else an empty one): exit code, stdout, stderr.
+fn aclprof_code(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .args(args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    if let Some(data) = stdin {
-        child.stdin.take().unwrap().write_all(data).unwrap();
-    }
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A command that does not read its input may have exited already.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
     let o = child.wait_with_output().unwrap();
     (
-        o.status.success(),
+        o.status.code().unwrap_or(-1),
         String::from_utf8(o.stdout).unwrap(),
         String::from_utf8(o.stderr).unwrap(),
     )
+}
+
+fn aclprof(args: &[&str], stdin: Option<&[u8]>) -> (bool, String, String) {
+    let (code, out, err) = aclprof_code(args, stdin.unwrap_or_default());
+    (code == 0, out, err)
 }
 
 /// CSV output of `aclprof analyze` as (first column -> row).
@@ -368,24 +370,6 @@ fn analyze_agrees_with_the_result_files() {
     );
 
     let _ = std::fs::remove_dir_all(&out);
-}
-
-/// `aclprof` run with `args` (and `stdin`): exit code, stdout, stderr.
-fn aclprof_code(args: &[&str], stdin: &[u8]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_aclprof"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    let o = child.wait_with_output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8(o.stdout).unwrap(),
-        String::from_utf8(o.stderr).unwrap(),
-    )
 }
 
 /// Input with no valid op record is an error of one line that says what the input looks

@@ -555,27 +555,29 @@ fn short_lived_threads_hold_no_descriptors() {
     assert_eq!(op_summary_rows(&dirs[0]), 30_000);
 }
 
+/// How the C tests are built with AddressSanitizer and UndefinedBehaviorSanitizer.
+const SANITIZE: [&str; 3] = [
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+    "-fno-omit-frame-pointer",
+];
+/// The library is not instrumented; leaks of its process-lifetime state are not bugs.
+const SANITIZE_ENV: [(&str, &str); 2] = [
+    ("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0"),
+    ("UBSAN_OPTIONS", "print_stacktrace=1"),
+];
+
 /// The C tests that exercise the accessors, the subscription flow, rings, pipe faults and
 /// file-mode faults again, built with AddressSanitizer and UndefinedBehaviorSanitizer: a
 /// read or write out of bounds, a use after free or undefined behaviour on the C side of
 /// the boundary (the tests' buffers, the records the library hands out) stops the test.
 #[test]
 fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
-    let flags = [
-        "-fsanitize=address,undefined",
-        "-fno-sanitize-recover=all",
-        "-fno-omit-frame-pointer",
-    ];
-    // The library is not instrumented; leaks of its process-lifetime state are not bugs.
-    let asan = [
-        ("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0"),
-        ("UBSAN_OPTIONS", "print_stacktrace=1"),
-    ];
     let ctest = |name: &str| {
         build_c_with(
             &root().join("ctests").join(format!("{name}.c")),
             "aclprof",
-            &flags,
+            &SANITIZE,
             "-asan",
         )
     };
@@ -595,7 +597,7 @@ fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
     ] {
         let exe = ctest(name);
         let args: Vec<&Path> = args.iter().map(PathBuf::as_path).collect();
-        let env: Vec<(&str, &str)> = asan.iter().chain(extra.iter()).copied().collect();
+        let env: Vec<(&str, &str)> = SANITIZE_ENV.iter().chain(extra.iter()).copied().collect();
         let out = exec(&exe, &args, &env);
         assert!(
             out.contains("PASSED") && !out.contains("FAILED"),
@@ -684,49 +686,27 @@ fn injected_write_faults_lose_nothing_uncounted() {
 #[test]
 fn every_record_exactly_once_under_churn() {
     let src = root().join("ctests/churn.c");
-    let san = [
-        "-std=c11",
-        "-fsanitize=address,undefined",
-        "-fno-sanitize-recover=all",
-        "-fno-omit-frame-pointer",
-    ];
+    let c11_san: Vec<&str> = std::iter::once("-std=c11").chain(SANITIZE).collect();
     let builds = [
-        (build_c_with(&src, "aclprof", &["-std=c11"], ""), vec![]),
+        (build_c_with(&src, "aclprof", &["-std=c11"], ""), &[][..]),
         (
-            build_c_with(&src, "aclprof", &san, "-asan"),
-            vec![
-                ("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=0"),
-                ("UBSAN_OPTIONS", "print_stacktrace=1"),
-            ],
+            build_c_with(&src, "aclprof", &c11_san, "-asan"),
+            &SANITIZE_ENV[..],
         ),
     ];
-    for (exe, san_env) in &builds {
-        for (mode, rounds, extra) in [
-            ("pipe", "100", vec![("ACLPROF_BUFFER_RECORDS", "1024")]),
-            ("ring", "100", vec![("ACLPROF_BUFFER_RECORDS", "1024")]),
-            (
-                "drop",
-                "100",
-                vec![
-                    ("ACLPROF_ON_FULL", "drop"),
-                    ("ACLPROF_BUFFER_RECORDS", "256"),
-                ],
-            ),
-            (
-                "stall",
-                "20",
-                vec![
-                    ("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "200"),
-                    ("ACLPROF_BUFFER_RECORDS", "256"),
-                ],
-            ),
-            ("load", "100", vec![("ACLPROF_BUFFER_RECORDS", "1024")]),
-            ("file-serial", "25", vec![]),
-            ("file-race", "25", vec![]),
+    for (exe, env) in &builds {
+        // Each mode sets its own ACLPROF_* variables (ctests/churn.c).
+        for (mode, rounds) in [
+            ("pipe", "100"),
+            ("ring", "100"),
+            ("drop", "100"),
+            ("stall", "20"),
+            ("load", "100"),
+            ("file-serial", "25"),
+            ("file-race", "25"),
         ] {
             let dir = fresh_dir(&format!("churn-{mode}"));
-            let env: Vec<(&str, &str)> = san_env.iter().chain(extra.iter()).copied().collect();
-            let out = exec(exe, &[Path::new(mode), Path::new(rounds), &dir], &env);
+            let out = exec(exe, &[Path::new(mode), Path::new(rounds), &dir], env);
             assert!(
                 out.contains(&format!("PASSED {mode}")) && !out.contains("FAILED"),
                 "{}: {out}",
