@@ -94,8 +94,15 @@ impl Local {
     }
 
     /// Where `model`'s ops go: its subscription, else its device's file-mode sink.
+    /// All cached routes come from one generation of the tables: a thread that cached one
+    /// model's route before a change and looked another's up after it would send one of
+    /// its ops to the new destination (or nowhere) between two to the old one.
     fn lookup(&mut self, model: u32) -> Option<Route> {
-        let (device, sub) = lookup(model)?;
+        let (device, sub, gen) = lookup(model)?;
+        if gen != self.gen {
+            self.forget_routes();
+            self.gen = gen;
+        }
         Some(Route {
             device,
             sub: sub.map(|s| {
@@ -195,6 +202,8 @@ pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
         Some(s) => m.insert(model, s),
         None => m.remove(&model),
     };
+    // Under the lock, so a lookup sees the tables and the generation together.
+    routes_changed();
     drop(g);
     publish();
     old
@@ -202,7 +211,10 @@ pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
 
 /// File mode: records ops of models on these devices into these sinks (empty: stop).
 pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
-    *FILE_SINKS.write().unwrap_or_else(|p| p.into_inner()) = Some(sinks);
+    let mut g = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
+    *g = Some(sinks);
+    routes_changed(); // (as in set_route)
+    drop(g);
     publish();
 }
 
@@ -215,26 +227,22 @@ fn publish() {
             .is_some_and(|m| !m.is_empty())
     };
     ACTIVE.store(any(&SUBS) || any(&FILE_SINKS), Ordering::Release);
-    routes_changed();
 }
 
 /// Where `model`'s ops go: its device, and its subscription, else its device's file-mode
-/// sink. None if the model is not loaded.
-fn lookup(model: u32) -> Option<(u32, Option<Arc<Sub>>)> {
+/// sink; and the routes' generation this answer belongs to (the tables change and `GEN`
+/// is bumped under their write locks, so with both read locks held they agree). None if
+/// the model is not loaded.
+fn lookup(model: u32) -> Option<(u32, Option<Arc<Sub>>, u64)> {
     let m = crate::registry::get(model)?;
-    let sub = SUBS
-        .read()
-        .unwrap_or_else(|p| p.into_inner())
+    let subs = SUBS.read().unwrap_or_else(|p| p.into_inner());
+    let sinks = FILE_SINKS.read().unwrap_or_else(|p| p.into_inner());
+    let sub = subs
         .as_ref()
-        .and_then(|s| s.get(&model).cloned());
-    let sub = sub.or_else(|| {
-        FILE_SINKS
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .and_then(|s| s.get(&m.device).cloned())
-    });
-    Some((m.device, sub))
+        .and_then(|s| s.get(&model))
+        .or_else(|| sinks.as_ref().and_then(|s| s.get(&m.device)))
+        .cloned();
+    Some((m.device, sub, GEN.load(Ordering::Acquire)))
 }
 
 /// What the simulator knows about a replayed op beyond its times.
