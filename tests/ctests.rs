@@ -245,6 +245,24 @@ fn headers_compile_alone_as_c99_and_cxx_twice_included() {
     }
 }
 
+/// A CANN program may name any of CANN's error codes: all of them compile, as C and as C++,
+/// with CANN's values.
+#[test]
+fn every_cann_error_code_compiles_with_its_value() {
+    for (std, compiler) in [("-std=c11", "gcc"), ("-std=c++11", "g++")] {
+        let mut c = Command::new(compiler);
+        c.arg(std)
+            .args(WARN)
+            .arg("-I")
+            .arg(root().join("include"))
+            .arg("-fsyntax-only");
+        if compiler == "g++" {
+            c.args(["-x", "c++"]);
+        }
+        run(c.arg(root().join("ctests/error_codes.c")));
+    }
+}
+
 /// The README's first command runs this example; check its table adds up.
 #[test]
 fn main_example_prints_the_op_table() {

@@ -167,6 +167,801 @@ typedef void *aclrtStream;
  */
 #define ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID 145006
 
+/**
+ * A file could not be written.
+ */
+#define ACL_ERROR_WRITE_FILE 100004
+
+/**
+ * A file has the wrong size.
+ */
+#define ACL_ERROR_INVALID_FILE_SIZE 100005
+
+/**
+ * A file could not be parsed.
+ */
+#define ACL_ERROR_PARSE_FILE 100006
+
+/**
+ * A file lacks an attribute.
+ */
+#define ACL_ERROR_FILE_MISSING_ATTR 100007
+
+/**
+ * A file attribute is not valid.
+ */
+#define ACL_ERROR_FILE_ATTR_INVALID 100008
+
+/**
+ * The dump config is not valid.
+ */
+#define ACL_ERROR_INVALID_DUMP_CONFIG 100009
+
+/**
+ * A model could not be deserialized.
+ */
+#define ACL_ERROR_DESERIALIZE_MODEL 100012
+
+/**
+ * A model could not be parsed.
+ */
+#define ACL_ERROR_PARSE_MODEL 100013
+
+/**
+ * A model file could not be read.
+ */
+#define ACL_ERROR_READ_MODEL_FAILURE 100014
+
+/**
+ * A model has the wrong size.
+ */
+#define ACL_ERROR_MODEL_SIZE_INVALID 100015
+
+/**
+ * A model lacks an attribute.
+ */
+#define ACL_ERROR_MODEL_MISSING_ATTR 100016
+
+/**
+ * The inputs do not match the model's.
+ */
+#define ACL_ERROR_MODEL_INPUT_NOT_MATCH 100017
+
+/**
+ * The outputs do not match the model's.
+ */
+#define ACL_ERROR_MODEL_OUTPUT_NOT_MATCH 100018
+
+/**
+ * The model has no dynamic shapes.
+ */
+#define ACL_ERROR_MODEL_NOT_DYNAMIC 100019
+
+/**
+ * The op type does not match.
+ */
+#define ACL_ERROR_OP_TYPE_NOT_MATCH 100020
+
+/**
+ * The op's inputs do not match.
+ */
+#define ACL_ERROR_OP_INPUT_NOT_MATCH 100021
+
+/**
+ * The op's outputs do not match.
+ */
+#define ACL_ERROR_OP_OUTPUT_NOT_MATCH 100022
+
+/**
+ * The op's attributes do not match.
+ */
+#define ACL_ERROR_OP_ATTR_NOT_MATCH 100023
+
+/**
+ * No such op.
+ */
+#define ACL_ERROR_OP_NOT_FOUND 100024
+
+/**
+ * An op could not be loaded.
+ */
+#define ACL_ERROR_OP_LOAD_FAILED 100025
+
+/**
+ * The data type is not supported.
+ */
+#define ACL_ERROR_UNSUPPORTED_DATA_TYPE 100026
+
+/**
+ * The format does not match.
+ */
+#define ACL_ERROR_FORMAT_NOT_MATCH 100027
+
+/**
+ * No kernel selector is registered.
+ */
+#define ACL_ERROR_BIN_SELECTOR_NOT_REGISTERED 100028
+
+/**
+ * No such kernel.
+ */
+#define ACL_ERROR_KERNEL_NOT_FOUND 100029
+
+/**
+ * A kernel selector is already registered.
+ */
+#define ACL_ERROR_BIN_SELECTOR_ALREADY_REGISTERED 100030
+
+/**
+ * The kernel is already registered.
+ */
+#define ACL_ERROR_KERNEL_ALREADY_REGISTERED 100031
+
+/**
+ * The queue id is not valid.
+ */
+#define ACL_ERROR_INVALID_QUEUE_ID 100032
+
+/**
+ * The stream or thread is already subscribed.
+ */
+#define ACL_ERROR_REPEAT_SUBSCRIBE 100033
+
+/**
+ * The stream is not subscribed.
+ */
+#define ACL_ERROR_STREAM_NOT_SUBSCRIBE 100034
+
+/**
+ * The thread is not subscribed.
+ */
+#define ACL_ERROR_THREAD_NOT_SUBSCRIBE 100035
+
+/**
+ * Waiting for a callback timed out.
+ */
+#define ACL_ERROR_WAIT_CALLBACK_TIMEOUT 100036
+
+/**
+ * The model has no static AIPP.
+ */
+#define ACL_ERROR_NOT_STATIC_AIPP 100038
+
+/**
+ * Linked against CANN's compile-only stub.
+ */
+#define ACL_ERROR_COMPILING_STUB_MODE 100039
+
+/**
+ * No group is set.
+ */
+#define ACL_ERROR_GROUP_NOT_SET 100040
+
+/**
+ * The group was not created.
+ */
+#define ACL_ERROR_GROUP_NOT_CREATE 100041
+
+/**
+ * Dumping is already running.
+ */
+#define ACL_ERROR_DUMP_ALREADY_RUN 100044
+
+/**
+ * Dumping is not running.
+ */
+#define ACL_ERROR_DUMP_NOT_RUN 100045
+
+/**
+ * The op queue size config is not valid.
+ */
+#define ACL_ERROR_INVALID_MAX_OPQUEUE_NUM_CONFIG 148048
+
+/**
+ * The op package path is not valid.
+ */
+#define ACL_ERROR_INVALID_OPP_PATH 148049
+
+/**
+ * The op does not support dynamic shapes.
+ */
+#define ACL_ERROR_OP_UNSUPPORTED_DYNAMIC 148050
+
+/**
+ * A related resource was not released first.
+ */
+#define ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED 148051
+
+/**
+ * The JPEG image is not supported.
+ */
+#define ACL_ERROR_UNSUPPORTED_JPEG 148052
+
+/**
+ * The bundle model id is not valid.
+ */
+#define ACL_ERROR_INVALID_BUNDLE_MODEL_ID 148053
+
+/**
+ * Out of memory.
+ */
+#define ACL_ERROR_BAD_ALLOC 200000
+
+/**
+ * The API is not supported.
+ */
+#define ACL_ERROR_API_NOT_SUPPORT 200001
+
+/**
+ * A memory address is not aligned.
+ */
+#define ACL_ERROR_MEMORY_ADDRESS_UNALIGNED 200003
+
+/**
+ * A resource does not match.
+ */
+#define ACL_ERROR_RESOURCE_NOT_MATCH 200004
+
+/**
+ * A storage limit was exceeded.
+ */
+#define ACL_ERROR_STORAGE_OVER_LIMIT 300000
+
+/**
+ * An unknown internal failure.
+ */
+#define ACL_ERROR_FAILURE 500001
+
+/**
+ * The runtime failed.
+ */
+#define ACL_ERROR_RT_FAILURE 500003
+
+/**
+ * The driver failed.
+ */
+#define ACL_ERROR_DRV_FAILURE 500004
+
+/**
+ * Runtime: success.
+ */
+#define ACL_RT_SUCCESS 0
+
+/**
+ * Runtime: stream not in the current context.
+ */
+#define ACL_ERROR_RT_STREAM_CONTEXT 107003
+
+/**
+ * Runtime: model not in the current context.
+ */
+#define ACL_ERROR_RT_MODEL_CONTEXT 107004
+
+/**
+ * Runtime: stream not in the model.
+ */
+#define ACL_ERROR_RT_STREAM_MODEL 107005
+
+/**
+ * Runtime: event timestamp not valid.
+ */
+#define ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID 107006
+
+/**
+ * Runtime: event timestamps reversed.
+ */
+#define ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL 107007
+
+/**
+ * Runtime: memory address not aligned.
+ */
+#define ACL_ERROR_RT_ADDR_UNALIGNED 107008
+
+/**
+ * Runtime: a file could not be opened.
+ */
+#define ACL_ERROR_RT_FILE_OPEN 107009
+
+/**
+ * Runtime: a file could not be written.
+ */
+#define ACL_ERROR_RT_FILE_WRITE 107010
+
+/**
+ * Runtime: stream subscription failed.
+ */
+#define ACL_ERROR_RT_STREAM_SUBSCRIBE 107011
+
+/**
+ * Runtime: thread subscription failed.
+ */
+#define ACL_ERROR_RT_THREAD_SUBSCRIBE 107012
+
+/**
+ * Runtime: no group set.
+ */
+#define ACL_ERROR_RT_GROUP_NOT_SET 107013
+
+/**
+ * Runtime: group not created.
+ */
+#define ACL_ERROR_RT_GROUP_NOT_CREATE 107014
+
+/**
+ * Runtime: no callback registered on the stream.
+ */
+#define ACL_ERROR_RT_STREAM_NO_CB_REG 107015
+
+/**
+ * Runtime: memory type not valid.
+ */
+#define ACL_ERROR_RT_INVALID_MEMORY_TYPE 107016
+
+/**
+ * Runtime: handle not valid.
+ */
+#define ACL_ERROR_RT_INVALID_HANDLE 107017
+
+/**
+ * Runtime: allocation type not valid.
+ */
+#define ACL_ERROR_RT_INVALID_MALLOC_TYPE 107018
+
+/**
+ * Runtime: wait timed out.
+ */
+#define ACL_ERROR_RT_WAIT_TIMEOUT 107019
+
+/**
+ * Runtime: task timed out.
+ */
+#define ACL_ERROR_RT_TASK_TIMEOUT 107020
+
+/**
+ * Runtime: feature not supported.
+ */
+#define ACL_ERROR_RT_FEATURE_NOT_SUPPORT 207000
+
+/**
+ * Runtime: memory could not be freed.
+ */
+#define ACL_ERROR_RT_MEMORY_FREE 207002
+
+/**
+ * Runtime: AI Core overflow.
+ */
+#define ACL_ERROR_RT_AICORE_OVER_FLOW 207003
+
+/**
+ * Runtime: no device.
+ */
+#define ACL_ERROR_RT_NO_DEVICE 207004
+
+/**
+ * Runtime: resource allocation failed.
+ */
+#define ACL_ERROR_RT_RESOURCE_ALLOC_FAIL 207005
+
+/**
+ * Runtime: no permission.
+ */
+#define ACL_ERROR_RT_NO_PERMISSION 207006
+
+/**
+ * Runtime: no event left.
+ */
+#define ACL_ERROR_RT_NO_EVENT_RESOURCE 207007
+
+/**
+ * Runtime: no stream left.
+ */
+#define ACL_ERROR_RT_NO_STREAM_RESOURCE 207008
+
+/**
+ * Runtime: no notify left.
+ */
+#define ACL_ERROR_RT_NO_NOTIFY_RESOURCE 207009
+
+/**
+ * Runtime: no model left.
+ */
+#define ACL_ERROR_RT_NO_MODEL_RESOURCE 207010
+
+/**
+ * Runtime: no CDQ left.
+ */
+#define ACL_ERROR_RT_NO_CDQ_RESOURCE 207011
+
+/**
+ * Runtime: over a limit.
+ */
+#define ACL_ERROR_RT_OVER_LIMIT 207012
+
+/**
+ * Runtime: queue empty.
+ */
+#define ACL_ERROR_RT_QUEUE_EMPTY 207013
+
+/**
+ * Runtime: queue full.
+ */
+#define ACL_ERROR_RT_QUEUE_FULL 207014
+
+/**
+ * Runtime: initialised twice.
+ */
+#define ACL_ERROR_RT_REPEATED_INIT 207015
+
+/**
+ * Runtime: AI Vector overflow.
+ */
+#define ACL_ERROR_RT_AIVEC_OVER_FLOW 207016
+
+/**
+ * Runtime: runtime internal error.
+ */
+#define ACL_ERROR_RT_INTERNAL_ERROR 507000
+
+/**
+ * Runtime: task scheduler internal error.
+ */
+#define ACL_ERROR_RT_TS_ERROR 507001
+
+/**
+ * Runtime: stream's task queue full.
+ */
+#define ACL_ERROR_RT_STREAM_TASK_FULL 507002
+
+/**
+ * Runtime: stream's task queue empty.
+ */
+#define ACL_ERROR_RT_STREAM_TASK_EMPTY 507003
+
+/**
+ * Runtime: stream not complete.
+ */
+#define ACL_ERROR_RT_STREAM_NOT_COMPLETE 507004
+
+/**
+ * Runtime: end of sequence.
+ */
+#define ACL_ERROR_RT_END_OF_SEQUENCE 507005
+
+/**
+ * Runtime: event not complete.
+ */
+#define ACL_ERROR_RT_EVENT_NOT_COMPLETE 507006
+
+/**
+ * Runtime: context release failed.
+ */
+#define ACL_ERROR_RT_CONTEXT_RELEASE_ERROR 507007
+
+/**
+ * Runtime: SoC version error.
+ */
+#define ACL_ERROR_RT_SOC_VERSION 507008
+
+/**
+ * Runtime: task type not supported.
+ */
+#define ACL_ERROR_RT_TASK_TYPE_NOT_SUPPORT 507009
+
+/**
+ * Runtime: task scheduler heartbeat lost.
+ */
+#define ACL_ERROR_RT_LOST_HEARTBEAT 507010
+
+/**
+ * Runtime: model execution failed.
+ */
+#define ACL_ERROR_RT_MODEL_EXECUTE 507011
+
+/**
+ * Runtime: report timed out.
+ */
+#define ACL_ERROR_RT_REPORT_TIMEOUT 507012
+
+/**
+ * Runtime: DMA error.
+ */
+#define ACL_ERROR_RT_SYS_DMA 507013
+
+/**
+ * Runtime: AI Core timeout.
+ */
+#define ACL_ERROR_RT_AICORE_TIMEOUT 507014
+
+/**
+ * Runtime: AI Core exception.
+ */
+#define ACL_ERROR_RT_AICORE_EXCEPTION 507015
+
+/**
+ * Runtime: AI Core trap exception.
+ */
+#define ACL_ERROR_RT_AICORE_TRAP_EXCEPTION 507016
+
+/**
+ * Runtime: AI CPU timeout.
+ */
+#define ACL_ERROR_RT_AICPU_TIMEOUT 507017
+
+/**
+ * Runtime: AI CPU exception.
+ */
+#define ACL_ERROR_RT_AICPU_EXCEPTION 507018
+
+/**
+ * Runtime: AI CPU data-dump response error.
+ */
+#define ACL_ERROR_RT_AICPU_DATADUMP_RSP_ERR 507019
+
+/**
+ * Runtime: AI CPU model response error.
+ */
+#define ACL_ERROR_RT_AICPU_MODEL_RSP_ERR 507020
+
+/**
+ * Runtime: profiling error.
+ */
+#define ACL_ERROR_RT_PROFILING_ERROR 507021
+
+/**
+ * Runtime: IPC error.
+ */
+#define ACL_ERROR_RT_IPC_ERROR 507022
+
+/**
+ * Runtime: model aborted normally.
+ */
+#define ACL_ERROR_RT_MODEL_ABORT_NORMAL 507023
+
+/**
+ * Runtime: kernel being unregistered.
+ */
+#define ACL_ERROR_RT_KERNEL_UNREGISTERING 507024
+
+/**
+ * Runtime: ring buffer not initialised.
+ */
+#define ACL_ERROR_RT_RINGBUFFER_NOT_INIT 507025
+
+/**
+ * Runtime: ring buffer has no data.
+ */
+#define ACL_ERROR_RT_RINGBUFFER_NO_DATA 507026
+
+/**
+ * Runtime: kernel lookup failed.
+ */
+#define ACL_ERROR_RT_KERNEL_LOOKUP 507027
+
+/**
+ * Runtime: kernel registered twice.
+ */
+#define ACL_ERROR_RT_KERNEL_DUPLICATE 507028
+
+/**
+ * Runtime: debug registration failed.
+ */
+#define ACL_ERROR_RT_DEBUG_REGISTER_FAIL 507029
+
+/**
+ * Runtime: debug unregistration failed.
+ */
+#define ACL_ERROR_RT_DEBUG_UNREGISTER_FAIL 507030
+
+/**
+ * Runtime: label not in the current context.
+ */
+#define ACL_ERROR_RT_LABEL_CONTEXT 507031
+
+/**
+ * Runtime: no program registrations left.
+ */
+#define ACL_ERROR_RT_PROGRAM_USE_OUT 507032
+
+/**
+ * Runtime: device setup failed.
+ */
+#define ACL_ERROR_RT_DEV_SETUP_ERROR 507033
+
+/**
+ * Runtime: vector core timeout.
+ */
+#define ACL_ERROR_RT_VECTOR_CORE_TIMEOUT 507034
+
+/**
+ * Runtime: vector core exception.
+ */
+#define ACL_ERROR_RT_VECTOR_CORE_EXCEPTION 507035
+
+/**
+ * Runtime: vector core trap exception.
+ */
+#define ACL_ERROR_RT_VECTOR_CORE_TRAP_EXCEPTION 507036
+
+/**
+ * Runtime: CDQ batch allocation abnormal.
+ */
+#define ACL_ERROR_RT_CDQ_BATCH_ABNORMAL 507037
+
+/**
+ * Runtime: die mode cannot change.
+ */
+#define ACL_ERROR_RT_DIE_MODE_CHANGE_ERROR 507038
+
+/**
+ * Runtime: single-die mode cannot set a die.
+ */
+#define ACL_ERROR_RT_DIE_SET_ERROR 507039
+
+/**
+ * Runtime: die id not valid.
+ */
+#define ACL_ERROR_RT_INVALID_DIEID 507040
+
+/**
+ * Runtime: die mode not set.
+ */
+#define ACL_ERROR_RT_DIE_MODE_NOT_SET 507041
+
+/**
+ * Runtime: driver internal error.
+ */
+#define ACL_ERROR_RT_DRV_INTERNAL_ERROR 507899
+
+/**
+ * Runtime: AI CPU internal error.
+ */
+#define ACL_ERROR_RT_AICPU_INTERNAL_ERROR 507900
+
+/**
+ * Runtime: HDC disconnected.
+ */
+#define ACL_ERROR_RT_SOCKET_CLOSE 507901
+
+/**
+ * Graph engine: the executor is not initialised.
+ */
+#define ACL_ERROR_GE_EXEC_NOT_INIT 145001
+
+/**
+ * Graph engine: model address not valid.
+ */
+#define ACL_ERROR_GE_EXEC_MODEL_ADDR_INVALID 145007
+
+/**
+ * Graph engine: model queue id not valid.
+ */
+#define ACL_ERROR_GE_EXEC_MODEL_QUEUE_ID_INVALID 145008
+
+/**
+ * Graph engine: model loaded twice.
+ */
+#define ACL_ERROR_GE_EXEC_LOAD_MODEL_REPEATED 145009
+
+/**
+ * Graph engine: dynamic input address not valid.
+ */
+#define ACL_ERROR_GE_DYNAMIC_INPUT_ADDR_INVALID 145011
+
+/**
+ * Graph engine: dynamic input length not valid.
+ */
+#define ACL_ERROR_GE_DYNAMIC_INPUT_LENGTH_INVALID 145012
+
+/**
+ * Graph engine: dynamic batch size not valid.
+ */
+#define ACL_ERROR_GE_DYNAMIC_BATCH_SIZE_INVALID 145013
+
+/**
+ * Graph engine: AIPP batch empty.
+ */
+#define ACL_ERROR_GE_AIPP_BATCH_EMPTY 145014
+
+/**
+ * Graph engine: no AIPP config.
+ */
+#define ACL_ERROR_GE_AIPP_NOT_EXIST 145015
+
+/**
+ * Graph engine: AIPP mode not valid.
+ */
+#define ACL_ERROR_GE_AIPP_MODE_INVALID 145016
+
+/**
+ * Graph engine: op task type not valid.
+ */
+#define ACL_ERROR_GE_OP_TASK_TYPE_INVALID 145017
+
+/**
+ * Graph engine: op kernel type not valid.
+ */
+#define ACL_ERROR_GE_OP_KERNEL_TYPE_INVALID 145018
+
+/**
+ * Graph engine: plugin path not valid.
+ */
+#define ACL_ERROR_GE_PLGMGR_PATH_INVALID 145019
+
+/**
+ * Graph engine: format not valid.
+ */
+#define ACL_ERROR_GE_FORMAT_INVALID 145020
+
+/**
+ * Graph engine: shape not valid.
+ */
+#define ACL_ERROR_GE_SHAPE_INVALID 145021
+
+/**
+ * Graph engine: data type not valid.
+ */
+#define ACL_ERROR_GE_DATATYPE_INVALID 145022
+
+/**
+ * Graph engine: out of memory.
+ */
+#define ACL_ERROR_GE_MEMORY_ALLOCATION 245000
+
+/**
+ * Graph engine: memory operation failed.
+ */
+#define ACL_ERROR_GE_MEMORY_OPERATE_FAILED 245001
+
+/**
+ * Graph engine: graph engine internal error.
+ */
+#define ACL_ERROR_GE_INTERNAL_ERROR 545000
+
+/**
+ * Graph engine: model load failed.
+ */
+#define ACL_ERROR_GE_LOAD_MODEL 545001
+
+/**
+ * Graph engine: model partition load failed.
+ */
+#define ACL_ERROR_GE_EXEC_LOAD_MODEL_PARTITION_FAILED 545002
+
+/**
+ * Graph engine: weight partition load failed.
+ */
+#define ACL_ERROR_GE_EXEC_LOAD_WEIGHT_PARTITION_FAILED 545003
+
+/**
+ * Graph engine: task partition load failed.
+ */
+#define ACL_ERROR_GE_EXEC_LOAD_TASK_PARTITION_FAILED 545004
+
+/**
+ * Graph engine: kernel partition load failed.
+ */
+#define ACL_ERROR_GE_EXEC_LOAD_KERNEL_PARTITION_FAILED 545005
+
+/**
+ * Graph engine: model data release failed.
+ */
+#define ACL_ERROR_GE_EXEC_RELEASE_MODEL_DATA 545006
+
+/**
+ * Graph engine: command handling failed.
+ */
+#define ACL_ERROR_GE_COMMAND_HANDLE 545007
+
+/**
+ * Graph engine: tensor info unavailable.
+ */
+#define ACL_ERROR_GE_GET_TENSOR_INFO 545008
+
+/**
+ * Graph engine: model unload failed.
+ */
+#define ACL_ERROR_GE_UNLOAD_MODEL 545009
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
