@@ -88,7 +88,7 @@ pub struct Query {
     pub name: Option<regex::bytes::Regex>,
     pub device: Option<u32>,
     pub rank: Option<u32>,
-    /// Only ops that start inside this step (`aclprofGetStepTimestamp` steps).
+    /// Only ops that start inside this step, numbered as step_trace_time.csv numbers them.
     pub step: Option<u64>,
 }
 
@@ -247,6 +247,8 @@ enum Input {
         files: Vec<PathBuf>,
         rank: Option<u32>,
         steps: std::sync::Arc<Vec<(u64, u64, u64)>>,
+        /// The session's `fp_point` op name, which cuts steps when the host marked none.
+        fp: Option<std::sync::Arc<str>>,
     },
     Raw(PathBuf),
     Stdin,
@@ -295,6 +297,15 @@ pub fn entries_named(dir: &Path, prefix: &str) -> std::io::Result<Vec<PathBuf>> 
 
 fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
+    let fp: Option<std::sync::Arc<str>> = std::fs::read(dir.join(crate::filemode::SESSION_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| {
+            v["fpPoint"]
+                .as_str()
+                .filter(|p| !p.is_empty())
+                .map(Into::into)
+        });
     for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {
         // A device that recorded nothing may have no data directory; any other failure to
         // list it is an error, not fewer ops.
@@ -308,6 +319,7 @@ fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
             files,
             rank: rank_of(&d),
             steps: steps.clone(),
+            fp: fp.clone(),
         });
     }
     Ok(())
@@ -524,11 +536,13 @@ pub fn analyze(path: &Path, q: &Query) -> Result<Report> {
 }
 
 /// Where a record came from: its input's index, its rank (`rank_id` of its device's
-/// info.json) and its result directory's steps (none for record files and stdin).
+/// info.json), its result directory's host steps and `fp_point` (none for record files and
+/// stdin).
 pub struct Origin<'a> {
     pub input: usize,
     pub rank: Option<u32>,
     pub steps: Option<&'a [(u64, u64, u64)]>,
+    pub fp: Option<&'a str>,
 }
 
 /// Calls `f` with every record under `path` (see [`inputs`]) whose signature verifies, and
@@ -554,15 +568,19 @@ pub fn each_op(
     let mut corrupt = 0u64;
     for (i, input) in inputs.iter().enumerate() {
         let origin = match input {
-            Input::Device { rank, steps, .. } => Origin {
+            Input::Device {
+                rank, steps, fp, ..
+            } => Origin {
                 input: i,
                 rank: *rank,
                 steps: Some(steps),
+                fp: fp.as_deref(),
             },
             _ => Origin {
                 input: i,
                 rank: None,
                 steps: None,
+                fp: None,
             },
         };
         let mut on_record = |v: View<'_>| {
@@ -595,6 +613,96 @@ pub fn each_op(
         }
     }
     Ok(corrupt)
+}
+
+/// "1 corrupt record skipped", "2 corrupt records skipped".
+pub fn corrupt_skipped(n: u64) -> String {
+    format!(
+        "{n} corrupt record{} skipped",
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// The steps of each input under `path`, numbered as step_trace_time.csv numbers them: the
+/// host's step marks (`aclprofGetStepTimestamp`) if it made any; else one step from each
+/// `fp_point` op's start to the next one's (1, 2, ...; ops before the first are in none);
+/// else none. Each: (index, start, end).
+pub fn steps_of(path: &Path) -> Result<Vec<Vec<(u64, u64, u64)>>> {
+    let mut steps: Vec<Vec<(u64, u64, u64)>> = Vec::new();
+    let mut fp_starts: Vec<Vec<u64>> = Vec::new();
+    let mut any_fp = false;
+    // The fp_point ops are found in one pass, only if some input needs them.
+    for (i, input) in inputs(path)?.iter().enumerate() {
+        steps.push(match input {
+            Input::Device { steps, .. } => steps.to_vec(),
+            _ => Vec::new(),
+        });
+        fp_starts.push(Vec::new());
+        any_fp |= matches!(input, Input::Device { fp: Some(_), .. }) && steps[i].is_empty();
+    }
+    if any_fp {
+        each_op(path, &mut |_, _| {}, &mut |o, v| {
+            if let Some(fp) = o.fp {
+                if steps[o.input].is_empty() && v.name() == Some(fp.as_bytes()) {
+                    fp_starts[o.input].push(v.start());
+                }
+            }
+        })?;
+        for (i, mut starts) in fp_starts.into_iter().enumerate() {
+            starts.sort_unstable();
+            let ends = starts.iter().skip(1).copied().chain([u64::MAX]);
+            steps[i].extend(
+                starts
+                    .iter()
+                    .zip(ends)
+                    .enumerate()
+                    .map(|(k, (&a, b))| (k as u64 + 1, a, b)),
+            );
+        }
+    }
+    Ok(steps)
+}
+
+/// Per input under `path`, the window (start, end) of step `step`, or an error listing the
+/// steps there are if no input has it.
+fn step_windows(path: &Path, step: u64) -> Result<Vec<Option<(u64, u64)>>> {
+    if path == Path::new("-") || path.is_file() {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "--step needs a result directory: records alone carry no steps",
+        );
+    }
+    let steps = steps_of(path)?;
+    let windows: Vec<Option<(u64, u64)>> = steps
+        .iter()
+        .map(|s| s.iter().find(|x| x.0 == step).map(|&(_, a, b)| (a, b)))
+        .collect();
+    if windows.iter().all(Option::is_none) {
+        let mut ids: Vec<u64> = steps.iter().flatten().map(|x| x.0).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let there = match ids.as_slice() {
+            [] => "it has no steps (none marked with aclprofGetStepTimestamp, and no fp_point \
+                   op with ACL_PROF_TRAINING_TRACE)"
+                .to_string(),
+            [one] => format!("its only step is {one}"),
+            [first, .., last] if ids.len() > 20 => {
+                format!("its steps are {first} to {last} ({} steps)", ids.len())
+            }
+            _ => format!(
+                "its steps are {}",
+                ids.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("--step {step}: no such step in {}; {there}", path.display()),
+        );
+    }
+    Ok(windows)
 }
 
 /// Why `path` gave no op record at all, in one line: what it looks like instead, and what
@@ -640,12 +748,6 @@ pub fn analyze_with_progress(
     q: &Query,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Report> {
-    if q.step.is_some() && (path == Path::new("-") || path.is_file()) {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            "--step needs a result directory: records alone carry no steps",
-        );
-    }
     let mut report = Report {
         by: q.by,
         func: q.by.map(|_| q.func),
@@ -660,20 +762,19 @@ pub fn analyze_with_progress(
         q.top.min(MAX_LISTED)
     };
     let mut key = Vec::with_capacity(256);
-    // The step window of the current input: (input, window), None if it has no such step.
-    let mut window: (usize, Option<(u64, u64)>) = (usize::MAX, None);
+    // Per input, the window of the step asked for (None: that input has no such step).
+    let windows = match q.step {
+        Some(s) => step_windows(path, s)?,
+        None => Vec::new(),
+    };
     let (mut ops, mut total_ns, mut valid) = (0u64, 0u64, 0u64);
     let corrupt = each_op(path, progress, &mut |o, v| {
         valid += 1;
         if q.rank.is_some() && q.rank != o.rank {
             return;
         }
-        if let Some(s) = q.step {
-            if window.0 != o.input {
-                let w = o.steps.unwrap_or_default().iter().find(|x| x.0 == s);
-                window = (o.input, w.map(|&(_, a, b)| (a, b)));
-            }
-            match window.1 {
+        if q.step.is_some() {
+            match windows.get(o.input).copied().flatten() {
                 Some((a, b)) if v.start() >= a && v.start() < b => {}
                 _ => return,
             }
@@ -851,7 +952,8 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
     };
     let mut head: Vec<String> = match r.by {
         Some(k) => vec![k.title().into(), "Count".into(), time_title],
-        None => ["Name", "Type", "Device", "Stream", "Model"]
+        // Start tells apart the ops a listing shows under one name (each execution's).
+        None => ["Name", "Type", "Device", "Stream", "Model", "Start(us)"]
             .iter()
             .map(|s| s.to_string())
             .chain([time_title])
@@ -871,12 +973,13 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
         .map(|row| {
             let mut c = vec![row.key.clone()];
             match &row.op {
-                Some((ty, dev, stream, model, _)) => {
+                Some((ty, dev, stream, model, start)) => {
                     c.extend([
                         ty.clone(),
                         dev.to_string(),
                         stream.to_string(),
                         model.to_string(),
+                        us(*start as f64),
                     ]);
                     c.push(us(row.time));
                 }
@@ -1004,7 +1107,7 @@ pub fn render(r: &Report, format: Format) -> String {
                 r.ops,
                 us(r.total_ns as f64),
                 if r.corrupt > 0 {
-                    format!("; {} corrupt records skipped", r.corrupt)
+                    format!("; {}", corrupt_skipped(r.corrupt))
                 } else {
                     String::new()
                 }

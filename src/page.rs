@@ -429,7 +429,7 @@ fn render(x: &Inputs) -> String {
         time = us(x.types.total_ns),
         ntypes = x.types.rows.len(),
         corrupt = if x.types.corrupt > 0 {
-            format!(", {} corrupt records skipped", x.types.corrupt)
+            format!(", {}", analyze::corrupt_skipped(x.types.corrupt))
         } else {
             String::new()
         },

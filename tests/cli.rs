@@ -234,6 +234,12 @@ fn analyze_agrees_with_the_result_files() {
         "per type, from a record file"
     );
     assert_eq!(per_type("-", &[], Some(&raw)), want, "per type, from stdin");
+    // One damaged record is skipped and said so, in the singular.
+    let mut damaged = raw.clone();
+    damaged[100] ^= 0xff;
+    let (ok, table, err) = aclprof(&["analyze", "-"], Some(&damaged));
+    assert!(ok, "{err}");
+    assert!(table.contains("; 1 corrupt record skipped"), "{table}");
 
     // Single ops: the top 5 are op_summary's 5 longest, with their durations.
     let mut durs: Vec<u64> = summary
@@ -250,6 +256,17 @@ fn analyze_agrees_with_the_result_files() {
         .collect();
     assert_eq!(got, durs[..5], "the five longest ops");
     assert_eq!(j["ops"], 125 * EXECUTIONS);
+    // One op of each execution under one name: the Start column tells them apart.
+    let j = analyze_json(&[p, "-t", "0", "--name", "^resnet50/conv1/Conv2D$"]);
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len() as u64, EXECUTIONS, "{j}");
+    let mut starts: Vec<f64> = rows
+        .iter()
+        .map(|r| r["Start(us)"].as_f64().unwrap())
+        .collect();
+    starts.sort_by(f64::total_cmp);
+    starts.dedup();
+    assert_eq!(starts.len() as u64, EXECUTIONS, "distinct starts: {j}");
 
     // Filters: --type, --name, --min-time.
     let conv: Vec<_> = per_type(p, &["--type", "Conv2D"], None)

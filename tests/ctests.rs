@@ -355,6 +355,44 @@ fn environment_variable_mode() {
         assert_eq!(comp, 35_750, "{r:?}");
         assert_eq!(comp + free, stage, "{r:?}");
     }
+    // `analyze --step` selects those steps, numbered the same; another is an error naming them.
+    let analyze_step = |step: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+            .args([
+                "analyze",
+                dirs[0].to_str().unwrap(),
+                "--step",
+                step,
+                "-t",
+                "0",
+            ])
+            .args(["--format", "csv"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(if o.status.success() {
+            &o.stdout
+        } else {
+            &o.stderr
+        });
+        (o.status.success(), text.into_owned())
+    };
+    for step in ["1", "2", "3"] {
+        let (ok, out) = analyze_step(step);
+        assert!(ok, "--step {step}: {out}");
+        assert_eq!(
+            out.lines().count(),
+            1 + 5,
+            "--step {step}: the 5 ops of one execution\n{out}"
+        );
+    }
+    for step in ["0", "4"] {
+        let (ok, err) = analyze_step(step);
+        assert!(
+            !ok && err.contains("its steps are 1, 2, 3"),
+            "--step {step}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
     let (_, trace) = read_csv(&output(&dirs[0], "step_trace_"));
     assert_eq!(trace.len(), 3, "{trace:?}");
     for r in &trace {

@@ -20,9 +20,22 @@ class AclError(RuntimeError):
     def __init__(self, func: str, code: int, message: str = ""):
         self.func = func
         self.code = code
-        self.message = message
+        self.message = _bare(func, code, message)
         name = ERROR_NAMES.get(code, "unknown error")
-        super().__init__(f"{func} failed: {code} ({name})" + (f": {message}" if message else ""))
+        super().__init__(
+            f"{func} failed with {code} ({name})" + (f": {self.message}" if self.message else "")
+        )
+
+
+def _bare(func: str, code: int, message: str) -> str:
+    """The library's explanation without what the exception already says: the recent-error
+    line reads ``func: explanation (error code)``."""
+    if message.startswith(f"{func}: "):
+        message = message[len(func) + 2 :]
+    suffix = f" (error {code})"
+    if message.endswith(suffix):
+        message = message[: -len(suffix)]
+    return message
 
 
 def check(func: str, ret: int) -> None:

@@ -62,6 +62,11 @@ def test_subscription_errors_leave_nothing_open():
         Subscription(999_999).start()
     assert err.value.code == aclprof.ACL_ERROR_INVALID_MODEL_ID
     assert err.value.message and "ACL_ERROR_INVALID_MODEL_ID" in str(err.value)
+    # The function and the code are said once each; the library's reason once.
+    text = str(err.value)
+    assert text.count("aclprofModelSubscribe") == 1 and text.count("100011") == 1, text
+    assert text.startswith("aclprofModelSubscribe failed with 100011 (ACL_ERROR_INVALID_MODEL_ID): ")
+    assert err.value.message in text and not err.value.message.startswith("aclprofModelSubscribe")
     assert open_fds() == before
     with Model.simulate(TINY) as model, Subscription(model.id) as sub:
         with pytest.raises(RuntimeError):
@@ -194,6 +199,15 @@ def test_analyze_agrees_with_op_statistic_and_analyse_prints_it(tmp_path, capsys
     with pytest.raises(AclError) as err:
         aclprof.analyze(tmp_path / "missing")
     assert err.value.code == aclprof.ACL_ERROR_INVALID_FILE
+    # Bytes that are not records are an error, not an empty table.
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(bytes(range(256)) * 400)
+    with pytest.raises(AclError) as err:
+        aclprof.analyze(noise)
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_FILE and "no valid op record" in str(err.value)
+    # Single ops carry their start, so that one op's executions can be told apart.
+    starts = [r["Start(us)"] for r in aclprof.analyze(prof, type="Conv2D", top=0)]
+    assert len(set(starts)) == len(starts) > 1
     try:
         import pandas  # noqa: F401
     except ImportError:

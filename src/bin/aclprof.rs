@@ -48,7 +48,8 @@ struct AnalyzeArgs {
     /// Only ops of this rank (info.json rank_id)
     #[arg(long)]
     rank: Option<u32>,
-    /// Only ops that start inside this step (aclprofGetStepTimestamp)
+    /// Only ops that start inside this step: the steps of step_trace_time.csv, from
+    /// aclprofGetStepTimestamp, else cut at each fp_point op (1, 2, ...)
     #[arg(long)]
     step: Option<u64>,
     /// Output format: table, csv, json or markdown
@@ -264,7 +265,7 @@ fn export(path: &Path) -> Result<ExitCode, String> {
             d.display(),
             s.stamp,
             if s.corrupt > 0 {
-                format!(", {} corrupt records skipped", s.corrupt)
+                format!(", {}", analyze::corrupt_skipped(s.corrupt))
             } else {
                 String::new()
             }
