@@ -8,18 +8,40 @@ not a CPython extension, so the wheel is tagged ``py3-none-<platform>``: one whe
 every Python version. An editable install (``pip install -e``) bundles nothing; the
 package then finds the library in the repository's ``target/`` directory at import time.
 
+The ``aclprof`` command line is built too and installed as a script, so ``pip install``
+puts ``aclprof`` on PATH.
+
+Built from a checkout (``native/`` links into the repository), pip runs the checkout's own
+``cargo build --release`` in its ``target/`` directory (or ``CARGO_TARGET_DIR``): cargo
+rebuilds nothing when the checkout has already built unchanged sources. ``CARGO`` or
+``CARGO_BUILD_TARGET`` in the environment (``scripts/wheel``), or an sdist, build with
+setuptools-rust as usual.
+
 For a wheel that runs on older Linux systems than the build machine, build with
 cargo-zigbuild against an older glibc (see the repository's ``scripts/wheel``).
 """
 
+import os
+import subprocess
 from pathlib import Path
+from typing import Any, List, Optional, Tuple
 
 from setuptools import setup
 from setuptools.command.bdist_wheel import bdist_wheel
-from setuptools_rust import Binding, RustExtension, Strip
+from setuptools_rust import Binding, RustBin, RustExtension, Strip
 from setuptools_rust.build import build_rust
 
 LIBRARY = "libaclprof.so"
+COMMAND = "aclprof"
+
+
+def checkout() -> Optional[Path]:
+    """The repository this package is built from, if pip builds from a checkout and nothing
+    asks for another toolchain or target."""
+    src = Path(__file__).resolve().parent / "native" / "src"
+    if not src.is_symlink() or os.environ.get("CARGO") or os.environ.get("CARGO_BUILD_TARGET"):
+        return None
+    return src.resolve().parent
 
 
 class BuildLibrary(build_rust):
@@ -29,6 +51,24 @@ class BuildLibrary(build_rust):
     def get_dylib_ext_path(self, ext: RustExtension, target_fname: str) -> str:
         path = Path(super().get_dylib_ext_path(ext, target_fname))
         return str(path.with_name(LIBRARY))
+
+    def build_extension(
+        self, ext: RustExtension, forced_target_triple: Optional[str] = None
+    ) -> Tuple[List[Any], Optional[Path]]:
+        root = checkout()
+        if root is None:
+            return super().build_extension(ext, forced_target_triple)
+        target = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target")
+        what = ["--bin", COMMAND] if isinstance(ext, RustBin) else ["--lib"]
+        # The checkout's own build command (no --no-default-features, no --crate-type), so
+        # that cargo finds what the checkout built and rebuilds only what changed.
+        subprocess.run(
+            ["cargo", "build", "--release", "--manifest-path", str(root / "Cargo.toml"),
+             "--target-dir", str(target), *what],
+            check=True,
+        )
+        built = target / "release" / (COMMAND if isinstance(ext, RustBin) else LIBRARY)
+        return [(ext.name, str(built))], None
 
 
 class PlatformWheel(bdist_wheel):
@@ -52,7 +92,9 @@ setup(
             # Debug info would triple the wheel; what is left keeps symbol names for
             # backtraces and profilers.
             strip=Strip.Debug,
-        )
+        ),
+        # The command line, installed as a script: `aclprof` on PATH.
+        RustBin(COMMAND, path="native/Cargo.toml", strip=Strip.Debug),
     ],
     cmdclass={"build_rust": BuildLibrary, "bdist_wheel": PlatformWheel},
     zip_safe=False,
