@@ -52,12 +52,10 @@ class BuildLibrary(build_rust):
         path = Path(super().get_dylib_ext_path(ext, target_fname))
         return str(path.with_name(LIBRARY))
 
-    def build_extension(
-        self, ext: RustExtension, forced_target_triple: Optional[str] = None
-    ) -> Tuple[List[Any], Optional[Path]]:
+    def build_extension(self, ext: RustExtension, *args: Any) -> Tuple[List[Any], Optional[Path]]:
         root = checkout()
         if root is None:
-            return super().build_extension(ext, forced_target_triple)
+            return super().build_extension(ext, *args)
         target = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target")
         what = ["--bin", COMMAND] if isinstance(ext, RustBin) else ["--lib"]
         # The checkout's own build command (no --no-default-features, no --crate-type), so

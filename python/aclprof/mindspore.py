@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _bindings
+from .errors import AclError
 from .profiler import Analysis, Profiler as _FileMode
 from .runtime import device_count
 from .summary import _run
@@ -223,8 +224,8 @@ class Profiler:
                 step_list: Optional[List[int]] = None, mode: str = "sync") -> None:
         """Stops collecting if still running, then writes MindSpore's files under
         ``{output_path}/profiler`` (or ``offline_path``'s). ``step_list``: only these steps
-        (consecutive, as MindSpore requires; steps are those marked with
-        aclprofGetStepTimestamp); ``mode="async"`` analyses in a child process, waited for at
+        (consecutive, as MindSpore requires; steps are those of step_trace_time.csv: marked
+        with aclprofGetStepTimestamp, else cut at each fp_point op); ``mode="async"`` analyses in a child process, waited for at
         exit or by :meth:`wait_analyse`. As in MindSpore, a failure is logged, not raised."""
         if mode not in ("sync", "async"):
             _log.warning("For analyse, the parameter mode must be one of ['sync', 'async'], "
@@ -418,8 +419,8 @@ def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
     if steps and not rows:
         every = _type_rows(dirs, None)
         if every:
-            _log.warning("aclprof.mindspore: no ops in steps %s (steps are those marked with "
-                         "aclprofGetStepTimestamp); step_list ignored, every op analysed", steps)
+            _log.warning("aclprof.mindspore: no ops in steps %s (steps are those of "
+                         "step_trace_time.csv); step_list ignored, every op analysed", steps)
             rows, steps_applied = every, False
     total = sum(r["total"] for r in rows.values()) or 1.0
     out = io.StringIO()
@@ -442,7 +443,14 @@ def _type_rows(dirs: List[Path], steps: Optional[List[int]]) -> Dict[str, Dict[s
     for d in dirs:
         for step in chosen:
             query = {"top": 0, "aggregate_by": "type", "step": step, "format": "json"}
-            for r in json.loads(_run(d, query))["rows"]:
+            try:
+                text = _run(d, query)
+            except AclError as e:
+                # A result directory without that step (the error lists those it has).
+                if step is None or e.code != _bindings.ACL_ERROR_INVALID_PARAM:
+                    raise
+                continue
+            for r in json.loads(text)["rows"]:
                 acc = rows.setdefault(r["Type"], {"count": 0, "total": 0.0})
                 acc["count"] += r["Count"]
                 acc["total"] += r["Sum(us)"]
