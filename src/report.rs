@@ -44,6 +44,9 @@ struct Route {
     device: u32,
     /// The destination and this thread's lane in it.
     sub: Option<(Arc<Sub>, usize)>,
+    /// A second destination: the device's file-mode sink when `sub` is the model's
+    /// subscription and `PROFILING_MODE` drives file mode beside it (both get every op).
+    also: Option<(Arc<Sub>, usize)>,
 }
 
 struct Local {
@@ -98,17 +101,19 @@ impl Local {
     /// model's route before a change and looked another's up after it would send one of
     /// its ops to the new destination (or nowhere) between two to the old one.
     fn lookup(&mut self, model: u32) -> Option<Route> {
-        let (device, sub, gen) = lookup(model)?;
+        let (device, sub, also, gen) = lookup(model)?;
         if gen != self.gen {
             self.forget_routes();
             self.gen = gen;
         }
+        let mut with_lane = |s: Arc<Sub>| {
+            let lane = self.lane_in(&s);
+            (s, lane)
+        };
         Some(Route {
             device,
-            sub: sub.map(|s| {
-                let lane = self.lane_in(&s);
-                (s, lane)
-            }),
+            sub: sub.map(&mut with_lane),
+            also: also.map(with_lane),
         })
     }
 }
@@ -229,20 +234,23 @@ fn publish() {
     ACTIVE.store(any(&SUBS) || any(&FILE_SINKS), Ordering::Release);
 }
 
-/// Where `model`'s ops go: its device, and its subscription, else its device's file-mode
-/// sink; and the routes' generation this answer belongs to (the tables change and `GEN`
-/// is bumped under their write locks, so with both read locks held they agree). None if
-/// the model is not loaded.
-fn lookup(model: u32) -> Option<(u32, Option<Arc<Sub>>, u64)> {
+/// Where `model`'s ops go: its device; its subscription, else its device's file-mode sink;
+/// that sink as well when the model has both (file mode and subscriptions exclude each
+/// other through the API, not under `PROFILING_MODE`); and the routes' generation this
+/// answer belongs to (the tables change and `GEN` is bumped under their write locks, so
+/// with both read locks held they agree). None if the model is not loaded.
+#[allow(clippy::type_complexity)]
+fn lookup(model: u32) -> Option<(u32, Option<Arc<Sub>>, Option<Arc<Sub>>, u64)> {
     let m = crate::registry::get(model)?;
     let subs = SUBS.read().unwrap_or_else(|p| p.into_inner());
     let sinks = FILE_SINKS.read().unwrap_or_else(|p| p.into_inner());
-    let sub = subs
-        .as_ref()
-        .and_then(|s| s.get(&model))
-        .or_else(|| sinks.as_ref().and_then(|s| s.get(&m.device)))
-        .cloned();
-    Some((m.device, sub, GEN.load(Ordering::Acquire)))
+    let sub = subs.as_ref().and_then(|s| s.get(&model)).cloned();
+    let sink = sinks.as_ref().and_then(|s| s.get(&m.device)).cloned();
+    let gen = GEN.load(Ordering::Acquire);
+    Some(match sub {
+        Some(sub) => (m.device, Some(sub), sink, gen),
+        None => (m.device, sink, None, gen),
+    })
 }
 
 /// What the simulator knows about a replayed op beyond its times.
@@ -351,17 +359,26 @@ fn report_active(
             stream_id: stream,
             sim_op: replay.sim_op,
         };
-        if !sub.push(*lane, &f, name, op_type) {
-            // The subscription began closing after this thread cached its route (the
-            // model is being unsubscribed, or file mode stopped): look again once; the
-            // model may have a new destination already.
+        let primary_ok = sub.push(*lane, &f, name, op_type);
+        let (also, also_ok) = match &route.also {
+            Some((s, lane)) => (Arc::as_ptr(s), s.push(*lane, &f, name, op_type)),
+            None => (std::ptr::null(), true),
+        };
+        if !primary_ok || !also_ok {
+            // A destination began closing after this thread cached its route (the model
+            // is being unsubscribed, or file mode stopped): look again once; the model may
+            // have a new destination already. One that took the op does not get it again.
+            let took = [
+                primary_ok.then(|| Arc::as_ptr(sub)),
+                (also_ok && !also.is_null()).then_some(also),
+            ];
             l.forget_routes();
-            if let Some(Route {
-                sub: Some((sub, lane)),
-                ..
-            }) = l.lookup(model)
-            {
-                sub.push(lane, &f, name, op_type);
+            if let Some(r) = l.lookup(model) {
+                for (s, lane) in [r.sub, r.also].into_iter().flatten() {
+                    if !took.contains(&Some(Arc::as_ptr(&s))) {
+                        s.push(lane, &f, name, op_type);
+                    }
+                }
             }
         }
         Ok(())

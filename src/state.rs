@@ -31,8 +31,9 @@ pub enum Mode {
     Off,
     ApiCtrl,
     Subscribe,
-    /// Profiling driven from outside the API (`PROFILING_MODE=true`): every control call
-    /// answers ACL_ERROR_PROF_ALREADY_RUN, as in CANN's CMD mode.
+    /// Profiling driven from outside the API (`PROFILING_MODE=true`): every file-mode
+    /// control call answers ACL_ERROR_PROF_ALREADY_RUN, as in CANN's CMD mode; subscriptions
+    /// work beside it (see docs/compatibility.md).
     Cmd,
 }
 
@@ -346,7 +347,11 @@ impl Core {
         if self.mode != Mode::Cmd {
             return None;
         }
-        self.mode = Mode::Off;
+        self.mode = if self.subscribed.is_empty() {
+            Mode::Off
+        } else {
+            Mode::Subscribe
+        };
         self.running.take()
     }
 
@@ -371,9 +376,6 @@ impl Core {
         time_info: bool,
         aicore_metrics: u32,
     ) -> Result<u32> {
-        if self.mode == Mode::Cmd {
-            return cmd_mode("aclprofModelSubscribe");
-        }
         if self.mode == Mode::ApiCtrl {
             return err(
                 ACL_ERROR_PROF_API_CONFLICT,
@@ -426,14 +428,13 @@ impl Core {
                 aicore_metrics,
             })
             .models += 1;
-        self.mode = Mode::Subscribe;
+        if self.mode != Mode::Cmd {
+            self.mode = Mode::Subscribe;
+        }
     }
 
     /// `aclprofModelUnSubscribe`'s rules and bookkeeping; the caller then flushes and closes.
     pub fn remove_subscription(&mut self, model: u32) -> Result<()> {
-        if self.mode == Mode::Cmd {
-            return cmd_mode("aclprofModelUnSubscribe");
-        }
         if self.mode == Mode::ApiCtrl {
             return err(
                 ACL_ERROR_PROF_API_CONFLICT,
@@ -452,7 +453,7 @@ impl Core {
                 self.device_subs.remove(&device);
             }
         }
-        if self.subscribed.is_empty() {
+        if self.subscribed.is_empty() && self.mode == Mode::Subscribe {
             self.mode = Mode::Off;
         }
         Ok(())

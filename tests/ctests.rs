@@ -480,6 +480,69 @@ fn aclprof_record_profiles_an_unmodified_program() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("wrote no result directory"));
 }
 
+/// `aclprof record` on programs that subscribe: the subscription gets every op, and so does
+/// the result directory `record` writes (docs/compatibility.md, "PROFILING_MODE and
+/// subscriptions"). The CANN-style sample's own file mode is refused with 100042, as under
+/// msprof, and its executions go into record's directory.
+#[test]
+fn record_profiles_programs_that_subscribe() {
+    let record = |name: &str, exe: &Path, args: &[&Path]| {
+        let out = fresh_dir(name);
+        let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+            .args(["record", "-o"])
+            .arg(&out)
+            .arg("--")
+            .arg(exe)
+            .args(args)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name}: {stdout}{stderr}");
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(dirs.len(), 1, "{dirs:?}");
+        (stdout, op_summary_rows(&dirs[0]))
+    };
+    let model = root().join("models/resnet50.json");
+    let exe = build_c(&root().join("examples/resnet50_profile.c"), "aclprof");
+    let (out, rows) = record("record-subscriber", &exe, &[&model, Path::new("3")]);
+    assert!(
+        out.contains("3 executions, 375 ops decoded") && out.contains("dropped 0"),
+        "{out}"
+    );
+    assert_eq!(rows, 375, "record's directory has every op too");
+    assert!(
+        out.contains("9 of 9 groups; 375 ops"),
+        "record's summary: {out}"
+    );
+
+    let exe = build_c(&root().join("examples/cann_resnet50_sample.c"), "ascendcl");
+    let om = root().join("models/resnet50.om");
+    let scratch = fresh_dir("record-sample-own-dir");
+    let (out, rows) = record("record-sample", &exe, &[&om, &scratch, Path::new("3")]);
+    assert!(
+        out.contains("subscription: 375 ops from 3 executions"),
+        "{out}"
+    );
+    assert!(
+        out.contains("file mode: profiled from outside this program"),
+        "{out}"
+    );
+    assert_eq!(
+        rows,
+        2 * 375,
+        "both loops' ops: the subscribed one and the file-mode one"
+    );
+    assert_eq!(
+        std::fs::read_dir(&scratch).unwrap().count(),
+        0,
+        "the sample wrote nothing itself"
+    );
+}
+
 /// A process killed before aclprofStop leaves its raw data; aclprofExtExport turns it into
 /// the usual result files.
 #[test]

@@ -101,7 +101,10 @@ fn install_then_build_with_pkg_config_cmake_and_static() {
     let version = run(Command::new(&cli).arg("--version"));
     assert!(version.contains(env!("CARGO_PKG_VERSION")), "{version}");
     let sections = run(Command::new("readelf").arg("-S").arg(&cli));
-    assert!(!sections.contains(".debug_info"), "bin/aclprof is not stripped");
+    assert!(
+        !sections.contains(".debug_info"),
+        "bin/aclprof is not stripped"
+    );
 
     let model = root().join("models/resnet50.om");
     let env: &[(&str, &Path)] = &[
