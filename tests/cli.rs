@@ -361,9 +361,30 @@ fn analyze_agrees_with_the_result_files() {
     let (_, again) = read_csv(&output(&prof, "op_summary_"));
     assert_eq!(again.len(), summary.len());
 
+    // The README's order, report then timeline: the timeline keeps the export's names, so
+    // the report's links still lead somewhere.
+    let page = prof.join("report.html");
+    let (ok, _, err) = aclprof(&["report", p, "-o", page.to_str().unwrap()], None);
+    assert!(ok, "{err}");
+    let links = |html: &str| -> Vec<String> {
+        html.split("href=\"")
+            .skip(1)
+            .filter_map(|h| h.split('"').next())
+            .filter(|h| h.contains("mindstudio_profiler_output/"))
+            .map(str::to_string)
+            .collect()
+    };
+    let linked = links(&std::fs::read_to_string(&page).unwrap());
+    assert!(linked.iter().any(|h| h.ends_with(".pftrace")), "{linked:?}");
+
+    // (Stamps have one-second resolution: a second later, a fresh stamp would differ.)
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     // timeline: both files, and the Perfetto trace has every op with its exact duration.
     let (ok, said, err) = aclprof(&["timeline", folder], None);
     assert!(ok, "{err}");
+    for h in &linked {
+        assert!(prof.join(h).is_file(), "the report's link {h} is broken after timeline");
+    }
     let files: Vec<&str> = said.lines().filter_map(|l| l.split('\t').next()).collect();
     assert!(
         files.len() == 2 && files.iter().all(|f| Path::new(f).is_file()),

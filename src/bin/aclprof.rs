@@ -67,7 +67,8 @@ enum Cmd {
         args: AnalyzeArgs,
     },
     /// Write mindstudio_profiler_output/ again from the raw data of a result directory, or
-    /// of each in a folder (for example what a killed process left).
+    /// of each in a folder (for example what a killed process left). Files keep the names
+    /// (time stamp) of the export they replace, so links to them stay valid.
     Export { dir: PathBuf },
     /// Write one self-contained HTML page: op-type shares, per-type statistics, a per-op
     /// table that sorts and searches, the step trace, busy and free time per device and
@@ -79,7 +80,8 @@ enum Cmd {
         output: PathBuf,
     },
     /// Write the timeline again, as msprof JSON and as a native Perfetto trace (.pftrace),
-    /// for a result directory or every one in a folder; prints where they are.
+    /// for a result directory or every one in a folder; prints where they are. Like export,
+    /// it rewrites mindstudio_profiler_output/ under the names it had.
     Timeline { path: PathBuf },
     /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
     /// per-type summary of what it recorded.

@@ -480,6 +480,18 @@ fn is_output_name(n: &str) -> bool {
     n == "README.txt" || PREFIXES.iter().any(|p| n.starts_with(p))
 }
 
+/// The stamp of the export already in `out`: that of its op_summary (every export writes
+/// one), if there is exactly one.
+fn previous_stamp(out: &Path) -> Option<String> {
+    let mut found = fs::read_dir(out).ok()?.flatten().filter_map(|e| {
+        let name = e.file_name().into_string().ok()?;
+        let stamp = name.strip_prefix("op_summary_")?.strip_suffix(".csv")?;
+        (stamp.len() == 14 && stamp.bytes().all(|b| b.is_ascii_digit())).then(|| stamp.to_string())
+    });
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
 /// Creates (or truncates) an output file, refusing to follow a symbolic link: a link there
 /// was not made by us, and writing through it could clobber anything.
 fn create_output(p: &Path) -> std::io::Result<File> {
@@ -1121,14 +1133,16 @@ pub fn export(dir: &Path) -> Result<Summary> {
         );
     }
     io("cannot create", &out, fs::create_dir_all(&out))?;
-    // A re-export replaces the previous one: our own regular files, nothing else.
+    // A re-export replaces the previous one under the same names (its stamp), so that what
+    // points at them (a report's links, a user's bookmarks) stays valid; our own regular
+    // files, nothing else.
+    let stamp = previous_stamp(&out).unwrap_or_else(|| local_stamp(false));
     for e in fs::read_dir(&out).into_iter().flatten().flatten() {
         let ours = e.file_name().to_str().is_some_and(is_output_name);
         if ours && e.file_type().is_ok_and(|t| t.is_file()) {
             let _ = fs::remove_file(e.path());
         }
     }
-    let stamp = local_stamp(false);
     let mut summary = Summary {
         stamp: stamp.clone(),
         ..Default::default()
