@@ -235,8 +235,14 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
             .add(v.start(), v.end());
     })?;
 
+    // The run's own name (PROF_..., or the folder's), not where this machine keeps it: a
+    // report is shared with people whose paths differ.
+    let name = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| path.display().to_string());
     let html = render(&Inputs {
-        source: &path.display().to_string(),
+        source: &name,
         types: &types,
         ops: &ops,
         first: if first == u64::MAX { 0 } else { first },

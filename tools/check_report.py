@@ -198,6 +198,9 @@ def main():
     b = Browser(exe)
     try:
         secs = b.load("file://" + page)
+        heading = b.eval("document.querySelector('h1').textContent")
+        check(heading == "aclprof report: " + os.path.basename(prof),
+              "the heading names the run, not this machine's path (%s)" % heading)
         check(not b.errors(), "the page loads with no console errors or exceptions %s" % b.errors()[:3])
         check(b.eval("document.getElementById('total-ops').textContent") == str(total), "summary: %d ops" % total)
         bars = b.eval("[...document.querySelectorAll('#type-chart rect')].map(r => r.getBBox().width)")
