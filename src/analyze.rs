@@ -566,6 +566,7 @@ pub fn each_op(
         / RECORD_SIZE as u64;
     let mut read = 0u64;
     let mut corrupt = 0u64;
+    progress(0, expected);
     for (i, input) in inputs.iter().enumerate() {
         let origin = match input {
             Input::Device {
@@ -612,6 +613,7 @@ pub fn each_op(
             }
         }
     }
+    progress(read, expected);
     Ok(corrupt)
 }
 

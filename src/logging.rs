@@ -45,3 +45,45 @@ pub fn loss(msg: &str) {
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
 }
+
+/// A progress bar on stderr, drawn only if stderr is a terminal: `f(done, expected)` redraws
+/// it (`expected` 0: unknown, a count only). [`progress_done`] clears its line.
+pub fn progress_bar(what: &'static str) -> impl FnMut(u64, u64) {
+    use std::io::IsTerminal;
+    let tty = std::io::stderr().is_terminal();
+    move |done, expected| {
+        if !tty {
+            return;
+        }
+        let m = |n: u64| {
+            if n >= 1_000_000 {
+                format!("{:.1} M", n as f64 / 1e6)
+            } else {
+                n.to_string()
+            }
+        };
+        let line = if expected == 0 {
+            format!("\r{what}: {} ops", m(done))
+        } else {
+            let d = done.min(expected);
+            let bar = (d * 30 / expected) as usize;
+            format!(
+                "\r{what}: [{}{}] {:3}%  {}/{} ops",
+                "#".repeat(bar),
+                ".".repeat(30 - bar),
+                d * 100 / expected,
+                m(done),
+                m(expected)
+            )
+        };
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    }
+}
+
+/// Clears the line a [`progress_bar`] drew.
+pub fn progress_done() {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        let _ = std::io::stderr().lock().write_all(b"\r\x1b[K");
+    }
+}

@@ -26,6 +26,9 @@ pub struct Settings {
     pub unsubscribe_timeout: Duration,
     /// `RANK_ID` (or `RANK`): the rank result directories record in `info.json`.
     pub rank: Option<u32>,
+    /// `ACLPROF_PROGRESS=1`: the export at the end of a `PROFILING_MODE` run shows a
+    /// progress bar on stderr, if that is a terminal (`aclprof record` sets it).
+    pub progress: bool,
     /// Problems found while reading the environment, logged once the logger is up.
     pub problems: Vec<String>,
 }
@@ -117,6 +120,7 @@ impl Settings {
             rank,
             log_level,
             log_explicit: get("ACLPROF_LOG").is_some(),
+            progress: get("ACLPROF_PROGRESS").is_some_and(|v| v.trim() == "1"),
             on_full,
             buffer_records,
             unsubscribe_timeout: Duration::from_millis(timeout_ms),

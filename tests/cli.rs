@@ -383,7 +383,10 @@ fn analyze_agrees_with_the_result_files() {
     let (ok, said, err) = aclprof(&["timeline", folder], None);
     assert!(ok, "{err}");
     for h in &linked {
-        assert!(prof.join(h).is_file(), "the report's link {h} is broken after timeline");
+        assert!(
+            prof.join(h).is_file(),
+            "the report's link {h} is broken after timeline"
+        );
     }
     let files: Vec<&str> = said.lines().filter_map(|l| l.split('\t').next()).collect();
     assert!(
@@ -406,6 +409,33 @@ fn analyze_agrees_with_the_result_files() {
         got, want_durs,
         "op slices in the .pftrace == op_summary's durations"
     );
+
+    // Progress: a bar on a terminal (through `script`, which gives the command a pty), then
+    // its line cleared; nothing at all on stderr when it is not a terminal.
+    for args in [vec!["export", p], vec!["analyze", p], vec!["timeline", p]] {
+        let line = format!("{} {}", env!("CARGO_BIN_EXE_aclprof"), args.join(" "));
+        let o = Command::new("script")
+            .args(["-qec", &line, "/dev/null"])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{args:?}: {shown}");
+        let bar = format!(
+            "{}: [",
+            if args[0] == "analyze" {
+                "reading"
+            } else {
+                "exporting"
+            }
+        );
+        let done = format!("100%  {n}/{n} ops\r\x1b[K", n = 125 * EXECUTIONS);
+        assert!(
+            shown.contains(&bar) && shown.contains(&done),
+            "{args:?}: {shown:?}"
+        );
+        let (ok, _, err) = aclprof(&args, None);
+        assert!(ok && err.is_empty(), "{args:?} piped: {err:?}");
+    }
 
     let _ = std::fs::remove_dir_all(&out);
 }

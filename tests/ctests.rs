@@ -469,6 +469,25 @@ fn aclprof_record_profiles_an_unmodified_program() {
         ),
         15
     );
+    // On a terminal, the export as the program exits shows its progress.
+    let line = format!(
+        "{} record -o {} -- {} {} 3",
+        env!("CARGO_BIN_EXE_aclprof"),
+        out.display(),
+        exe.display(),
+        data("tiny.json").display()
+    );
+    let o = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success()
+            && shown.contains("aclprof: exporting: [")
+            && shown.contains("100%  15/15 ops"),
+        "{shown:?}"
+    );
     // A program that records nothing: a clear error, non-zero exit.
     let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
         .args(["record", "-o"])

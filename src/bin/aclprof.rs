@@ -3,6 +3,7 @@
 //! `aclprof::filemode`); this file only reads arguments and prints.
 
 use aclprof::analyze::{self, Format, Func, Key, Query};
+use aclprof::logging::{progress_bar, progress_done};
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -133,39 +134,8 @@ impl AnalyzeArgs {
     }
 }
 
-/// A progress bar on stderr when it is a terminal; silent otherwise.
-fn progress_bar() -> impl FnMut(u64, u64) {
-    let tty = std::io::stderr().is_terminal();
-    move |read, expected| {
-        if !tty {
-            return;
-        }
-        let m = |n: u64| n as f64 / 1e6;
-        if expected == 0 {
-            eprint!("\r{:.1} M ops read", m(read));
-        } else {
-            let done = (read.min(expected) * 30 / expected) as usize;
-            eprint!(
-                "\r[{}{}] {:3}%  {:.1}/{:.1} M ops",
-                "#".repeat(done),
-                ".".repeat(30 - done),
-                read.min(expected) * 100 / expected,
-                m(read),
-                m(expected)
-            );
-        }
-    }
-}
-
-/// Clears the progress bar's line.
-fn progress_done() {
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[K");
-    }
-}
-
 fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
-    let r = analyze::analyze_with_progress(path, q, &mut progress_bar());
+    let r = analyze::analyze_with_progress(path, q, &mut progress_bar("reading"));
     progress_done();
     r.map(|r| analyze::render(&r, format)).map_err(|e| e.msg)
 }
@@ -216,6 +186,15 @@ fn record(
         .env("PROFILING_MODE", "true")
         .env("PROFILING_OPTIONS", options.to_string())
         .env("LD_LIBRARY_PATH", ld)
+        // The export when the program exits shows its progress where this command would.
+        .env(
+            "ACLPROF_PROGRESS",
+            if std::io::stderr().is_terminal() {
+                "1"
+            } else {
+                "0"
+            },
+        )
         .status()
         .map_err(|e| format!("cannot run {:?}: {e}", command[0]))?;
     let new: Vec<PathBuf> = prof_dirs(&out)
@@ -256,11 +235,18 @@ fn record(
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
+/// Re-exports one result directory, with a progress bar on a terminal.
+fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> {
+    let r = aclprof::filemode::export_quietly_with_progress(dir, &mut progress_bar("exporting"));
+    progress_done();
+    r.map_err(|e| e.msg)
+}
+
 /// Re-exports every result directory in `path` (one, or a folder of them, as `timeline`
 /// takes).
 fn export(path: &Path) -> Result<ExitCode, String> {
     for d in analyze::result_dirs(path).map_err(|e| e.msg)? {
-        let s = aclprof::filemode::export_quietly(&d).map_err(|e| e.msg)?;
+        let s = export_one(&d)?;
         let ops: u64 = s.ops.values().sum();
         println!(
             "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
@@ -279,7 +265,7 @@ fn export(path: &Path) -> Result<ExitCode, String> {
 /// Re-exports every result directory in `path` and names its two timeline files.
 fn timeline(path: &Path) -> Result<ExitCode, String> {
     for d in analyze::result_dirs(path).map_err(|e| e.msg)? {
-        let s = aclprof::filemode::export_quietly(&d).map_err(|e| e.msg)?;
+        let s = export_one(&d)?;
         let out = d.join("mindstudio_profiler_output");
         println!(
             "{}\t(Perfetto: ui.perfetto.dev, trace_processor; nanosecond timestamps)",
@@ -310,7 +296,7 @@ fn main() -> ExitCode {
         Cmd::Export { dir } => export(&dir),
         Cmd::Timeline { path } => timeline(&path),
         Cmd::Report { path, output } => {
-            let r = aclprof::page::write(&path, &output, &mut progress_bar());
+            let r = aclprof::page::write(&path, &output, &mut progress_bar("reading"));
             progress_done();
             r.map(|w| {
                 println!(

@@ -957,6 +957,8 @@ struct Source<'a> {
     devices: &'a [u32],
     offset: i128,
     replays: Replays,
+    /// Called every 256 Ki ops with (ops merged, ops the stream files hold).
+    progress: &'a mut dyn FnMut(u64, u64),
 }
 
 /// Merges each device's stream files by start time into op_summary and task_time rows,
@@ -979,7 +981,16 @@ fn merge_devices(
         devices,
         offset,
         mut replays,
+        progress,
     } = src;
+    let mut expected = 0u64;
+    for &dev in devices {
+        for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
+            expected += fs::metadata(&p).map_or(0, |m| m.len()) / RECORD_SIZE as u64;
+        }
+    }
+    let mut merged = 0u64;
+    progress(0, expected);
     for &dev in devices {
         let mark = TlOp {
             kind: TlKind::Device,
@@ -1089,6 +1100,10 @@ fn merge_devices(
                 }
             }
             n += 1;
+            merged += 1;
+            if merged % (1 << 18) == 0 {
+                progress(merged, expected);
+            }
             if readers[i].advance(&mut summary.corrupt) {
                 let v = View(readers[i].cur[..].try_into().unwrap());
                 heap.push(Reverse((v.start(), v.end(), i)));
@@ -1099,10 +1114,17 @@ fn merge_devices(
             stats.push((dev, ty, a));
         }
     }
+    progress(merged, expected);
     Ok(())
 }
 
+/// Writes `dir`'s mindstudio_profiler_output/ from its raw data.
 pub fn export(dir: &Path) -> Result<Summary> {
+    export_with_progress(dir, &mut |_, _| {})
+}
+
+/// [`export`], calling `progress(merged, expected)` every 256 Ki ops.
+pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Summary> {
     let session: serde_json::Value = {
         let p = dir.join(SESSION_FILE);
         let text = io("cannot read", &p, fs::read_to_string(&p))?;
@@ -1226,6 +1248,7 @@ pub fn export(dir: &Path) -> Result<Summary> {
             devices: &devices,
             offset,
             replays: Replays::new(pid, pmu),
+            progress: &mut *progress,
         };
         let merged = merge_devices(src, &mut summary, &mut rows, &mut sink, &mut stats);
         let steps = sink.finish();

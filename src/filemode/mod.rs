@@ -395,7 +395,16 @@ pub fn end(session: Session) -> Result<PathBuf> {
         let marker = session.dir.join(LOST_OPS);
         let _ = fs::write(&marker, format!("{lost}\n{why}\n{host_lost}\n{host_why}\n"));
     }
-    let exported = export_quietly(&session.dir);
+    let exported = if crate::settings::get().progress {
+        let r = export_quietly_with_progress(
+            &session.dir,
+            &mut crate::logging::progress_bar("aclprof: exporting"),
+        );
+        crate::logging::progress_done();
+        r
+    } else {
+        export_quietly(&session.dir)
+    };
     if lost > 0 || host_lost > 0 {
         let msg = format!(
             "{lost} ops and {host_lost} host events were recorded but lost before they \
@@ -414,7 +423,17 @@ pub fn end(session: Session) -> Result<PathBuf> {
 /// Exports `dir` with the write signals held off (`SIGXFSZ` under a file-size limit would
 /// kill the host): a write that fails is an error, not a death.
 pub fn export_quietly(dir: &Path) -> Result<export::Summary> {
-    crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || export::export(dir))
+    export_quietly_with_progress(dir, &mut |_, _| {})
+}
+
+/// [`export_quietly`], calling `progress(merged, expected)` every 256 Ki ops.
+pub fn export_quietly_with_progress(
+    dir: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<export::Summary> {
+    crate::transport::fd::quietly(crate::transport::fd::Signals::FSIZE, || {
+        export::export_with_progress(dir, progress)
+    })
 }
 
 /// In a result directory: how many ops were lost and why (written at stop).
