@@ -284,6 +284,19 @@ fn main_example_prints_the_op_table() {
         .find(|l| l.starts_with("total"))
         .expect("a total row");
     assert_eq!(total.split_whitespace().nth(1), Some("375"), "{total}");
+    // The README shows this table (10 executions, the default) from its header down: the
+    // simulated times are exact, so those lines are what the example prints.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let shown: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("Op Type"))
+        .take_while(|l| *l != "...")
+        .collect();
+    assert!(shown.len() >= 3, "the README's sample table");
+    let out = exec(&exe, &[&root().join("models/resnet50.json")], &[]);
+    for l in &shown {
+        assert!(out.lines().any(|o| o == *l), "README line {l:?} is not printed:\n{out}");
+    }
     // A count that is not a positive number is a usage error, not "0 executions".
     for bad in ["abc", "0", "-3", "5x"] {
         let o = Command::new(&exe)
