@@ -647,18 +647,28 @@ mod tests {
         assert_eq!(code(c.remove_subscription(1)), 0);
         assert_eq!(c.mode, Mode::Off);
         assert_eq!(code(c.remove_subscription(1)), 100011);
-        // CMD mode (PROFILING_MODE=true): every control call is 100042
+        // CMD mode (PROFILING_MODE=true): every file-mode control call is 100042;
+        // subscriptions work beside it, and outlive it.
         c.start_cmd(&cfg(9), d.clone());
         assert_eq!(code(c.init(&d)), 100042);
         assert_eq!(code(c.start(&cfg(1))), 100042);
         assert_eq!(code(c.stop(&cfg(1))), 100042);
         assert_eq!(code(c.finalize()), 100042);
+        assert_eq!(code(c.remove_subscription(1)), 100011, "not subscribed");
         assert_eq!(
             code(c.check_subscribe(1, Some(0), true, ACL_AICORE_NONE)),
-            100042
+            0
         );
-        assert_eq!(code(c.remove_subscription(1)), 100042);
+        c.add_subscription(1, 0, true, ACL_AICORE_NONE);
+        assert_eq!(c.mode, Mode::Cmd);
+        assert_eq!(code(c.init(&d)), 100042, "still CMD mode while subscribed");
+        c.add_subscription(2, 0, true, ACL_AICORE_NONE);
+        assert_eq!(code(c.remove_subscription(2)), 0);
+        assert_eq!(c.mode, Mode::Cmd);
         assert!(c.end_cmd().is_some());
+        assert_eq!(c.mode, Mode::Subscribe, "the subscription outlives CMD mode");
+        assert_eq!(code(c.init(&d)), 148047);
+        assert_eq!(code(c.remove_subscription(1)), 0);
         assert_eq!(c.mode, Mode::Off);
         let _ = std::fs::remove_dir_all(&d);
     }
