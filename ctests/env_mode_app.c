@@ -1,11 +1,12 @@
 /* An application that never calls the aclprof profiling API: it only runs a model on the
  * emulated runtime. Run with PROFILING_MODE=true and PROFILING_OPTIONS='{"output": ...}',
  * the library profiles it and writes the result directory at exit.
- * With the argument "probe" it also checks that the control calls answer
- * ACL_ERROR_PROF_ALREADY_RUN, as CANN's do in that mode.
+ * With the argument "probe" it also checks that the file-mode control calls answer
+ * ACL_ERROR_PROF_ALREADY_RUN, as CANN's do in that mode, and that subscribing works.
  *   usage: env_mode_app MODEL.json EXECUTIONS [probe]                              */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acl/acl_prof.h"
 #include "acl/acl_prof_ext.h"
@@ -26,10 +27,16 @@ static void test_runs_a_model(void) {
         CHECK_EQ(aclprofStart(c), ACL_ERROR_PROF_ALREADY_RUN);
         CHECK_EQ(aclprofStop(c), ACL_ERROR_PROF_ALREADY_RUN);
         CHECK_EQ(aclprofFinalize(), ACL_ERROR_PROF_ALREADY_RUN);
-        int fd = 1;
-        aclprofSubscribeConfig *s = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &fd);
-        CHECK_EQ(aclprofModelSubscribe(m, s), ACL_ERROR_PROF_ALREADY_RUN);
+        /* Subscriptions work beside it (docs/compatibility.md): nothing runs while this
+         * one is open, so the result directory's ops stay the executions above. */
+        int fds[2];
+        CHECK(pipe(fds) == 0);
+        aclprofSubscribeConfig *s = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &fds[1]);
+        CHECK_EQ(aclprofModelSubscribe(m, s), ACL_SUCCESS);
+        CHECK_EQ(aclprofInit("/tmp", 4), ACL_ERROR_PROF_ALREADY_RUN);
+        CHECK_EQ(aclprofModelUnSubscribe(m), ACL_SUCCESS);
         aclprofDestroySubscribeConfig(s);
+        close(fds[0]); /* (the unsubscribe closed the write end, as CANN's does) */
         aclprofDestroyConfig(c);
     }
 }

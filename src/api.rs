@@ -390,10 +390,11 @@ pub fn next_config_id() -> u64 {
 pub fn start_env_session(root: &Path, config: &ProfConfig) -> Result<()> {
     let mut g = core();
     let core = g.get_or_insert_with(Core::default);
-    if core.mode != state::Mode::Off {
+    // Subscriptions go on beside it, as beside PROFILING_MODE (docs/compatibility.md).
+    if !matches!(core.mode, state::Mode::Off | state::Mode::Subscribe) {
         return err(
             ACL_ERROR_PROF_ALREADY_RUN,
-            "profiling is already running in this process (aclprofInit, a subscription, or \
+            "profiling is already running in this process (aclprofInit or \
              PROFILING_OPTIONS): stop it first",
         );
     }

@@ -666,7 +666,11 @@ mod tests {
         assert_eq!(code(c.remove_subscription(2)), 0);
         assert_eq!(c.mode, Mode::Cmd);
         assert!(c.end_cmd().is_some());
-        assert_eq!(c.mode, Mode::Subscribe, "the subscription outlives CMD mode");
+        assert_eq!(
+            c.mode,
+            Mode::Subscribe,
+            "the subscription outlives CMD mode"
+        );
         assert_eq!(code(c.init(&d)), 148047);
         assert_eq!(code(c.remove_subscription(1)), 0);
         assert_eq!(c.mode, Mode::Off);
