@@ -63,6 +63,18 @@ fn expected(path: &Path) -> Expected {
         computing: PerType::new(),
         device: 0,
     };
+    if path.extension().unwrap() == "db" {
+        let c =
+            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        e.device = c
+            .query_row("SELECT min(deviceId) FROM TASK", [], |r| r.get(0))
+            .unwrap();
+        for (ty, task_type, name, ns) in db_ops(path) {
+            add(&mut e, &ty, &task_type, &name, ns);
+        }
+        return e;
+    }
     let text = std::fs::read_to_string(path).unwrap();
     if path.extension().unwrap() == "json" {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -127,6 +139,31 @@ fn expected(path: &Path) -> Expected {
     e
 }
 
+/// The ops of CANN's database, of its first device, as (type, task type, name, ns): compute
+/// tasks, and communication ops (one row each in COMMUNICATION_OP, as kernel_details has
+/// them).
+fn db_ops(path: &Path) -> Vec<(String, String, String, u64)> {
+    let c = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let dev = "(SELECT min(deviceId) FROM TASK)";
+    let sql = format!(
+        "SELECT o.value, k.value, n.value, t.endNs - t.startNs FROM TASK t \
+         JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId \
+         JOIN STRING_IDS n ON n.id = c.name JOIN STRING_IDS o ON o.id = c.opType \
+         JOIN STRING_IDS k ON k.id = c.taskType WHERE t.deviceId = {dev} \
+         UNION ALL \
+         SELECT o.value, 'COMMUNICATION', n.value, p.endNs - p.startNs FROM COMMUNICATION_OP p \
+         JOIN STRING_IDS n ON n.id = p.opName JOIN STRING_IDS o ON o.id = p.opType"
+    );
+    let mut stmt = c.prepare(&sql).unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as u64))
+        })
+        .unwrap();
+    rows.map(Result::unwrap).collect()
+}
+
 fn fixtures() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("tests/data/real"))
         .unwrap()
@@ -142,6 +179,7 @@ fn fixtures() -> Vec<PathBuf> {
             .iter()
             .any(|k| n.starts_with(k))
                 || n.starts_with("aicore_intermediate_detail")
+                || n.ends_with(".db")
         })
         .collect();
     v.sort();
@@ -395,6 +433,21 @@ fn real_profiles_replay_exactly() {
             assert_eq!(got.get(k), Some(v), "{what}: op_summary, {k}");
         }
         assert_eq!(got, e.all, "{what}: op_summary");
+
+        // The database the export wrote holds the same ops.
+        let dbs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "db"))
+            .collect();
+        assert_eq!(dbs.len(), 1, "{what}: one msprof_*.db in {}", dir.display());
+        let mut in_db = PerType::new();
+        for (ty, _, _, ns) in db_ops(&dbs[0]) {
+            let g = in_db.entry(ty).or_default();
+            g.0 += 1;
+            g.1 += ns;
+        }
+        assert_eq!(in_db, e.all, "{what}: our msprof_*.db");
 
         let (_, stat) = read_csv(&output(&dir, "op_statistic_"));
         let got: PerType = stat

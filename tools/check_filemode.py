@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -352,19 +353,26 @@ def cluster_of_ranks():
     folder = WORK + "-ranks"
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
+    # tiny.json plus an allreduce, each execution marked with msproftx (the recipes of
+    # cluster_recipes() need communication and marks).
     model = load_json(os.path.join(ROOT, "ctests", "data", "tiny.json"))
-    for op in model["ops"]:
-        op["duration_us"] *= 3
-    slow = os.path.join(folder, "tiny_slow.json")
-    with open(slow, "w", encoding="utf-8") as f:
-        json.dump(model, f)
+    model["ops"].append({"name": "hcom_allReduce__101_0_1", "type": "hcom_allReduce_", "duration_us": 7})
+    models = {}
+    for name, factor in [("tiny_comm", 1), ("tiny_slow", 3)]:
+        m = json.loads(json.dumps(model))
+        for op in m["ops"]:
+            op["duration_us"] *= factor
+        models[name] = os.path.join(folder, name + ".json")
+        with open(models[name], "w", encoding="utf-8") as f:
+            json.dump(m, f)
     procs = []
     for rank in range(RANKS):
         env = dict(os.environ, RANK_ID=str(rank), PROFILING_MODE="true",
-                   PROFILING_OPTIONS=json.dumps({"output": folder, "task_trace": "on", "training_trace": "on"}))
+                   PROFILING_OPTIONS=json.dumps({"output": folder, "task_trace": "on", "training_trace": "on",
+                                                 "msproftx": "on"}))
         env.pop("ACLPROF_DEVICE_COUNT", None)
-        m = slow if rank == SLOW_RANK else os.path.join(ROOT, "ctests", "data", "tiny.json")
-        procs.append(subprocess.Popen([exe, m, "20"], env=env, stdout=subprocess.DEVNULL))
+        m = models["tiny_slow" if rank == SLOW_RANK else "tiny_comm"]
+        procs.append(subprocess.Popen([exe, m, "20", "tx"], env=env, stdout=subprocess.DEVNULL))
     check(all(p.wait() == 0 for p in procs), "8 rank processes ran")
     check(len(glob.glob(os.path.join(folder, "PROF_*"))) == RANKS, "8 result directories in one folder")
     r = run([os.path.join(ROOT, "target", "release", "aclprof"), "analyze", folder, "--aggregate-by", "rank",
@@ -380,6 +388,41 @@ def cluster_of_ranks():
     check(sorted(int(r["Index"]) for r in ranks) == list(range(RANKS)), "cluster sees ranks 0..7")
     busiest = max(ranks, key=lambda r: float(r["Computing"]))
     check(busiest["Index"] == str(SLOW_RANK), "cluster's busiest rank is the slow one (%s)" % busiest["Index"])
+    cluster_recipes(folder)
+
+
+RECIPES = ["compute_op_sum", "cann_api_sum", "hccl_sum", "mstx_sum"]
+
+
+def cluster_recipes(folder):
+    """msprof-analyze's database recipes on the 8 ranks' msprof_*.db files: no error lines;
+    per rank, compute_op_sum's per-type counts and totals are our op_statistic's, hccl_sum
+    counts our allreduces, mstx_sum pairs our marks, cann_api_sum sees the API calls."""
+    out = os.path.join(WORK, "cluster-recipes")
+    shutil.rmtree(out, ignore_errors=True)
+    for recipe in RECIPES:
+        r = run([msprof_exe(), "cluster", "-d", folder, "-o", out, "-m", recipe], capture_output=True, cwd=WORK)
+        text = r.stdout + r.stderr
+        no_errors("cluster -m " + recipe, text)
+        check("data type: db" in text, recipe + " read our databases (data type: db)")
+    db = sqlite3.connect(os.path.join(out, "cluster_analysis_output", "cluster_analysis.db"))
+    for prof in sorted(glob.glob(os.path.join(folder, "PROF_*"))):
+        info = load_json(glob.glob(os.path.join(prof, "device_*", "info.json.*"))[0])
+        rank = int(info["rank_id"])
+        ours = {(r["OP Type"], r["Core Type"]): (int(r["Count"]), float(r["Total Time(us)"]))
+                for r in csv_rows(one(prof, "op_statistic_*.csv"))}
+        theirs = {(t, k): (n, s / 1000.0) for t, k, n, s in db.execute(
+            "SELECT OpType, TaskType, Count, SumNs FROM ComputeOpPerRankStatsByOpType WHERE Rank = ?", (rank,))}
+        same = ours.keys() == theirs.keys() and all(
+            ours[k][0] == theirs[k][0] and abs(ours[k][1] - theirs[k][1]) < 0.0015 for k in ours)
+        check(same, "rank %d: compute_op_sum per type == op_statistic (%s vs %s)" % (rank, theirs, ours))
+        hccl = dict(db.execute("SELECT OpType, Count FROM HcclPerRankStats WHERE Rank = ?", (rank,)).fetchall())
+        check(hccl == {"hcom_allReduce_": 20}, "rank %d: hccl_sum counts the 20 allreduces (%s)" % (rank, hccl))
+    marks = db.execute("SELECT * FROM MSTXAllCannStats").fetchall()
+    check(len(marks) == 1 and "iteration" in str(marks[0]),
+          "mstx_sum pairs iteration_start/iteration_stop into one range (%s)" % marks)
+    apis = [r[0] for r in db.execute("SELECT name FROM CannApiSum")]
+    check(len(apis) > 0, "cann_api_sum lists the API calls (%s)" % apis)
 
 
 def no_errors(what, text):

@@ -7,6 +7,7 @@
 //! (memory: one record per stream), host events are read line by line, and every output is
 //! written as it goes. Aggregates are kept per op type / API name, never per op.
 
+use super::db::{Db, DbInfo, DbOp};
 use super::overlap::{Overlap, Piece, StepRow, Steps};
 use super::pftrace::{Arg, Pftrace};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
@@ -959,6 +960,10 @@ struct Source<'a> {
     replays: Replays,
     /// Called every 256 Ki ops with (ops merged, ops the stream files hold).
     progress: &'a mut dyn FnMut(u64, u64),
+    /// The session's process id, and op_summary's PMU columns.
+    pid: u64,
+    pmu: &'static [&'static str],
+    db: &'a mut Db,
 }
 
 /// Merges each device's stream files by start time into op_summary and task_time rows,
@@ -982,6 +987,9 @@ fn merge_devices(
         offset,
         mut replays,
         progress,
+        pid,
+        pmu,
+        db,
     } = src;
     let mut expected = 0u64;
     for &dev in devices {
@@ -1024,6 +1032,14 @@ fn merge_devices(
                 Reverse((v.start(), v.end(), i))
             })
             .collect();
+        let mut overlap = Overlap::default();
+        let mut db_err: Result<()> = Ok(());
+        let db_piece = |p: Piece, s: u64, e: u64, db: &mut Db, r: &mut Result<()>| {
+            if r.is_ok() {
+                let wall = |t: u64| (t as i128 + offset).max(0) as u64;
+                *r = db.overlap(dev, overlap_kind(p), wall(s), wall(e));
+            }
+        };
         let mut task_ids: HashMap<u32, (u64, bool)> = HashMap::new();
         let mut by_type: HashMap<String, Agg> = HashMap::new();
         let mut prev_end: Option<u64> = None;
@@ -1059,7 +1075,7 @@ fn merge_devices(
             let task = task_info
                 .and_then(|t| t.task_id)
                 .map_or(*counted, u64::from);
-            rows.write(&OpRow {
+            let row = OpRow {
                 dev,
                 model: v.model_id(),
                 task,
@@ -1073,7 +1089,37 @@ fn merge_devices(
                 block_dim: task_info.and_then(|t| t.block_dim).unwrap_or(derived_dim),
                 mix_block_dim: task_info.and_then(|t| t.mix_block_dim).unwrap_or(0),
                 replayed,
+            };
+            rows.write(&row)?;
+            // (Empty, and not allocated, unless a replayed table carried PMU values.)
+            let mut pmu_values: Vec<(&str, &str)> = Vec::new();
+            if let Some((o, at)) = replayed {
+                for (k, col) in pmu.iter().enumerate() {
+                    if let Some(x) = at[k].and_then(|i| o.pmu.get(i)).filter(|x| !x.is_empty()) {
+                        pmu_values.push((col, x.as_str()));
+                    }
+                }
+            }
+            db.op(&DbOp {
+                dev,
+                model: row.model,
+                stream,
+                task,
+                pid,
+                start: row.start,
+                end: row.start + dur,
+                name: &name,
+                op_type: &ty,
+                task_type,
+                block_dim: row.block_dim,
+                mix_block_dim: row.mix_block_dim,
+                comm,
+                pmu: &pmu_values,
             })?;
+            overlap.op(start, end, comm, &mut |p, s, e| {
+                db_piece(p, s, e, db, &mut db_err)
+            });
+            std::mem::replace(&mut db_err, Ok(()))?;
             prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
             let op = TlOp {
                 kind: if first_on_stream {
@@ -1109,6 +1155,8 @@ fn merge_devices(
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
         }
+        overlap.finish(&mut |p, s, e| db_piece(p, s, e, db, &mut db_err));
+        std::mem::replace(&mut db_err, Ok(()))?;
         summary.ops.insert(dev, n);
         for (ty, a) in by_type {
             stats.push((dev, ty, a));
@@ -1116,6 +1164,16 @@ fn merge_devices(
     }
     progress(merged, expected);
     Ok(())
+}
+
+/// A piece's ENUM_OVERLAP_ANALYSIS_TYPE.
+fn overlap_kind(p: Piece) -> i64 {
+    match p {
+        Piece::Computing => 0,
+        Piece::Communication => 1,
+        Piece::NotOverlapped => 2,
+        Piece::Free => 3,
+    }
 }
 
 /// Writes `dir`'s mindstudio_profiler_output/ from its raw data.
@@ -1198,6 +1256,18 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
         .unwrap_or(crate::state::ACL_AICORE_NONE as u64);
     let pmu = pmu_columns(metric);
     let mut rows = Rows::create(&out, &stamp, pmu)?;
+    // The database goes where CANN puts it, in the result directory itself (msprof-analyze
+    // finds it there, not beside the text files); an earlier export's is replaced.
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let ours = name
+            .to_str()
+            .is_some_and(|n| n.starts_with("msprof_") && n.ends_with(".db"));
+        if ours && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+    let mut db = Db::create(&dir.join(format!("msprof_{stamp}.db")))?;
     let mut stats: Vec<(u32, String, Agg)> = Vec::new();
 
     // The timeline is most of what the export writes: a second thread formats it from
@@ -1249,6 +1319,9 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
             offset,
             replays: Replays::new(pid, pmu),
             progress: &mut *progress,
+            pid,
+            pmu,
+            db: &mut db,
         };
         let merged = merge_devices(src, &mut summary, &mut rows, &mut sink, &mut stats);
         let steps = sink.finish();
@@ -1305,13 +1378,49 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
         .iter()
         .filter(|r| r.step.id.is_some() && Some(r.dev) == first_dev)
         .collect();
-    host_events(dir, &out, &stamp, data_type, &steps, &mut tl)?;
+    host_events(dir, &out, &stamp, data_type, &steps, &mut tl, &mut db)?;
+    finish_db(dir, db, &devices, wall0)?;
     tlw(tl.w.write_all(b"]\n"))?;
     tlw(tl.w.flush())?;
     let r = tl.pf.flush();
     tlw(tl.pf_err(r))?;
     write_readme(dir, &out, &stamp, data_type, metric)?;
     Ok(summary)
+}
+
+/// The chip the emulated device presents itself as in NPU_INFO: op_summary's PMU columns
+/// are Ascend 910B's (docs/design.md).
+const CHIP: &str = "Ascend910B";
+
+/// Completes the database with what the result directory says about the run: its time
+/// span, host, devices and ranks.
+fn finish_db(dir: &Path, db: Db, devices: &[u32], wall0: u64) -> Result<()> {
+    let json = |p: PathBuf| -> serde_json::Value {
+        fs::read(p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    };
+    let host = json(dir.join("host/info.json"));
+    let end_us = json(dir.join("host/end_info"))["collectionTimeEnd"]
+        .as_str()
+        .and_then(|t| t.parse::<u64>().ok());
+    let ranks: Vec<(u32, Option<u32>)> = devices
+        .iter()
+        .map(|&d| {
+            let info = json(dir.join(format!("device_{d}/info.json.{d}")));
+            let rank = info["rank_id"].as_u64().and_then(|r| u32::try_from(r).ok());
+            (d, rank)
+        })
+        .collect();
+    db.finish(&DbInfo {
+        start_ns: wall0,
+        end_ns: end_us.map_or(0, |us| us.saturating_mul(1000)),
+        host_uid: host["hostUid"].as_str().unwrap_or(""),
+        host_name: host["hostname"].as_str().unwrap_or(""),
+        devices: &ranks,
+        chip: CHIP,
+    })
 }
 
 /// The steps `aclprofGetStepTimestamp` marked: (index, start, end).
@@ -1391,8 +1500,10 @@ fn host_events(
     data_type: u64,
     steps: &[&StepRow],
     tl: &mut Timeline,
+    db: &mut Db,
 ) -> Result<()> {
     let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let mut tx_events = 0u64;
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     // msproftx events also go to msprof_tx_<ts14>.csv (ACL_PROF_MSPROFTX), streamed.
     let tx_path = out.join(format!("msprof_tx_{stamp}.csv"));
@@ -1451,6 +1562,7 @@ fn host_events(
                     end - start,
                     &args,
                 ))?;
+                db.api(tl.pid, tid, &name, tl.wall(start), tl.wall(end))?;
                 apis.entry(("acl".into(), name))
                     .or_default()
                     .add(end - start);
@@ -1460,6 +1572,22 @@ fn host_events(
                 tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
                 let args = [("Event Type", Arg::S(ev["type"].as_str().unwrap_or("")))];
                 tlw(tl.slice(&name, txp, tid, start, end - start, &args))?;
+                let kind = match ev["type"].as_str() {
+                    Some("range") => super::db::MSTX_RANGE,
+                    Some("push_pop") => super::db::MSTX_PUSH_POP,
+                    Some("mark_ex") => super::db::MSTX_MARKER_EX,
+                    _ => super::db::MSTX_MARKER,
+                };
+                db.mstx(
+                    tx_events,
+                    kind,
+                    tl.pid,
+                    tid,
+                    &name,
+                    tl.wall(start),
+                    tl.wall(end),
+                )?;
+                tx_events += 1;
                 if let Some(w) = tx_csv.as_mut() {
                     w.write_record([
                         tl.pid.to_string().as_str(),

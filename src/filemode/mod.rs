@@ -8,6 +8,7 @@
 //! read (`mindstudio_profiler_output/`) in one streaming pass; the same function exports a
 //! directory left behind by a process that died (`aclprofExtExport`).
 
+pub mod db;
 pub mod export;
 mod overlap;
 mod pftrace;

@@ -10,7 +10,9 @@
 //!   column sets), torch_npu's `kernel_details.csv` (Level0/1/2), MindSpore's and
 //!   MindStudio's variants of them (see [`Columns`]);
 //! * a Chrome-trace timeline (torch_npu's `trace_view.json`, msprof's `msprof_*.json`):
-//!   the task slices of its "Ascend Hardware" process.
+//!   the task slices of its "Ascend Hardware" process;
+//! * CANN's SQLite database (`msprof_*.db`, torch_npu's `ascend_pytorch_profiler_*.db`): its
+//!   compute and communication tasks (see [`parse_db`]).
 //!
 //! A table or timeline keeps what it says: start times (so the gaps between tasks and the
 //! overlap of streams), task type, block dims, stream and task ids, device. Without start
@@ -18,7 +20,7 @@
 //! (default 1 µs) after the previous one ended. Execution is synchronous, like
 //! `aclmdlExecute`: the call returns when the simulated model has finished.
 
-use crate::error::{err, Result, ACL_ERROR_INVALID_FILE};
+use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -51,8 +53,9 @@ pub struct TaskInfo {
 
 /// The formats a model description can have, for error messages.
 pub const FORMATS: &str = "aclprof's JSON model description, msprof's op_summary CSV, \
-    torch_npu's kernel_details CSV, MindSpore's op CSV, or a Chrome-trace timeline with an \
-    \"Ascend Hardware\" process (trace_view.json, msprof_*.json)";
+    torch_npu's kernel_details CSV, MindSpore's op CSV, a Chrome-trace timeline with an \
+    \"Ascend Hardware\" process (trace_view.json, msprof_*.json), or CANN's database \
+    (msprof_*.db, ascend_pytorch_profiler_*.db)";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimModel {
@@ -421,6 +424,111 @@ fn with_offsets(path: &Path, ops: &mut [SimOp], starts: &[Option<u64>]) -> Resul
     Ok(())
 }
 
+/// The tasks of CANN's database (`msprof_*.db`, torch_npu's `ascend_pytorch_profiler_*.db`):
+/// the compute tasks (TASK + COMPUTE_TASK_INFO) and the communication ops
+/// (COMMUNICATION_OP), names and types from STRING_IDS, of the database's first device, in
+/// start order. Read-only: the file is never changed.
+pub fn parse_db(path: &Path) -> Result<SimModel> {
+    use rusqlite::{Connection, OpenFlags};
+    let fail = |e: rusqlite::Error| -> Error {
+        Error::new(
+            ACL_ERROR_INVALID_FILE,
+            format!("model description {}: {e}", path.display()),
+        )
+    };
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
+    let has = |table: &str| -> bool {
+        conn.query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+            [table],
+            |r| r.get::<_, i64>(0),
+        )
+        .is_ok_and(|n| n > 0)
+    };
+    if !has("TASK") || !has("STRING_IDS") || !(has("COMPUTE_TASK_INFO") || has("COMMUNICATION_OP"))
+    {
+        return bad(
+            path,
+            format!("an SQLite database without CANN's TASK, STRING_IDS and COMPUTE_TASK_INFO tables has no tasks to replay; give one of: {FORMATS}"),
+        );
+    }
+    // CANN 8.2 renamed blockDim and mixBlockDim to blockNum and mixBlockNum.
+    let block = |c: &str| -> String {
+        let newer = conn
+            .prepare(&format!("SELECT {c}Num FROM COMPUTE_TASK_INFO LIMIT 0"))
+            .is_ok();
+        format!("c.{c}{}", if newer { "Num" } else { "Dim" })
+    };
+    let mut parts = Vec::new();
+    if has("COMPUTE_TASK_INFO") {
+        parts.push(format!(
+            "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskId, n.value, o.value,              k.value, {}, {} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId              JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType              LEFT JOIN STRING_IDS k ON k.id = c.taskType",
+            block("block"),
+            block("mixBlock")
+        ));
+    }
+    if has("COMMUNICATION_OP") {
+        // One row per communication op, as kernel_details lists them (its tasks, the
+        // notify waits and copies of COMMUNICATION_TASK_INFO, are not ops); its device is
+        // that of the tasks its launch made.
+        parts.push(
+            "SELECT p.startNs, p.endNs, coalesce((SELECT min(t.deviceId) FROM TASK t \
+             WHERE t.connectionId = p.connectionId), (SELECT min(deviceId) FROM TASK)), \
+             NULL, NULL, n.value, coalesce(o.value, n.value), 'COMMUNICATION', NULL, NULL \
+             FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
+             LEFT JOIN STRING_IDS o ON o.id = p.opType"
+                .to_string(),
+        );
+    }
+    let sql = format!(
+        "SELECT * FROM ({}) WHERE deviceId = (SELECT min(deviceId) FROM TASK) ORDER BY 1, 2",
+        parts.join(" UNION ALL ")
+    );
+    let mut stmt = conn.prepare(&sql).map_err(fail)?;
+    let mut rows = stmt.query([]).map_err(fail)?;
+    let (mut ops, mut starts) = (Vec::new(), Vec::new());
+    let mut device = 0;
+    let int = |v: Option<i64>| v.and_then(|x| u32::try_from(x).ok());
+    while let Some(r) = rows.next().map_err(fail)? {
+        let (start, end): (i64, i64) = (r.get(0).map_err(fail)?, r.get(1).map_err(fail)?);
+        let dur = end.saturating_sub(start);
+        if start < 0 || dur < 0 || dur as u64 >= MAX_SPAN_NS {
+            return bad(path, format!("a task from {start} to {end} ns"));
+        }
+        device = int(r.get(2).map_err(fail)?).unwrap_or(0);
+        let name: String = r.get(5).map_err(fail)?;
+        let op_type: Option<String> = r.get(6).map_err(fail)?;
+        starts.push(Some(start as u64));
+        ops.push(SimOp {
+            op_type: op_type.unwrap_or_else(|| name.clone()),
+            name,
+            duration_ns: dur as u64,
+            wait_ns: 0,
+            offset_ns: None,
+            task: Some(TaskInfo {
+                task_type: r.get(7).map_err(fail)?,
+                block_dim: int(r.get(8).map_err(fail)?),
+                mix_block_dim: int(r.get(9).map_err(fail)?),
+                stream_id: int(r.get(3).map_err(fail)?),
+                task_id: int(r.get(4).map_err(fail)?),
+            }),
+            pmu: Vec::new(),
+        });
+    }
+    if ops.is_empty() {
+        return bad(path, "the database has no compute or communication tasks");
+    }
+    with_offsets(path, &mut ops, &starts)?;
+    Ok(SimModel {
+        name: stem(path),
+        device,
+        ops,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        pmu_columns: Vec::new(),
+    })
+}
+
 /// The task slices of a Chrome-trace timeline's "Ascend Hardware" process.
 pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel> {
     let hw: std::collections::HashSet<String> = events
@@ -492,10 +600,7 @@ pub fn parse_file(path: &Path) -> Result<SimModel> {
         Err(e) => return bad(path, format!("cannot read: {e}")),
     };
     if bytes.starts_with(b"SQLite format 3\0") {
-        return bad(
-            path,
-            format!("an SQLite database (msprof's .db export) is not supported; export it as CSV with msprof, or give one of: {FORMATS}"),
-        );
+        return parse_db(path);
     }
     match String::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => parse_text(path, &text),
