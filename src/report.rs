@@ -369,7 +369,7 @@ fn report_active(
             // is being unsubscribed, or file mode stopped): look again once; the model may
             // have a new destination already. One that took the op does not get it again.
             let took = [
-                primary_ok.then(|| Arc::as_ptr(sub)),
+                primary_ok.then_some(Arc::as_ptr(sub)),
                 (also_ok && !also.is_null()).then_some(also),
             ];
             l.forget_routes();
