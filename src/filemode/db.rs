@@ -218,6 +218,9 @@ pub struct DbInfo<'a> {
     /// (device, rank); rank None: -1, as CANN writes for msprof's own runs.
     pub devices: &'a [(u32, Option<u32>)],
     pub chip: &'a str,
+    /// Where CANN's communication analysis goes (`analyze/communication_analyzer.db`),
+    /// written only if the run has communication ops.
+    pub analyzer: &'a Path,
 }
 
 /// The database being written.
@@ -249,9 +252,12 @@ impl Db {
         let e = |x| db_err(path, x);
         let conn = Connection::open(path).map_err(e)?;
         // The file is written once, by one process, and rewritten whole by a re-export: no
-        // journal on disk, no fsync per page. (The header stays a rollback-journal file,
-        // as CANN's are.)
-        conn.execute_batch("PRAGMA journal_mode = MEMORY; PRAGMA synchronous = OFF;")
+        // journal, no fsync, a 16 MiB page cache. (The header stays a rollback-journal
+        // file, as CANN's are.)
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; \
+             PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = -65536; PRAGMA page_size = 65536;",
+        )
             .map_err(e)?;
         let mut ddl = String::from("BEGIN;");
         for (name, cols) in TABLES {
@@ -282,137 +288,118 @@ impl Db {
 
     /// The STRING_IDS id of `s`.
     fn sid(&mut self, s: &str) -> i64 {
-        match self.strings.get(s) {
-            Some(&id) => id,
-            None => {
-                let id = self.strings.len() as i64;
-                self.strings.insert(s.to_string(), id);
-                id
-            }
-        }
+        sid(&mut self.strings, s)
     }
 
-    /// One op: its TASK row and its COMPUTE_TASK_INFO row, or for communication its
-    /// COMMUNICATION_OP and COMMUNICATION_TASK_INFO rows; its PMU values.
-    pub fn op(&mut self, o: &DbOp) -> Result<()> {
-        self.latest = self.latest.max(o.end);
-        let id = self.next_task;
-        self.next_task += 1;
-        let (name, task_type) = (self.sid(o.name), self.sid(o.task_type));
+    /// Writes a batch of ops (and Overlap Analysis pieces): per op its TASK row and its
+    /// COMPUTE_TASK_INFO row, or for communication its COMMUNICATION_OP and
+    /// COMMUNICATION_TASK_INFO rows, and its PMU values. The statements are looked up once
+    /// per batch and the rows bound in place.
+    pub fn write(&mut self, b: &DbBatch) -> Result<()> {
+        let r = self.write_rows(b);
+        r.map_err(|x| self.e(x))
+    }
+
+    fn write_rows(&mut self, b: &DbBatch) -> rusqlite::Result<()> {
         let na = self.na;
-        let model = if o.model == u32::MAX {
-            NONE_U32
-        } else {
-            o.model as i64
-        };
-        let r = self
-            .conn
-            .prepare_cached("INSERT INTO TASK VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)")
-            .and_then(|mut s| {
-                s.execute(params![
+        let group = self.sid("group_0");
+        let conn = &self.conn;
+        let mut task = Multi::new(conn, "TASK", &TASK_SLOTS);
+        let mut compute = Multi::new(conn, "COMPUTE_TASK_INFO", &COMPUTE_SLOTS);
+        let mut piece = Multi::new(conn, "OVERLAP_ANALYSIS", &OVERLAP_SLOTS);
+        let mut comm_op = conn.prepare_cached(
+            "INSERT INTO COMMUNICATION_OP VALUES (?1,?2,?3,?4,?5,?6,0,0,?7,?8,0,?9,?10,?11)",
+        )?;
+        let mut comm_task = conn.prepare_cached(
+            "INSERT INTO COMMUNICATION_TASK_INFO VALUES (?1,?2,?3,0,?4,?5,?6,?7,?7,?6,0,?6,?6,?8,1,0)",
+        )?;
+        let mut pmu = conn.prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")?;
+        let mut pmu_at = b.pmu.iter().peekable();
+        let mut from = 0;
+        for (k, o) in b.rows.iter().enumerate() {
+            let text = &b.text[from..o.task_type_end];
+            from = o.task_type_end;
+            let (name, rest) = text.split_at(o.name_len);
+            let (op_type, task_type) = rest.split_at(o.type_len);
+            let id = self.next_task;
+            self.next_task += 1;
+            self.latest = self.latest.max(o.end);
+            let name = sid(&mut self.strings, name);
+            let task_type = sid(&mut self.strings, task_type);
+            let op_type = sid(&mut self.strings, op_type);
+            let model = if o.model == u32::MAX {
+                NONE_U32
+            } else {
+                o.model as i64
+            };
+            let conn_id = TASK_CONNECTION_BASE + id;
+            task.push(&[
+                o.start as i64,
+                o.end as i64,
+                o.dev as i64,
+                conn_id,
+                id,
+                o.pid as i64,
+                task_type,
+                NONE_U32,
+                o.stream as i64,
+                o.task as i64,
+                model,
+            ])?;
+            if o.comm {
+                let op_id = self.next_comm_op;
+                self.next_comm_op += 1;
+                comm_op.execute(params![
+                    name,
                     o.start as i64,
                     o.end as i64,
+                    conn_id,
+                    group,
+                    op_id,
+                    INVALID_ENUM,
+                    na,
+                    op_type,
                     o.dev,
-                    TASK_CONNECTION_BASE + id,
+                    NONE_U32
+                ])?;
+                comm_task.execute(params![
+                    name,
                     id,
-                    o.pid as i64,
                     task_type,
+                    group,
+                    i64::MAX,
+                    INVALID_ENUM,
                     NONE_U32,
-                    o.stream,
-                    o.task as i64,
-                    model
-                ])
-            });
-        r.map_err(|x| self.e(x))?;
-        if o.comm {
-            let op_id = self.next_comm_op;
-            self.next_comm_op += 1;
-            let (group, op_type) = (self.sid("group_0"), self.sid(o.op_type));
-            let r = self
-                .conn
-                .prepare_cached(
-                    "INSERT INTO COMMUNICATION_OP VALUES (?1,?2,?3,?4,?5,?6,0,0,?7,?8,0,?9,?10,?11)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        name,
-                        o.start as i64,
-                        o.end as i64,
-                        TASK_CONNECTION_BASE + id,
-                        group,
-                        op_id,
-                        INVALID_ENUM,
-                        na,
-                        op_type,
-                        o.dev,
-                        NONE_U32
-                    ])
-                })
-                .and_then(|_| {
-                    self.conn.prepare_cached(
-                        "INSERT INTO COMMUNICATION_TASK_INFO \
-                         VALUES (?1,?2,?3,0,?4,?5,?6,?7,?7,?6,0,?6,?6,?8,1,0)",
-                    )
-                })
-                .and_then(|mut s| {
-                    s.execute(params![
-                        name,
-                        id,
-                        task_type,
-                        group,
-                        i64::MAX,
-                        INVALID_ENUM,
-                        NONE_U32,
-                        op_id
-                    ])
-                });
-            r.map_err(|x| self.e(x))?;
-        } else {
-            let op_type = self.sid(o.op_type);
-            let r = self
-                .conn
-                .prepare_cached(
-                    "INSERT INTO COMPUTE_TASK_INFO \
-                     VALUES (?1,?2,?3,?4,?5,?6,?7,?7,?7,?7,?7,?7,?7,?7,?7,?7,?7)",
-                )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        name,
-                        id,
-                        o.block_dim,
-                        o.mix_block_dim,
-                        task_type,
-                        op_type,
-                        na
-                    ])
-                });
-            r.map_err(|x| self.e(x))?;
+                    op_id
+                ])?;
+            } else {
+                compute.push(&[
+                    name,
+                    id,
+                    o.block_dim as i64,
+                    o.mix_block_dim as i64,
+                    task_type,
+                    op_type,
+                    na,
+                ])?;
+            }
+            while let Some((_, col, v)) = pmu_at.next_if(|p| p.0 == k) {
+                let col = sid(&mut self.strings, col);
+                // NUMERIC: SQLite keeps a number as one, text (N/A, a percentage) as text.
+                match v.parse::<f64>() {
+                    Ok(x) => pmu.execute(params![id, col, x])?,
+                    Err(_) => pmu.execute(params![id, col, v])?,
+                };
+            }
         }
-        for (k, v) in o.pmu {
-            let k = self.sid(k);
-            // NUMERIC: SQLite stores a number as one, text (N/A, a percentage) as text.
-            let r = self
-                .conn
-                .prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")
-                .and_then(|mut s| match v.parse::<f64>() {
-                    Ok(x) => s.execute(params![id, k, x]),
-                    Err(_) => s.execute(params![id, k, v]),
-                });
-            r.map_err(|x| self.e(x))?;
+        for &(dev, kind, start, end) in &b.pieces {
+            let id = self.next_overlap;
+            self.next_overlap += 1;
+            piece.push(&[id, dev as i64, start as i64, end as i64, kind])?;
         }
-        Ok(())
-    }
-
-    /// A piece of Overlap Analysis: `kind` 0 computing, 1 communication, 2 communication
-    /// not overlapped, 3 free (ENUM_OVERLAP_ANALYSIS_TYPE).
-    pub fn overlap(&mut self, dev: u32, kind: i64, start: u64, end: u64) -> Result<()> {
-        let id = self.next_overlap;
-        self.next_overlap += 1;
-        let r = self
-            .conn
-            .prepare_cached("INSERT INTO OVERLAP_ANALYSIS VALUES (?1,?2,?3,?4,?5)")
-            .and_then(|mut s| s.execute(params![id, dev, start as i64, end as i64, kind]));
-        r.map_err(|x| self.e(x)).map(|_| ())
+        task.finish()?;
+        compute.finish()?;
+        piece.finish()
     }
 
     /// An AscendCL API call on the host (epoch ns).
@@ -542,8 +529,227 @@ impl Db {
              COMMIT;",
         );
         r.map_err(|x| self.e(x))?;
+        if self.next_comm_op > 0 {
+            self.write_analyzer(info.analyzer)?;
+        } else {
+            // (An earlier export's, if the run was exported before.)
+            let _ = std::fs::remove_file(info.analyzer);
+        }
         let path = self.path.clone();
         self.conn.close().map_err(|(_, x)| db_err(&path, x))
+    }
+
+    /// CANN's communication analysis of the run's communication ops, in
+    /// `analyze/communication_analyzer.db` (msprof-analyze's cluster analysis reads it):
+    /// per op its time (elapse = duration, in ms, as CANN's; all of it idle, since no
+    /// transfer or wait task of it is known) and one matrix row of the rank with itself
+    /// (msprof-analyze needs at least one matrix row per op; docs/compatibility.md).
+    fn write_analyzer(&mut self, path: &Path) -> Result<()> {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", path.display())),
+        }
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", dir.display())))?;
+        }
+        let Some(p) = path.to_str() else {
+            return err(
+                ACL_ERROR_INVALID_FILE,
+                format!("{}: not UTF-8", path.display()),
+            );
+        };
+        let e = |x| db_err(path, x);
+        self.conn
+            .execute("ATTACH DATABASE ?1 AS ca", [p])
+            .map_err(e)?;
+        let r = self.conn.execute_batch(
+            "BEGIN;\
+             CREATE TABLE ca.CommAnalyzerTime(hccl_op_name TEXT, group_name TEXT, \
+               start_timestamp NUMERIC, elapse_time NUMERIC, transit_time NUMERIC, \
+               wait_time NUMERIC, synchronization_time NUMERIC, idle_time NUMERIC);\
+             CREATE TABLE ca.CommAnalyzerBandwidth(hccl_op_name TEXT, group_name TEXT, \
+               transport_type TEXT, transit_size NUMERIC, transit_time NUMERIC, \
+               bandwidth NUMERIC, large_packet_ratio NUMERIC, package_size NUMERIC, \
+               count NUMERIC, total_duration NUMERIC);\
+             CREATE TABLE ca.CommAnalyzerMatrix(hccl_op_name TEXT, group_name TEXT, \
+               src_rank TEXT, dst_rank TEXT, transport_type TEXT, transit_size NUMERIC, \
+               transit_time NUMERIC, bandwidth NUMERIC);\
+             INSERT INTO ca.CommAnalyzerTime SELECT n.value, g.value, p.startNs / 1000.0, \
+               (p.endNs - p.startNs) / 1e6, 0, 0, 0, (p.endNs - p.startNs) / 1e6 \
+               FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
+               JOIN STRING_IDS g ON g.id = p.groupName ORDER BY p.opId;\
+             INSERT INTO ca.CommAnalyzerMatrix SELECT n.value, g.value, \
+               CAST(coalesce(m.rankId, p.deviceId) AS TEXT), \
+               CAST(coalesce(m.rankId, p.deviceId) AS TEXT), 'LOCAL', 0, 0, 0 \
+               FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
+               JOIN STRING_IDS g ON g.id = p.groupName \
+               LEFT JOIN RANK_DEVICE_MAP m ON m.deviceId = p.deviceId AND m.rankId >= 0 \
+               ORDER BY p.opId;\
+             COMMIT;",
+        );
+        let detached = self.conn.execute("DETACH DATABASE ca", []);
+        r.map_err(e)?;
+        detached.map(|_| ()).map_err(e)
+    }
+}
+
+/// Rows per multi-row INSERT: SQLite's per-statement work (step, reset, unbinding) is paid
+/// once for this many rows.
+const MULTI: usize = 32;
+
+/// Each column's parameter among a row's: TASK binds its 11 columns; COMPUTE_TASK_INFO 7
+/// (the unknown metadata columns all N/A's id); OVERLAP_ANALYSIS its 5.
+const TASK_SLOTS: [usize; 11] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+const COMPUTE_SLOTS: [usize; 17] = [0, 1, 2, 3, 4, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6];
+const OVERLAP_SLOTS: [usize; 5] = [0, 1, 2, 3, 4];
+
+/// Integer rows of one table, inserted [`MULTI`] at a time (the rest one by one).
+struct Multi<'c> {
+    conn: &'c Connection,
+    /// One row's VALUES and MULTI rows' INSERT.
+    one: String,
+    many: String,
+    width: usize,
+    values: Vec<i64>,
+}
+
+impl<'c> Multi<'c> {
+    fn new(conn: &'c Connection, table: &str, slots: &[usize]) -> Multi<'c> {
+        let width = slots.iter().max().map_or(0, |m| m + 1);
+        let row = |r: usize| {
+            let cells: Vec<String> = slots
+                .iter()
+                .map(|s| format!("?{}", r * width + s + 1))
+                .collect();
+            format!("({})", cells.join(","))
+        };
+        let rows: Vec<String> = (0..MULTI).map(row).collect();
+        Multi {
+            conn,
+            one: format!("INSERT INTO {table} VALUES {}", row(0)),
+            many: format!("INSERT INTO {table} VALUES {}", rows.join(",")),
+            width,
+            values: Vec::with_capacity(width * MULTI),
+        }
+    }
+
+    fn push(&mut self, row: &[i64]) -> rusqlite::Result<()> {
+        debug_assert_eq!(row.len(), self.width);
+        self.values.extend_from_slice(row);
+        if self.values.len() == self.width * MULTI {
+            let mut st = self.conn.prepare_cached(&self.many)?;
+            for (i, v) in self.values.iter().enumerate() {
+                st.raw_bind_parameter(i + 1, *v)?;
+            }
+            st.raw_execute()?;
+            self.values.clear();
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> rusqlite::Result<()> {
+        let mut st = self.conn.prepare_cached(&self.one)?;
+        for row in self.values.chunks(self.width) {
+            for (i, v) in row.iter().enumerate() {
+                st.raw_bind_parameter(i + 1, *v)?;
+            }
+            st.raw_execute()?;
+        }
+        Ok(())
+    }
+}
+
+/// The STRING_IDS id of `s` in `strings` (ids in order of first use).
+fn sid(strings: &mut HashMap<String, i64>, s: &str) -> i64 {
+    match strings.get(s) {
+        Some(&id) => id,
+        None => {
+            let id = strings.len() as i64;
+            strings.insert(s.to_string(), id);
+            id
+        }
+    }
+}
+
+/// Ops on their way to the database, and the Overlap Analysis pieces between them; the
+/// export's merge fills a batch while the database thread writes the previous one.
+#[derive(Default)]
+pub struct DbBatch {
+    rows: Vec<DbRow>,
+    /// Each op's name, op type and task type, back to back.
+    text: String,
+    /// (row, column, value) of known PMU values, in row order.
+    pmu: Vec<(usize, String, String)>,
+    /// (device, ENUM_OVERLAP_ANALYSIS_TYPE, start, end), epoch ns.
+    pieces: Vec<(u32, i64, u64, u64)>,
+}
+
+struct DbRow {
+    dev: u32,
+    model: u32,
+    stream: u32,
+    task: u64,
+    pid: u64,
+    start: u64,
+    end: u64,
+    block_dim: u32,
+    mix_block_dim: u32,
+    comm: bool,
+    name_len: usize,
+    type_len: usize,
+    /// Where this op's text ends in [`DbBatch::text`].
+    task_type_end: usize,
+}
+
+impl DbBatch {
+    /// Queues one op.
+    pub fn op(&mut self, o: &DbOp) {
+        self.text.push_str(o.name);
+        self.text.push_str(o.op_type);
+        self.text.push_str(o.task_type);
+        for (col, v) in o.pmu {
+            self.pmu
+                .push((self.rows.len(), col.to_string(), v.to_string()));
+        }
+        self.rows.push(DbRow {
+            dev: o.dev,
+            model: o.model,
+            stream: o.stream,
+            task: o.task,
+            pid: o.pid,
+            start: o.start,
+            end: o.end,
+            block_dim: o.block_dim,
+            mix_block_dim: o.mix_block_dim,
+            comm: o.comm,
+            name_len: o.name.len(),
+            type_len: o.op_type.len(),
+            task_type_end: self.text.len(),
+        });
+    }
+
+    /// Queues a piece of Overlap Analysis: `kind` 0 computing, 1 communication, 2
+    /// communication not overlapped, 3 free (ENUM_OVERLAP_ANALYSIS_TYPE); epoch ns.
+    pub fn piece(&mut self, dev: u32, kind: i64, start: u64, end: u64) {
+        self.pieces.push((dev, kind, start, end));
+    }
+
+    /// Ops queued.
+    pub fn len(&self) -> usize {
+        self.rows.len() + self.pieces.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn clear(&mut self) {
+        self.rows.clear();
+        self.text.clear();
+        self.pmu.clear();
+        self.pieces.clear();
     }
 }
 

@@ -7,7 +7,7 @@
 //! (memory: one record per stream), host events are read line by line, and every output is
 //! written as it goes. Aggregates are kept per op type / API name, never per op.
 
-use super::db::{Db, DbInfo, DbOp};
+use super::db::{Db, DbBatch, DbInfo, DbOp};
 use super::overlap::{Overlap, Piece, StepRow, Steps};
 use super::pftrace::{Arg, Pftrace};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
@@ -755,6 +755,117 @@ impl TlSink<'_, '_> {
     }
 }
 
+/// Where the merge loop sends the database's rows: a thread that writes them (SQLite's
+/// inserts are as much work as the rest of the export), or, if none can be started, the
+/// database itself.
+enum DbSink<'s> {
+    Thread {
+        tx: std::sync::mpsc::SyncSender<DbBatch>,
+        back_rx: std::sync::mpsc::Receiver<DbBatch>,
+        h: std::thread::ScopedJoinHandle<'s, Result<Db>>,
+        cur: DbBatch,
+    },
+    Inline {
+        db: Box<Db>,
+        cur: DbBatch,
+    },
+}
+
+const DB_BATCH: usize = 8192;
+
+impl<'s> DbSink<'s> {
+    fn start<'e>(scope: &'s std::thread::Scope<'s, 'e>, db: Db) -> DbSink<'s> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<DbBatch>(2);
+        let (back_tx, back_rx) = std::sync::mpsc::channel::<DbBatch>();
+        let (db_tx, db_rx) = std::sync::mpsc::channel::<Db>();
+        let spawned = std::thread::Builder::new()
+            .name("aclprof-db".into())
+            .spawn_scoped(scope, move || {
+                let mut db = db_rx.recv().map_err(|_| {
+                    crate::error::Error::new(
+                        ACL_ERROR_INVALID_FILE,
+                        "the database writer got no database",
+                    )
+                })?;
+                for b in rx {
+                    db.write(&b)?;
+                    let _ = back_tx.send(b);
+                }
+                Ok(db)
+            });
+        match spawned {
+            Ok(h) => {
+                let _ = db_tx.send(db);
+                DbSink::Thread {
+                    tx,
+                    back_rx,
+                    h,
+                    cur: DbBatch::default(),
+                }
+            }
+            Err(e) => {
+                log::warn!("aclprof: the database is written inline (cannot start a thread: {e})");
+                DbSink::Inline {
+                    db: Box::new(db),
+                    cur: DbBatch::default(),
+                }
+            }
+        }
+    }
+
+    fn batch(&mut self) -> &mut DbBatch {
+        match self {
+            DbSink::Thread { cur, .. } | DbSink::Inline { cur, .. } => cur,
+        }
+    }
+
+    fn send_if_full(&mut self) -> Result<()> {
+        if self.batch().len() >= DB_BATCH {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> Result<()> {
+        match self {
+            DbSink::Thread {
+                tx, back_rx, cur, ..
+            } => {
+                let mut next = back_rx.try_recv().unwrap_or_default();
+                next.clear();
+                let full = std::mem::replace(cur, next);
+                // A closed channel: the writer stopped on an error, which `finish` returns.
+                let _ = tx.send(full);
+                Ok(())
+            }
+            DbSink::Inline { db, cur } => {
+                let r = db.write(cur);
+                cur.clear();
+                r
+            }
+        }
+    }
+
+    /// Writes what is left; the database, for the host's events and the session's tables.
+    fn finish(mut self) -> Result<Db> {
+        let sent = self.send();
+        match self {
+            DbSink::Thread { tx, h, .. } => {
+                drop(tx);
+                let written = h.join().unwrap_or_else(|_| {
+                    err(ACL_ERROR_INVALID_FILE, "the database writer panicked")
+                });
+                sent?;
+                written
+            }
+            DbSink::Inline { db, .. } => {
+                sent?;
+                Ok(*db)
+            }
+        }
+    }
+}
+
 /// Whether an op is communication (HCCL): real runs give it its own track and leave it out
 /// of op_statistic.
 pub fn is_communication(task_type: &str, name: &str) -> bool {
@@ -953,7 +1064,7 @@ impl Rows {
 
 /// What the merge reads: the result directory's devices, the clock offset to epoch time,
 /// and the replayed models.
-struct Source<'a> {
+struct Source<'a, 'b> {
     dir: &'a Path,
     devices: &'a [u32],
     offset: i128,
@@ -963,7 +1074,7 @@ struct Source<'a> {
     /// The session's process id, and op_summary's PMU columns.
     pid: u64,
     pmu: &'static [&'static str],
-    db: &'a mut Db,
+    db: &'a mut DbSink<'b>,
 }
 
 /// Merges each device's stream files by start time into op_summary and task_time rows,
@@ -1033,13 +1144,7 @@ fn merge_devices(
             })
             .collect();
         let mut overlap = Overlap::default();
-        let mut db_err: Result<()> = Ok(());
-        let db_piece = |p: Piece, s: u64, e: u64, db: &mut Db, r: &mut Result<()>| {
-            if r.is_ok() {
-                let wall = |t: u64| (t as i128 + offset).max(0) as u64;
-                *r = db.overlap(dev, overlap_kind(p), wall(s), wall(e));
-            }
-        };
+        let wall = |t: u64| (t as i128 + offset).max(0) as u64;
         let mut task_ids: HashMap<u32, (u64, bool)> = HashMap::new();
         let mut by_type: HashMap<String, Agg> = HashMap::new();
         let mut prev_end: Option<u64> = None;
@@ -1100,7 +1205,8 @@ fn merge_devices(
                     }
                 }
             }
-            db.op(&DbOp {
+            let b = db.batch();
+            b.op(&DbOp {
                 dev,
                 model: row.model,
                 stream,
@@ -1115,11 +1221,11 @@ fn merge_devices(
                 mix_block_dim: row.mix_block_dim,
                 comm,
                 pmu: &pmu_values,
-            })?;
-            overlap.op(start, end, comm, &mut |p, s, e| {
-                db_piece(p, s, e, db, &mut db_err)
             });
-            std::mem::replace(&mut db_err, Ok(()))?;
+            overlap.op(start, end, comm, &mut |p, s, e| {
+                b.piece(dev, overlap_kind(p), wall(s), wall(e))
+            });
+            db.send_if_full()?;
             prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
             let op = TlOp {
                 kind: if first_on_stream {
@@ -1155,8 +1261,8 @@ fn merge_devices(
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
         }
-        overlap.finish(&mut |p, s, e| db_piece(p, s, e, db, &mut db_err));
-        std::mem::replace(&mut db_err, Ok(()))?;
+        let b = db.batch();
+        overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));
         summary.ops.insert(dev, n);
         for (ty, a) in by_type {
             stats.push((dev, ty, a));
@@ -1267,7 +1373,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
             let _ = fs::remove_file(e.path());
         }
     }
-    let mut db = Db::create(&dir.join(format!("msprof_{stamp}.db")))?;
+    let db = Db::create(&dir.join(format!("msprof_{stamp}.db")))?;
     let mut stats: Vec<(u32, String, Agg)> = Vec::new();
 
     // The timeline is most of what the export writes: a second thread formats it from
@@ -1280,7 +1386,8 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
     let point = |k: &str| session[k].as_str().map(str::to_string);
     let (fp, bp) = (point("fpPoint"), point("bpPoint"));
     let new_steps = || Steps::new(host_steps.clone(), fp.clone(), bp.clone());
-    let steps_done = std::thread::scope(|scope| -> Result<Steps> {
+    let (steps_done, mut db) = std::thread::scope(|scope| -> Result<(Steps, Db)> {
+        let mut db_sink = DbSink::start(scope, db);
         let steps = new_steps();
         let (tx, rx) = std::sync::mpsc::sync_channel::<TlBatch>(4);
         let (back_tx, back_rx) = std::sync::mpsc::channel::<TlBatch>();
@@ -1321,12 +1428,13 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
             progress: &mut *progress,
             pid,
             pmu,
-            db: &mut db,
+            db: &mut db_sink,
         };
         let merged = merge_devices(src, &mut summary, &mut rows, &mut sink, &mut stats);
         let steps = sink.finish();
+        let db = db_sink.finish();
         merged?;
-        io("cannot write", &tl_path, steps)
+        Ok((io("cannot write", &tl_path, steps)?, db?))
     })?;
     let step_rows = steps_done.rows;
     let mut tl = tl_cell.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -1420,6 +1528,7 @@ fn finish_db(dir: &Path, db: Db, devices: &[u32], wall0: u64) -> Result<()> {
         host_name: host["hostname"].as_str().unwrap_or(""),
         devices: &ranks,
         chip: CHIP,
+        analyzer: &dir.join("analyze/communication_analyzer.db"),
     })
 }
 
