@@ -410,19 +410,25 @@ impl Db {
         let id = self.next_api;
         self.next_api += 1;
         let name = self.sid(name);
+        self.insert(
+            "INSERT INTO CANN_API VALUES (?1,?2,?3,?4,?5,?6)",
+            params![
+                start as i64,
+                end as i64,
+                API_ACL,
+                global_tid(pid, tid),
+                id,
+                name
+            ],
+        )
+    }
+
+    /// One row, through a cached statement.
+    fn insert(&mut self, sql: &str, values: impl rusqlite::Params) -> Result<()> {
         let r = self
             .conn
-            .prepare_cached("INSERT INTO CANN_API VALUES (?1,?2,?3,?4,?5,?6)")
-            .and_then(|mut s| {
-                s.execute(params![
-                    start as i64,
-                    end as i64,
-                    API_ACL,
-                    global_tid(pid, tid),
-                    id,
-                    name
-                ])
-            });
+            .prepare_cached(sql)
+            .and_then(|mut s| s.execute(values));
         r.map_err(|x| self.e(x)).map(|_| ())
     }
 
@@ -448,23 +454,20 @@ impl Db {
         };
         // No device task follows an msproftx event here: CANN's "host only" connection
         // (msprof-analyze's mstx_sum skips it rather than look for a task).
-        let r = self
-            .conn
-            .prepare_cached("INSERT INTO MSTX_EVENTS VALUES (?1,?2,?3,?4,?5,?6,?7,?7,?8,?9)")
-            .and_then(|mut s| {
-                s.execute(params![
-                    start as i64,
-                    end as i64,
-                    kind,
-                    range,
-                    NONE_U32,
-                    message,
-                    gtid,
-                    NONE_U32,
-                    NONE_U32
-                ])
-            });
-        r.map_err(|x| self.e(x)).map(|_| ())
+        self.insert(
+            "INSERT INTO MSTX_EVENTS VALUES (?1,?2,?3,?4,?5,?6,?7,?7,?8,?9)",
+            params![
+                start as i64,
+                end as i64,
+                kind,
+                range,
+                NONE_U32,
+                message,
+                gtid,
+                NONE_U32,
+                NONE_U32
+            ],
+        )
     }
 
     /// Writes the session's own tables, STRING_IDS and the enumerations, builds the indexes
@@ -518,11 +521,10 @@ impl Db {
         }
         for (table, values) in rows {
             let marks = vec!["?"; values.len()].join(",");
-            let r = self
-                .conn
-                .prepare_cached(&format!("INSERT INTO {table} VALUES ({marks})"))
-                .and_then(|mut s| s.execute(rusqlite::params_from_iter(values)));
-            r.map_err(|x| self.e(x))?;
+            self.insert(
+                &format!("INSERT INTO {table} VALUES ({marks})"),
+                rusqlite::params_from_iter(values),
+            )?;
         }
         self.strings.clear();
         let r = self.conn.execute_batch(

@@ -716,10 +716,7 @@ impl TlSink<'_, '_> {
             TlSink::Thread {
                 tx, back_rx, cur, ..
             } => {
-                let mut next = back_rx.try_recv().unwrap_or_default();
-                next.clear();
-                let full = std::mem::replace(cur, next);
-                if tx.send(full).is_err() {
+                if !hand_over(tx, back_rx, cur, TlBatch::clear) {
                     // The timeline thread stopped on an error; `finish` returns it.
                     return Err(std::io::Error::other("the timeline writer stopped"));
                 }
@@ -753,6 +750,19 @@ impl TlSink<'_, '_> {
             }
         }
     }
+}
+
+/// Sends the filled batch `cur` to a writer thread and takes, to fill next, a batch it has
+/// written (cleared), or a new one; false if the writer has stopped.
+fn hand_over<T: Default>(
+    tx: &std::sync::mpsc::SyncSender<T>,
+    back_rx: &std::sync::mpsc::Receiver<T>,
+    cur: &mut T,
+    clear: fn(&mut T),
+) -> bool {
+    let mut next = back_rx.try_recv().unwrap_or_default();
+    clear(&mut next);
+    tx.send(std::mem::replace(cur, next)).is_ok()
 }
 
 /// Where the merge loop sends the database's rows: a thread that writes them (SQLite's
@@ -831,11 +841,8 @@ impl<'s> DbSink<'s> {
             DbSink::Thread {
                 tx, back_rx, cur, ..
             } => {
-                let mut next = back_rx.try_recv().unwrap_or_default();
-                next.clear();
-                let full = std::mem::replace(cur, next);
                 // A closed channel: the writer stopped on an error, which `finish` returns.
-                let _ = tx.send(full);
+                let _ = hand_over(tx, back_rx, cur, DbBatch::clear);
                 Ok(())
             }
             DbSink::Inline { db, cur } => {
