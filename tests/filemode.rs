@@ -401,7 +401,8 @@ fn same_columns_as_cann(ours: &rusqlite::Connection) {
     let torch = real("ascend_pytorch_profiler_level2_910B_msinsight.db");
     let insight = real("msprof_full_db_msinsight.db");
     // (table, renamed (old, new), appended) since the real files' schema 1.0.0.
-    let newer: &[(&str, &[(&str, &str)], &[&str])] = &[
+    type Change<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let newer: &[Change] = &[
         (
             "COMPUTE_TASK_INFO",
             &[("blockDim", "blockNum"), ("mixBlockDim", "mixBlockNum")],
