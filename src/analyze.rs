@@ -4,7 +4,7 @@
 //! ops by time. One pass; memory holds one group per distinct key (or the top N ops), never
 //! one entry per op.
 
-use crate::error::{err, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM};
+use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM};
 use crate::record::{self, View, RECORD_SIZE};
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt::Write as _;
@@ -251,6 +251,9 @@ enum Input {
         fp: Option<std::sync::Arc<str>>,
     },
     Raw(PathBuf),
+    /// CANN's database (`msprof_*.db`, `ascend_pytorch_profiler_*.db`): its tasks, made
+    /// records as they are read.
+    Db(PathBuf),
     Stdin,
 }
 
@@ -378,7 +381,15 @@ fn inputs(path: &Path) -> Result<Vec<Input>> {
     let meta = std::fs::metadata(path).or_else(|e| io_err(path, e))?;
     let mut v = Vec::new();
     if meta.is_file() {
-        v.push(Input::Raw(path.to_path_buf()));
+        let mut magic = [0u8; 16];
+        let is_db = std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|_| &magic == b"SQLite format 3\0");
+        v.push(if is_db {
+            Input::Db(path.to_path_buf())
+        } else {
+            Input::Raw(path.to_path_buf())
+        });
     } else {
         for d in result_dirs(path)? {
             prof_inputs(&d, &mut v)?;
@@ -560,6 +571,7 @@ pub fn each_op(
         .map(|i| match i {
             Input::Device { files, .. } => files.iter().map(size).sum(),
             Input::Raw(p) => size(p),
+            Input::Db(_) => 0,
             Input::Stdin => 0,
         })
         .sum::<u64>()
@@ -602,6 +614,7 @@ pub fn each_op(
                 let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
                 each_record(&mut file, p, &mut corrupt, &mut on_record)?;
             }
+            Input::Db(p) => db_records(p, &mut on_record)?,
             Input::Stdin => {
                 let stdin = std::io::stdin();
                 each_record(
@@ -707,6 +720,34 @@ fn step_windows(path: &Path, step: u64) -> Result<Vec<Option<(u64, u64)>>> {
     Ok(windows)
 }
 
+/// Each task of CANN's database at `p` as a record (names longer than a record holds are
+/// cut, as a subscriber's are).
+fn db_records(p: &Path, f: &mut dyn FnMut(View<'_>)) -> Result<()> {
+    let mut rec: record::Record = [0; RECORD_SIZE];
+    let mut index = 0u64;
+    crate::sim::desc::db_tasks(p, &mut |t| {
+        index += 1;
+        let fields = record::OpFields {
+            model_id: 1,
+            flag: record::FLAG_OP,
+            op_index: index,
+            start: t.start,
+            end: t.end,
+            execution_time: t.end - t.start,
+            dev_id: t.device,
+            stream_id: t.info.stream_id.unwrap_or(0),
+            ..Default::default()
+        };
+        rec.fill(0);
+        let cut = |s: &str| record::until_nul(s.as_bytes()).to_vec();
+        record::encode(&mut rec, &fields, &cut(&t.name), &cut(&t.op_type));
+        record::sign(&mut rec);
+        f(View(&rec));
+        Ok(())
+    })
+    .map_err(|e| Error::new(e.code, format!("{}: {}", p.display(), e.msg)))
+}
+
 /// Why `path` gave no op record at all, in one line: what it looks like instead, and what
 /// to give. (A filter that keeps nothing is not this: those inputs had records.)
 fn no_records(path: &Path, corrupt: u64) -> String {
@@ -729,6 +770,9 @@ fn no_records(path: &Path, corrupt: u64) -> String {
     let text = std::str::from_utf8(&head[..n]).ok().map(str::trim_start);
     let looks = match text {
         _ if n == 0 && corrupt == 0 => "is empty".to_string(),
+        _ if head.starts_with(b"SQLite format 3\0") => {
+            "is a database with no compute or communication task".to_string()
+        }
         Some(t) if t.starts_with('{') || t.starts_with('[') => {
             "is JSON (a timeline?), not op records".to_string()
         }

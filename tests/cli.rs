@@ -440,6 +440,71 @@ fn analyze_agrees_with_the_result_files() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// A real CANN database (torch_npu's export, tests/data/real) is read like records:
+/// `analyze` per type equals the database's own per-type counts and nanoseconds, and
+/// `report` makes a page of it.
+#[test]
+fn analyze_and_report_read_a_real_database() {
+    let db = root().join("tests/data/real/ascend_pytorch_profiler_level2_910B_msinsight.db");
+    let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap();
+    let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut stmt = c
+        .prepare(
+            "SELECT o.value, t.endNs - t.startNs FROM TASK t \
+             JOIN COMPUTE_TASK_INFO i ON i.globalTaskId = t.globalTaskId \
+             JOIN STRING_IDS o ON o.id = i.opType \
+             UNION ALL SELECT o.value, p.endNs - p.startNs FROM COMMUNICATION_OP p \
+             JOIN STRING_IDS o ON o.id = p.opType",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as u64))
+        })
+        .unwrap();
+    for r in rows {
+        let (ty, ns) = r.unwrap();
+        let e = want.entry(ty).or_default();
+        e.0 += 1;
+        e.1 += ns;
+    }
+    assert!(want.len() > 5, "{want:?}");
+    let path = db.to_str().unwrap();
+    let (ok, out, err) = aclprof(
+        &[
+            "analyze",
+            path,
+            "--aggregate-by",
+            "type",
+            "-t",
+            "0",
+            "--format",
+            "json",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let got: BTreeMap<String, (u64, u64)> = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let ns = (r["Sum(us)"].as_f64().unwrap() * 1000.0).round() as u64;
+            (
+                r["Type"].as_str().unwrap().to_string(),
+                (r["Count"].as_u64().unwrap(), ns),
+            )
+        })
+        .collect();
+    assert_eq!(got, want, "analyze of the database, per type");
+    let page = root().join("target/cli-db-report.html");
+    let (ok, said, err) = aclprof(&["report", path, "-o", page.to_str().unwrap()], None);
+    let ops: u64 = want.values().map(|v| v.0).sum();
+    assert!(ok && said.contains(&format!("{ops} ops")), "{said}{err}");
+}
+
 /// Input with no valid op record is an error of one line that says what the input looks
 /// like, for `analyze` and `report` alike: an empty file, random bytes, empty standard
 /// input, a CSV table, a JSON timeline, a result directory nothing was recorded into.

@@ -65,7 +65,8 @@ def analyze(
     step: Optional[int] = None,
 ) -> Rows:
     """What ``aclprof analyze PATH`` shows, as rows: ``path`` is a result directory
-    (``PROF_*``), a folder of them, or a file of records a subscription wrote.
+    (``PROF_*``), a folder of them, a file of records a subscription wrote, or CANN's
+    database (``msprof_*.db``, ``ascend_pytorch_profiler_*.db``).
 
     ``top`` rows (0: all); ``aggregate_by`` one of ``"type"``, ``"name"``, ``"device"``,
     ``"stream"``, ``"model"``, ``"rank"`` (default: single ops); ``aggregate`` one of

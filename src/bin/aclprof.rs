@@ -61,7 +61,8 @@ struct AnalyzeArgs {
 #[derive(Subcommand)]
 enum Cmd {
     /// Rank ops or groups of ops by device time. PATH is a PROF_* result directory, a folder
-    /// of them, a file of raw records (what a subscription wrote), or - for standard input.
+    /// of them, a file of raw records (what a subscription wrote), CANN's database
+    /// (msprof_*.db, ascend_pytorch_profiler_*.db), or - for standard input.
     Analyze {
         path: PathBuf,
         #[command(flatten)]

@@ -424,18 +424,25 @@ fn with_offsets(path: &Path, ops: &mut [SimOp], starts: &[Option<u64>]) -> Resul
     Ok(())
 }
 
+/// One task of CANN's database, as [`db_tasks`] reads it.
+pub struct DbTask {
+    /// Epoch ns.
+    pub start: u64,
+    pub end: u64,
+    pub device: u32,
+    pub name: String,
+    pub op_type: String,
+    pub info: TaskInfo,
+}
+
 /// The tasks of CANN's database (`msprof_*.db`, torch_npu's `ascend_pytorch_profiler_*.db`):
 /// the compute tasks (TASK + COMPUTE_TASK_INFO) and the communication ops
 /// (COMMUNICATION_OP), names and types from STRING_IDS, of the database's first device, in
-/// start order. Read-only: the file is never changed.
-pub fn parse_db(path: &Path) -> Result<SimModel> {
+/// start order, one at a time to `f`. Read-only: the file is never changed. Errors say what
+/// is wrong, not which file (the caller names it).
+pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<()> {
     use rusqlite::{Connection, OpenFlags};
-    let fail = |e: rusqlite::Error| -> Error {
-        Error::new(
-            ACL_ERROR_INVALID_FILE,
-            format!("model description {}: {e}", path.display()),
-        )
-    };
+    let fail = |e: rusqlite::Error| -> Error { Error::new(ACL_ERROR_INVALID_FILE, e.to_string()) };
     let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
     let has = |table: &str| -> bool {
         conn.query_row(
@@ -447,9 +454,9 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
     };
     if !has("TASK") || !has("STRING_IDS") || !(has("COMPUTE_TASK_INFO") || has("COMMUNICATION_OP"))
     {
-        return bad(
-            path,
-            format!("an SQLite database without CANN's TASK, STRING_IDS and COMPUTE_TASK_INFO tables has no tasks to replay; give one of: {FORMATS}"),
+        return err(
+            ACL_ERROR_INVALID_FILE,
+            "an SQLite database without CANN's TASK, STRING_IDS and COMPUTE_TASK_INFO tables has no tasks",
         );
     }
     // CANN 8.2 renamed blockDim and mixBlockDim to blockNum and mixBlockNum.
@@ -462,7 +469,10 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
     let mut parts = Vec::new();
     if has("COMPUTE_TASK_INFO") {
         parts.push(format!(
-            "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskId, n.value, o.value,              k.value, {}, {} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId              JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType              LEFT JOIN STRING_IDS k ON k.id = c.taskType",
+            "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskId, n.value, o.value, \
+             k.value, {}, {} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId \
+             JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType \
+             LEFT JOIN STRING_IDS k ON k.id = c.taskType",
             block("block"),
             block("mixBlock")
         ));
@@ -486,35 +496,54 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
     );
     let mut stmt = conn.prepare(&sql).map_err(fail)?;
     let mut rows = stmt.query([]).map_err(fail)?;
-    let (mut ops, mut starts) = (Vec::new(), Vec::new());
-    let mut device = 0;
     let int = |v: Option<i64>| v.and_then(|x| u32::try_from(x).ok());
     while let Some(r) = rows.next().map_err(fail)? {
         let (start, end): (i64, i64) = (r.get(0).map_err(fail)?, r.get(1).map_err(fail)?);
-        let dur = end.saturating_sub(start);
-        if start < 0 || dur < 0 || dur as u64 >= MAX_SPAN_NS {
-            return bad(path, format!("a task from {start} to {end} ns"));
+        if start < 0 || end < start || (end - start) as u64 >= MAX_SPAN_NS {
+            return err(
+                ACL_ERROR_INVALID_FILE,
+                format!("a task from {start} to {end} ns"),
+            );
         }
-        device = int(r.get(2).map_err(fail)?).unwrap_or(0);
         let name: String = r.get(5).map_err(fail)?;
         let op_type: Option<String> = r.get(6).map_err(fail)?;
-        starts.push(Some(start as u64));
-        ops.push(SimOp {
+        f(DbTask {
+            start: start as u64,
+            end: end as u64,
+            device: int(r.get(2).map_err(fail)?).unwrap_or(0),
             op_type: op_type.unwrap_or_else(|| name.clone()),
             name,
-            duration_ns: dur as u64,
-            wait_ns: 0,
-            offset_ns: None,
-            task: Some(TaskInfo {
+            info: TaskInfo {
                 task_type: r.get(7).map_err(fail)?,
                 block_dim: int(r.get(8).map_err(fail)?),
                 mix_block_dim: int(r.get(9).map_err(fail)?),
                 stream_id: int(r.get(3).map_err(fail)?),
                 task_id: int(r.get(4).map_err(fail)?),
-            }),
+            },
+        })?;
+    }
+    Ok(())
+}
+
+/// A database's tasks as a model (see [`db_tasks`]).
+pub fn parse_db(path: &Path) -> Result<SimModel> {
+    let (mut ops, mut starts) = (Vec::new(), Vec::new());
+    let mut device = 0;
+    db_tasks(path, &mut |t| {
+        device = t.device;
+        starts.push(Some(t.start));
+        ops.push(SimOp {
+            name: t.name,
+            op_type: t.op_type,
+            duration_ns: t.end - t.start,
+            wait_ns: 0,
+            offset_ns: None,
+            task: Some(t.info),
             pmu: Vec::new(),
         });
-    }
+        Ok(())
+    })
+    .or_else(|e| bad(path, e.msg))?;
     if ops.is_empty() {
         return bad(path, "the database has no compute or communication tasks");
     }
