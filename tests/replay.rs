@@ -303,6 +303,63 @@ fn check_pmu(what: &str, input: &Path, dir: &Path) -> usize {
     compared
 }
 
+/// A replayed table's input and output shapes, data types and formats reach op_summary
+/// row for row (as multisets: "N/A" or blank shapes are blank, other unknowns N/A).
+/// Returns how many rows had known shapes.
+fn check_tensors(what: &str, input: &Path, dir: &Path) -> usize {
+    const COLS: [&str; 6] = [
+        "Input Shapes",
+        "Input Data Types",
+        "Input Formats",
+        "Output Shapes",
+        "Output Data Types",
+        "Output Formats",
+    ];
+    if input.extension().is_some_and(|x| x != "csv") {
+        return 0;
+    }
+    let mut rd = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(input)
+        .unwrap();
+    let h: Vec<String> = rd
+        .headers()
+        .unwrap()
+        .iter()
+        .map(|x| x.trim().to_string())
+        .collect();
+    let at: Vec<Option<usize>> = COLS.iter().map(|c| h.iter().position(|x| x == c)).collect();
+    if at.iter().all(Option::is_none) {
+        return 0;
+    }
+    let norm = |k: usize, v: &str| {
+        let v = v.trim();
+        match (k % 3 == 0, v.is_empty() || v == "N/A") {
+            (true, true) => String::new(),
+            (false, true) => "N/A".to_string(),
+            _ => v.to_string(),
+        }
+    };
+    let mut want: Vec<Vec<String>> = rd
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (0..6)
+                .map(|k| norm(k, at[k].and_then(|i| r.get(i)).unwrap_or("")))
+                .collect()
+        })
+        .collect();
+    let (_, rows) = read_csv(&output(dir, "op_summary_"));
+    let mut got: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| (0..6).map(|k| r[COLS[k]].clone()).collect())
+        .collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want, "{what}: the tensors' shapes, types and formats");
+    got.iter().filter(|r| !r[0].is_empty()).count()
+}
+
 /// Communication is on the HCCL track and in its own part of Overlap Analysis; the step
 /// trace adds up.
 fn check_communication(what: &str, e: &Expected, dir: &Path) {
@@ -415,6 +472,7 @@ fn real_profiles_replay_exactly() {
         0
     );
     let mut pmu_compared = 0;
+    let mut shapes_compared = 0;
     for (what, e, model, input) in &cases {
         let metric = metric_of(what);
         profiled(e.device, metric, || {
@@ -434,6 +492,7 @@ fn real_profiles_replay_exactly() {
         }
         assert_eq!(got, e.all, "{what}: op_summary");
 
+        shapes_compared += check_tensors(what, input, &dir);
         // The database the export wrote holds the same ops.
         let dbs: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap()
@@ -448,6 +507,42 @@ fn real_profiles_replay_exactly() {
             g.1 += ns;
         }
         assert_eq!(in_db, e.all, "{what}: our msprof_*.db");
+        if input.extension().is_some_and(|x| x == "db") {
+            // A replayed database's input shapes, types and formats reach ours.
+            let tensors = |p: &Path| -> Vec<String> {
+                let c = rusqlite::Connection::open_with_flags(
+                    p,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+                )
+                .unwrap();
+                let mut st = c
+                    .prepare(
+                        "SELECT coalesce(a.value, '') || '|' || coalesce(b.value, '') || '|' || \
+                         coalesce(f.value, '') FROM COMPUTE_TASK_INFO c \
+                         LEFT JOIN STRING_IDS a ON a.id = c.inputShapes \
+                         LEFT JOIN STRING_IDS b ON b.id = c.inputDataTypes \
+                         LEFT JOIN STRING_IDS f ON f.id = c.outputFormats",
+                    )
+                    .unwrap();
+                let mut v: Vec<String> = st
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .unwrap()
+                    .map(|x| x.unwrap().replace("N/A", ""))
+                    .collect();
+                v.sort();
+                v
+            };
+            let theirs = tensors(input);
+            assert!(
+                theirs.iter().any(|t| !t.starts_with('|')),
+                "{what}: shapes known"
+            );
+            assert_eq!(
+                tensors(&dbs[0]),
+                theirs,
+                "{what}: tensors in our msprof_*.db"
+            );
+        }
 
         let (_, stat) = read_csv(&output(&dir, "op_statistic_"));
         let got: PerType = stat
@@ -469,6 +564,10 @@ fn real_profiles_replay_exactly() {
     assert!(
         pmu_compared >= 100,
         "the PMU columns were compared: {pmu_compared}"
+    );
+    assert!(
+        shapes_compared >= 100,
+        "rows with known shapes were compared: {shapes_compared}"
     );
     // A task type is text from outside: quoted in op_summary, escaped in the timeline.
     let odd = std::env::temp_dir().join(format!("aclprof-odd-{}.csv", std::process::id()));

@@ -207,6 +207,8 @@ pub struct DbOp<'a> {
     pub comm: bool,
     /// Known PMU values: (column name, value as written).
     pub pmu: &'a [(&'a str, &'a str)],
+    /// Its tensors' shapes, types and formats, if known.
+    pub meta: Option<&'a crate::sim::desc::OpMeta>,
 }
 
 /// What the session knows about itself, written at the end.
@@ -308,6 +310,7 @@ impl Db {
         let conn = &self.conn;
         let mut task = Multi::new(conn, "TASK", &TASK_SLOTS);
         let mut compute = Multi::new(conn, "COMPUTE_TASK_INFO", &COMPUTE_SLOTS);
+        let mut fields = [0i64; 9];
         let mut piece = Multi::new(conn, "OVERLAP_ANALYSIS", &OVERLAP_SLOTS);
         let mut comm_op = conn.prepare_cached(
             "INSERT INTO COMMUNICATION_OP VALUES (?1,?2,?3,?4,?5,?6,0,0,?7,?8,0,?9,?10,?11)",
@@ -319,16 +322,21 @@ impl Db {
         let mut pmu_at = b.pmu.iter().peekable();
         let mut from = 0;
         for (k, o) in b.rows.iter().enumerate() {
-            let text = &b.text[from..o.task_type_end];
-            from = o.task_type_end;
-            let (name, rest) = text.split_at(o.name_len);
-            let (op_type, task_type) = rest.split_at(o.type_len);
+            // Name, op type, task type, then the tensors' fields (N/A's id where unknown).
+            for (k, &len) in o.lens.iter().enumerate() {
+                let t = &b.text[from..from + len as usize];
+                from += len as usize;
+                fields[k] = if k >= 3 && (t.is_empty() || t == "N/A") {
+                    na
+                } else {
+                    sid(&mut self.strings, t)
+                };
+            }
+            debug_assert_eq!(from, o.text_end);
+            let [name, op_type, task_type, meta @ ..] = fields;
             let id = self.next_task;
             self.next_task += 1;
             self.latest = self.latest.max(o.end);
-            let name = sid(&mut self.strings, name);
-            let task_type = sid(&mut self.strings, task_type);
-            let op_type = sid(&mut self.strings, op_type);
             let model = if o.model == u32::MAX {
                 NONE_U32
             } else {
@@ -382,6 +390,12 @@ impl Db {
                     o.mix_block_dim as i64,
                     task_type,
                     op_type,
+                    meta[2],
+                    meta[1],
+                    meta[0],
+                    meta[5],
+                    meta[4],
+                    meta[3],
                     na,
                 ])?;
             }
@@ -603,10 +617,11 @@ impl Db {
 /// once for this many rows.
 const MULTI: usize = 32;
 
-/// Each column's parameter among a row's: TASK binds its 11 columns; COMPUTE_TASK_INFO 7
-/// (the unknown metadata columns all N/A's id); OVERLAP_ANALYSIS its 5.
+/// Each column's parameter among a row's: TASK binds its 11 columns; COMPUTE_TASK_INFO 13
+/// (its last five, attributes, op state, HF32, grid and block dims, all N/A's id);
+/// OVERLAP_ANALYSIS its 5.
 const TASK_SLOTS: [usize; 11] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
-const COMPUTE_SLOTS: [usize; 17] = [0, 1, 2, 3, 4, 5, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6];
+const COMPUTE_SLOTS: [usize; 17] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 12, 12, 12, 12];
 const OVERLAP_SLOTS: [usize; 5] = [0, 1, 2, 3, 4];
 
 /// Integer rows of one table, inserted [`MULTI`] at a time (the rest one by one).
@@ -701,18 +716,26 @@ struct DbRow {
     block_dim: u32,
     mix_block_dim: u32,
     comm: bool,
-    name_len: usize,
-    type_len: usize,
-    /// Where this op's text ends in [`DbBatch::text`].
-    task_type_end: usize,
+    /// Lengths of its name, op type, task type and six tensor fields (input shapes, types,
+    /// formats, output's), back to back in [`DbBatch::text`], ending at `text_end`.
+    lens: [u32; 9],
+    text_end: usize,
 }
 
 impl DbBatch {
     /// Queues one op.
     pub fn op(&mut self, o: &DbOp) {
-        self.text.push_str(o.name);
-        self.text.push_str(o.op_type);
-        self.text.push_str(o.task_type);
+        let none = ["", "", "", "", "", ""];
+        let meta = o.meta.map_or(none, |m| m.fields());
+        let mut lens = [0u32; 9];
+        for (k, t) in [o.name, o.op_type, o.task_type]
+            .into_iter()
+            .chain(meta)
+            .enumerate()
+        {
+            self.text.push_str(t);
+            lens[k] = t.len() as u32;
+        }
         for (col, v) in o.pmu {
             self.pmu
                 .push((self.rows.len(), col.to_string(), v.to_string()));
@@ -728,9 +751,8 @@ impl DbBatch {
             block_dim: o.block_dim,
             mix_block_dim: o.mix_block_dim,
             comm: o.comm,
-            name_len: o.name.len(),
-            type_len: o.op_type.len(),
-            task_type_end: self.text.len(),
+            lens,
+            text_end: self.text.len(),
         });
     }
 

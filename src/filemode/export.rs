@@ -1020,9 +1020,22 @@ impl Rows {
         line.push(',');
         push_u64(line, r.mix_block_dim as u64, 1);
         // HF32 Eligible, Input Shapes/Data Types/Formats, Output Shapes/Data Types/Formats,
-        // Context ID. Unknown shapes are blank, not N/A: msprof-analyze skips an op with
-        // blank shapes but parses "N/A" as a shape and logs errors.
-        line.push_str(",N/A,,N/A,N/A,,N/A,N/A,N/A");
+        // Context ID: what a replayed table or database said, else unknown. Unknown shapes
+        // are blank, not N/A: msprof-analyze skips an op with blank shapes but parses "N/A"
+        // as a shape and logs errors.
+        line.push_str(",N/A");
+        let meta = r.replayed.and_then(|(o, _)| o.meta.as_deref());
+        for (k, unknown) in ["", "N/A", "N/A", "", "N/A", "N/A"].into_iter().enumerate() {
+            line.push(',');
+            match meta
+                .map(|m| m.fields()[k])
+                .filter(|v| !v.is_empty() && *v != "N/A")
+            {
+                Some(v) => push_csv_field(line, v),
+                None => line.push_str(unknown),
+            }
+        }
+        line.push_str(",N/A");
         // PMU values: a replayed table's, N/A where there is no hardware.
         for k in 0..self.pmu_count {
             let value = r
@@ -1228,6 +1241,7 @@ fn merge_devices(
                 mix_block_dim: row.mix_block_dim,
                 comm,
                 pmu: &pmu_values,
+                meta: replayed.and_then(|(o, _)| o.meta.as_deref()),
             });
             overlap.op(start, end, comm, &mut |p, s, e| {
                 b.piece(dev, overlap_kind(p), wall(s), wall(e))

@@ -39,6 +39,48 @@ pub struct SimOp {
     pub task: Option<TaskInfo>,
     /// A replayed table's PMU values, one per [`SimModel::pmu_columns`] (text as written).
     pub pmu: Vec<String>,
+    /// What a replayed table or database said of the op's tensors; None if nothing.
+    pub meta: Option<Box<OpMeta>>,
+}
+
+/// An op's input and output tensors as a real run wrote them: shapes, data types, formats
+/// (CANN's text, `;` between tensors; empty where unknown).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpMeta {
+    pub input_shapes: String,
+    pub input_types: String,
+    pub input_formats: String,
+    pub output_shapes: String,
+    pub output_types: String,
+    pub output_formats: String,
+}
+
+impl OpMeta {
+    /// None if every field is empty or "N/A".
+    fn known(self) -> Option<Box<OpMeta>> {
+        let unknown = |s: &str| s.is_empty() || s == "N/A";
+        let all = [
+            &self.input_shapes,
+            &self.input_types,
+            &self.input_formats,
+            &self.output_shapes,
+            &self.output_types,
+            &self.output_formats,
+        ];
+        (!all.iter().all(|s| unknown(s))).then(|| Box::new(self))
+    }
+
+    /// The fields in op_summary's order: input shapes, types, formats, then output's.
+    pub fn fields(&self) -> [&str; 6] {
+        [
+            &self.input_shapes,
+            &self.input_types,
+            &self.input_formats,
+            &self.output_shapes,
+            &self.output_types,
+            &self.output_formats,
+        ]
+    }
 }
 
 /// A replayed task's own details (each `None` where the input does not say).
@@ -226,6 +268,9 @@ struct Columns {
     task_id: Option<usize>,
     device: Option<usize>,
     model: Option<usize>,
+    /// Input Shapes, Input Data Types, Input Formats, Output Shapes, Output Data Types,
+    /// Output Formats.
+    meta: [Option<usize>; 6],
     /// Where the PMU columns start.
     pmu_from: usize,
 }
@@ -263,6 +308,14 @@ impl Columns {
             task_id: col(&["Task ID", "Task Id"]),
             device: col(&["Device_id", "Device ID"]),
             model: col(&["Model Name"]),
+            meta: [
+                col(&["Input Shapes"]),
+                col(&["Input Data Types"]),
+                col(&["Input Formats"]),
+                col(&["Output Shapes"]),
+                col(&["Output Data Types"]),
+                col(&["Output Formats"]),
+            ],
             pmu_from: col(&["Context ID"])
                 .or(col(&["Output Formats"]))
                 .map_or(headers.len(), |c| c + 1),
@@ -375,6 +428,18 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             pmu: (c.pmu_from..headers.len())
                 .map(|i| get(i).trim().to_string())
                 .collect(),
+            meta: {
+                let m = |k: usize| c.meta[k].map_or(String::new(), |i| get(i).trim().to_string());
+                OpMeta {
+                    input_shapes: m(0),
+                    input_types: m(1),
+                    input_formats: m(2),
+                    output_shapes: m(3),
+                    output_types: m(4),
+                    output_formats: m(5),
+                }
+                .known()
+            },
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -433,6 +498,7 @@ pub struct DbTask {
     pub name: String,
     pub op_type: String,
     pub info: TaskInfo,
+    pub meta: Option<Box<OpMeta>>,
 }
 
 /// The tasks of CANN's database (`msprof_*.db`, torch_npu's `ascend_pytorch_profiler_*.db`):
@@ -468,13 +534,26 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
     };
     let mut parts = Vec::new();
     if has("COMPUTE_TASK_INFO") {
+        let meta = [
+            "inputShapes",
+            "inputDataTypes",
+            "inputFormats",
+            "outputShapes",
+            "outputDataTypes",
+            "outputFormats",
+        ];
+        let cols: Vec<String> = meta
+            .iter()
+            .map(|m| format!("(SELECT value FROM STRING_IDS WHERE id = c.{m})"))
+            .collect();
         parts.push(format!(
             "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskId, n.value, o.value, \
-             k.value, {}, {} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId \
+             k.value, {}, {}, {} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId \
              JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType \
              LEFT JOIN STRING_IDS k ON k.id = c.taskType",
             block("block"),
-            block("mixBlock")
+            block("mixBlock"),
+            cols.join(", ")
         ));
     }
     if has("COMMUNICATION_OP") {
@@ -484,8 +563,8 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
         parts.push(
             "SELECT p.startNs, p.endNs, coalesce((SELECT min(t.deviceId) FROM TASK t \
              WHERE t.connectionId = p.connectionId), (SELECT min(deviceId) FROM TASK)), \
-             NULL, NULL, n.value, coalesce(o.value, n.value), 'COMMUNICATION', NULL, NULL \
-             FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
+             NULL, NULL, n.value, coalesce(o.value, n.value), 'COMMUNICATION', NULL, NULL, \
+             NULL, NULL, NULL, NULL, NULL, NULL FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
              LEFT JOIN STRING_IDS o ON o.id = p.opType"
                 .to_string(),
         );
@@ -507,7 +586,22 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
         }
         let name: String = r.get(5).map_err(fail)?;
         let op_type: Option<String> = r.get(6).map_err(fail)?;
+        let text = |i: usize| -> Result<String> {
+            Ok(r.get::<_, Option<String>>(i)
+                .map_err(fail)?
+                .unwrap_or_default())
+        };
+        let meta = OpMeta {
+            input_shapes: text(10)?,
+            input_types: text(11)?,
+            input_formats: text(12)?,
+            output_shapes: text(13)?,
+            output_types: text(14)?,
+            output_formats: text(15)?,
+        }
+        .known();
         f(DbTask {
+            meta,
             start: start as u64,
             end: end as u64,
             device: int(r.get(2).map_err(fail)?).unwrap_or(0),
@@ -540,6 +634,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
             offset_ns: None,
             task: Some(t.info),
             pmu: Vec::new(),
+            meta: t.meta,
         });
         Ok(())
     })
@@ -608,6 +703,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
                 task_id: int(&a["Task Id"]),
             }),
             pmu: Vec::new(),
+            meta: None,
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -761,8 +857,14 @@ mod tests {
                     task_id: Some(3),
                 }),
                 pmu: Vec::new(),
+                // Kept as written (the triple quotes of real files leave one pair).
+                meta: Some(Box::new(OpMeta {
+                    input_shapes: "\"1,3,224,224\"".into(),
+                    ..Default::default()
+                })),
             }
         );
+        assert_eq!(m.ops[1].meta, None, "N/A is unknown");
         assert_eq!(m.ops[1].wait_ns, 1_000);
         assert!(
             m.pmu_columns.is_empty(),
