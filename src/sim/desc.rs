@@ -4,7 +4,9 @@
 //!
 //! Formats, told apart by content (never by file name):
 //! * aclprof's JSON: `{"name": str, "device": int, "wait_us"?: number,
-//!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number}, ...],
+//!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number,
+//!   "input_shapes"?: str, "input_types"?: str, "input_formats"?: str, "output_shapes"?: str,
+//!   "output_types"?: str, "output_formats"?: str}, ...],
 //!   "inputs"?: [bytes, ...], "outputs"?: [bytes, ...]}`
 //! * tables real runs write, replayed row by row: msprof's `op_summary_*.csv` (CANN 6.x-8.x
 //!   column sets), torch_npu's `kernel_details.csv` (Level0/1/2), MindSpore's and
@@ -189,11 +191,28 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
                 }
             },
         };
+        // Optional: the tensors, in CANN's text ("1,3,224,224;64", "FLOAT16", "NCHW").
+        let mut meta = OpMeta::default();
+        for (key, field) in [
+            ("input_shapes", &mut meta.input_shapes),
+            ("input_types", &mut meta.input_types),
+            ("input_formats", &mut meta.input_formats),
+            ("output_shapes", &mut meta.output_shapes),
+            ("output_types", &mut meta.output_types),
+            ("output_formats", &mut meta.output_formats),
+        ] {
+            match op.get(key) {
+                None => {}
+                Some(serde_json::Value::String(v)) => *field = v.clone(),
+                Some(_) => return bad(path, format!("ops[{i}].{key} must be a string")),
+            }
+        }
         out.push(SimOp {
             name: n,
             op_type: t,
             duration_ns: d,
             wait_ns: w,
+            meta: meta.known(),
             ..Default::default()
         });
     }
@@ -946,5 +965,30 @@ mod tests {
             assert!(e.msg.contains(says), "{name}: {}", e.msg);
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn json_ops_carry_their_tensors() {
+        let p = Path::new("m.json");
+        let m = parse_json(
+            p,
+            r#"{"name":"m","ops":[
+            {"name":"a","type":"Conv2D","duration_us":1,"input_shapes":"1,3,224,224;64,3,7,7",
+             "input_types":"FLOAT16;FLOAT16","output_formats":"NC1HWC0"},
+            {"name":"b","type":"Relu","duration_us":1}]}"#,
+        )
+        .unwrap();
+        let a = m.ops[0].meta.as_deref().unwrap();
+        assert_eq!(a.input_shapes, "1,3,224,224;64,3,7,7");
+        assert_eq!(a.input_types, "FLOAT16;FLOAT16");
+        assert_eq!(a.output_formats, "NC1HWC0");
+        assert_eq!(a.output_shapes, "");
+        assert_eq!(m.ops[1].meta, None);
+        let bad =
+            r#"{"name":"m","ops":[{"name":"a","type":"T","duration_us":1,"input_shapes":[1,3]}]}"#;
+        assert!(parse_json(p, bad)
+            .unwrap_err()
+            .msg
+            .contains("input_shapes must be a string"));
     }
 }
