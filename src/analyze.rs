@@ -384,7 +384,7 @@ fn inputs(path: &Path) -> Result<Vec<Input>> {
         let mut magic = [0u8; 16];
         let is_db = std::fs::File::open(path)
             .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|_| &magic == b"SQLite format 3\0");
+            .is_ok_and(|_| &magic == crate::sim::desc::SQLITE_MAGIC);
         v.push(if is_db {
             Input::Db(path.to_path_buf())
         } else {
@@ -770,7 +770,7 @@ fn no_records(path: &Path, corrupt: u64) -> String {
     let text = std::str::from_utf8(&head[..n]).ok().map(str::trim_start);
     let looks = match text {
         _ if n == 0 && corrupt == 0 => "is empty".to_string(),
-        _ if head.starts_with(b"SQLite format 3\0") => {
+        _ if head.starts_with(crate::sim::desc::SQLITE_MAGIC) => {
             "is a database with no compute or communication task".to_string()
         }
         Some(t) if t.starts_with('{') || t.starts_with('[') => {

@@ -251,30 +251,36 @@ fn metric_of(what: &str) -> u32 {
         .map_or(0xFF, |g| g.1)
 }
 
-/// The input's PMU columns carried into op_summary value for value (as written; a blank
-/// becomes N/A). Returns how many columns were compared.
-fn check_pmu(what: &str, input: &Path, dir: &Path) -> usize {
-    // Real tables can have short rows: read the input leniently (a missing cell is blank).
+/// A real table's header (trimmed) and rows as header -> cell. Real tables can have short
+/// rows: a missing cell is blank.
+fn read_lenient(input: &Path) -> (Vec<String>, Vec<BTreeMap<String, String>>) {
     let mut rd = csv::ReaderBuilder::new()
         .flexible(true)
         .from_path(input)
         .unwrap();
-    let ih: Vec<String> = rd
+    let h: Vec<String> = rd
         .headers()
         .unwrap()
         .iter()
-        .map(|h| h.trim().to_string())
+        .map(|x| x.trim().to_string())
         .collect();
-    let irows: Vec<BTreeMap<String, String>> = rd
+    let rows = rd
         .records()
         .map(|rec| {
             let rec = rec.unwrap();
-            ih.iter()
+            h.iter()
                 .enumerate()
-                .map(|(i, h)| (h.clone(), rec.get(i).unwrap_or("").to_string()))
+                .map(|(i, c)| (c.clone(), rec.get(i).unwrap_or("").to_string()))
                 .collect()
         })
         .collect();
+    (h, rows)
+}
+
+/// The input's PMU columns carried into op_summary value for value (as written; a blank
+/// becomes N/A). Returns how many columns were compared.
+fn check_pmu(what: &str, input: &Path, dir: &Path) -> usize {
+    let (ih, irows) = read_lenient(input);
     let (oh, orows) = read_csv(&output(dir, "op_summary_"));
     let from = oh.iter().position(|h| h == "Context ID").unwrap() + 1;
     let mut compared = 0;
@@ -318,16 +324,7 @@ fn check_tensors(what: &str, input: &Path, dir: &Path) -> usize {
     if input.extension().is_some_and(|x| x != "csv") {
         return 0;
     }
-    let mut rd = csv::ReaderBuilder::new()
-        .flexible(true)
-        .from_path(input)
-        .unwrap();
-    let h: Vec<String> = rd
-        .headers()
-        .unwrap()
-        .iter()
-        .map(|x| x.trim().to_string())
-        .collect();
+    let (h, irows) = read_lenient(input);
     let at: Vec<Option<usize>> = COLS.iter().map(|c| h.iter().position(|x| x == c)).collect();
     if at.iter().all(Option::is_none) {
         return 0;
@@ -340,12 +337,11 @@ fn check_tensors(what: &str, input: &Path, dir: &Path) -> usize {
             _ => v.to_string(),
         }
     };
-    let mut want: Vec<Vec<String>> = rd
-        .records()
+    let mut want: Vec<Vec<String>> = irows
+        .iter()
         .map(|r| {
-            let r = r.unwrap();
             (0..6)
-                .map(|k| norm(k, at[k].and_then(|i| r.get(i)).unwrap_or("")))
+                .map(|k| norm(k, at[k].map_or("", |_| r[COLS[k]].as_str())))
                 .collect()
         })
         .collect();

@@ -1208,7 +1208,7 @@ fn merge_devices(
                 name: &name,
                 ty: &ty,
                 task_type,
-                start: (start as i128 + offset).max(0) as u64,
+                start: wall(start),
                 dur,
                 wait: prev_end.map(|p| start.saturating_sub(p)),
                 block_dim: task_info.and_then(|t| t.block_dim).unwrap_or(derived_dim),

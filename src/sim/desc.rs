@@ -60,16 +60,8 @@ pub struct OpMeta {
 impl OpMeta {
     /// None if every field is empty or "N/A".
     fn known(self) -> Option<Box<OpMeta>> {
-        let unknown = |s: &str| s.is_empty() || s == "N/A";
-        let all = [
-            &self.input_shapes,
-            &self.input_types,
-            &self.input_formats,
-            &self.output_shapes,
-            &self.output_types,
-            &self.output_formats,
-        ];
-        (!all.iter().all(|s| unknown(s))).then(|| Box::new(self))
+        let unknown = |s: &&str| s.is_empty() || *s == "N/A";
+        (!self.fields().iter().all(unknown)).then(|| Box::new(self))
     }
 
     /// The fields in op_summary's order: input shapes, types, formats, then output's.
@@ -94,6 +86,9 @@ pub struct TaskInfo {
     pub stream_id: Option<u32>,
     pub task_id: Option<u32>,
 }
+
+/// The first bytes of every SQLite database file.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// The formats a model description can have, for error messages.
 pub const FORMATS: &str = "aclprof's JSON model description, msprof's op_summary CSV, \
@@ -743,7 +738,7 @@ pub fn parse_file(path: &Path) -> Result<SimModel> {
         Ok(t) => t,
         Err(e) => return bad(path, format!("cannot read: {e}")),
     };
-    if bytes.starts_with(b"SQLite format 3\0") {
+    if bytes.starts_with(SQLITE_MAGIC) {
         return parse_db(path);
     }
     match String::from_utf8(bytes) {
