@@ -249,6 +249,8 @@ enum Input {
         steps: std::sync::Arc<Vec<(u64, u64, u64)>>,
         /// The session's `fp_point` op name, which cuts steps when the host marked none.
         fp: Option<std::sync::Arc<str>>,
+        /// The session's `bp_point` op name (the end of a step's backward pass).
+        bp: Option<std::sync::Arc<str>>,
     },
     Raw(PathBuf),
     /// CANN's database (`msprof_*.db`, `ascend_pytorch_profiler_*.db`): its tasks, made
@@ -300,15 +302,18 @@ pub fn entries_named(dir: &Path, prefix: &str) -> std::io::Result<Vec<PathBuf>> 
 
 fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
-    let fp: Option<std::sync::Arc<str>> = std::fs::read(dir.join(crate::filemode::SESSION_FILE))
+    let session = std::fs::read(dir.join(crate::filemode::SESSION_FILE))
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| {
-            v["fpPoint"]
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let point = |key: &str| -> Option<std::sync::Arc<str>> {
+        session.as_ref().and_then(|v| {
+            v[key]
                 .as_str()
                 .filter(|p| !p.is_empty())
                 .map(Into::into)
-        });
+        })
+    };
+    let (fp, bp) = (point("fpPoint"), point("bpPoint"));
     for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {
         // A device that recorded nothing may have no data directory; any other failure to
         // list it is an error, not fewer ops.
@@ -323,6 +328,7 @@ fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
             rank: rank_of(&d),
             steps: steps.clone(),
             fp: fp.clone(),
+            bp: bp.clone(),
         });
     }
     Ok(())
@@ -554,6 +560,7 @@ pub struct Origin<'a> {
     pub rank: Option<u32>,
     pub steps: Option<&'a [(u64, u64, u64)]>,
     pub fp: Option<&'a str>,
+    pub bp: Option<&'a str>,
 }
 
 /// Calls `f` with every record under `path` (see [`inputs`]) whose signature verifies, and
@@ -582,18 +589,24 @@ pub fn each_op(
     for (i, input) in inputs.iter().enumerate() {
         let origin = match input {
             Input::Device {
-                rank, steps, fp, ..
+                rank,
+                steps,
+                fp,
+                bp,
+                ..
             } => Origin {
                 input: i,
                 rank: *rank,
                 steps: Some(steps),
                 fp: fp.as_deref(),
+                bp: bp.as_deref(),
             },
             _ => Origin {
                 input: i,
                 rank: None,
                 steps: None,
                 fp: None,
+                bp: None,
             },
         };
         let mut on_record = |v: View<'_>| {

@@ -112,26 +112,6 @@ fn relative(from: &Path, to: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// Reads a CSV file into header-keyed rows; a missing or unreadable file is no rows.
-fn csv_rows(p: &Path) -> Vec<BTreeMap<String, String>> {
-    let Ok(mut r) = csv::Reader::from_path(p) else {
-        return Vec::new();
-    };
-    let head: Vec<String> = match r.headers() {
-        Ok(h) => h.iter().map(str::to_string).collect(),
-        Err(_) => return Vec::new(),
-    };
-    r.records()
-        .flatten()
-        .map(|rec| {
-            head.iter()
-                .cloned()
-                .zip(rec.iter().map(str::to_string))
-                .collect()
-        })
-        .collect()
-}
-
 fn num(row: &BTreeMap<String, String>, k: &str) -> Option<f64> {
     row.get(k).and_then(|v| v.trim().parse::<f64>().ok())
 }
@@ -172,7 +152,7 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         for f in analyze::entries_named(&o, "step_trace_").unwrap_or_default() {
             let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
             if name == "step_trace_time.csv" {
-                for r in csv_rows(&f) {
+                for r in crate::runstats::csv_rows(&f) {
                     let t = devices.entry(r["Device_id"].clone()).or_default();
                     t.computing += num(&r, "Computing").unwrap_or(0.0);
                     t.comm_not_overlapped +=
@@ -181,7 +161,7 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
                     t.stage += num(&r, "Stage").unwrap_or(0.0);
                 }
             } else {
-                for r in csv_rows(&f) {
+                for r in crate::runstats::csv_rows(&f) {
                     let (Some(total), Some(end)) =
                         (num(&r, "Iteration Time(us)"), num(&r, "Iteration End(us)"))
                     else {

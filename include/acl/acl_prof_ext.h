@@ -186,7 +186,22 @@ aclError aclprofExtAnalyze(const char *path,
                            char **result);
 
 /**
- * Frees a report aclprofExtAnalyze returned. NULL does nothing.
+ * Compares two runs, as `aclprof diff BASE NEW` does: `base` and `newRun` are what
+ * aclprofExtAnalyze takes. `optionsJson` (NULL: the defaults) is a JSON object: "top" (rows
+ * per section but the overall one, 0 = all; default 0), "format" ("json" (default),
+ * "table", "csv", "markdown") and "fail_above" (a percentage: the JSON then lists in
+ * "regressions" the end-to-end time or op types slower by more than that). On success
+ * `*result` is the comparison, NUL-terminated, freed with aclprofExtFreeResult. Errors as
+ * aclprofExtAnalyze's; a run that holds no ops -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtDiff(const char *base,
+                        const char *newRun,
+                        const char *optionsJson,
+                        char **result);
+
+/**
+ * Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
  */
 MSVP_PROF_API void aclprofExtFreeResult(char *result);
 

@@ -8,7 +8,8 @@ Two layers over the aclprof shared library:
   :class:`OpReader` (subscription mode, decoding whole reads at once with :func:`decode`),
   :class:`RingSubscription` and :class:`RingReader` (subscription through a shared-memory
   ring, read zero-copy, in this process or another),
-  :func:`analyze` (the engine of ``aclprof analyze``, as rows),
+  :func:`analyze` (the engine of ``aclprof analyze``, as rows), :func:`diff` (two runs
+  compared, as ``aclprof diff``),
   :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
   :func:`stats`);
 * framework bridges and profiler APIs, imported on their own: :mod:`aclprof.torch` and
@@ -27,7 +28,7 @@ from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, Rec
 from .ring import RingBatch, RingReader, RingSubscription
 from .runtime import Model, Stats, flush, now_ns, report_op, stats
 from .subscription import Subscription
-from .summary import Rows, analyze
+from .summary import DiffRows, Rows, analyze, diff
 
 __version__ = "0.1.0"
 
@@ -50,6 +51,8 @@ __all__ = [
     "Stats",
     "Subscription",
     "analyze",
+    "diff",
+    "DiffRows",
     "check",
     "decode",
     "find_library",

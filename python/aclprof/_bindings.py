@@ -681,6 +681,7 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtSimModelExecute": (c_int, [c_uint32]),
     "aclprofExtExport": (c_int, [c_char_p]),
     "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
+    "aclprofExtDiff": (c_int, [c_char_p, c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtFreeResult": (None, [POINTER(c_char)]),
     "aclprofExtRingSubscribe": (c_int, [c_uint32, c_char_p, c_uint32, POINTER(c_int32)]),
     "aclprofExtRingAttach": (c_int, [c_char_p, c_int32, POINTER(c_void_p)]),
@@ -797,6 +798,7 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtSimModelExecute": ['modelId'],
     "aclprofExtExport": ['profDir'],
     "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
+    "aclprofExtDiff": ['base', 'newRun', 'optionsJson', 'result'],
     "aclprofExtFreeResult": ['result'],
     "aclprofExtRingSubscribe": ['modelId', 'path', 'capacityRecords', 'ringFd'],
     "aclprofExtRingAttach": ['path', 'fd', 'ring'],
@@ -919,6 +921,7 @@ class Library(Protocol):
     def aclprofExtSimModelExecute(self, modelId: int, /) -> int: ...
     def aclprofExtExport(self, profDir: CharP, /) -> int: ...
     def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
+    def aclprofExtDiff(self, base: CharP, newRun: CharP, optionsJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtFreeResult(self, result: Ptr[c_char], /) -> None: ...
     def aclprofExtRingSubscribe(self, modelId: int, path: CharP, capacityRecords: int, ringFd: Ptr[c_int32], /) -> int: ...
     def aclprofExtRingAttach(self, path: CharP, fd: int, ring: Ptr[c_void_p], /) -> int: ...

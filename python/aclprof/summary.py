@@ -36,17 +36,56 @@ class Rows(List[Dict[str, Any]]):
         return pandas.DataFrame(list(self))
 
 
-def _run(path: PathLike, query: Dict[str, Any]) -> str:
+def _call(name: str, *args: Any) -> str:
+    """Calls an ``aclprofExt*`` function that returns text the library allocated."""
     lib = load()
     out = ctypes.c_void_p()
-    check(
-        "aclprofExtAnalyze",
-        lib.aclprofExtAnalyze(os.fsencode(path), json.dumps(query).encode(), ctypes.byref(out)),
-    )
+    check(name, getattr(lib, name)(*args, ctypes.byref(out)))
     try:
         return ctypes.string_at(out.value).decode("utf-8", "replace") if out.value else ""
     finally:
         lib.aclprofExtFreeResult(ctypes.cast(out, ctypes.POINTER(ctypes.c_char)))
+
+
+def _run(path: PathLike, query: Dict[str, Any]) -> str:
+    return _call("aclprofExtAnalyze", os.fsencode(path), json.dumps(query).encode())
+
+
+class DiffRows(List[Dict[str, Any]]):
+    """The rows of a comparison (``aclprof diff``), as dicts keyed by ``"Section"``
+    (``"overall"``, ``"type"``, ``"op"``, ``"step"``), ``"Name"``, ``"Base Count"``,
+    ``"New Count"``, ``"Base(us)"``, ``"New(us)"``, ``"Diff(us)"``, ``"Ratio"`` (new over
+    base) and ``"Status"`` (``"added"``, ``"removed"`` or ``""``); ``None`` where a run has
+    no such row."""
+
+    def __init__(self, report: Dict[str, Any]):
+        super().__init__(report["rows"])
+        #: The two runs' names.
+        self.base: str = report["base"]
+        self.new: str = report["new"]
+        #: With ``fail_above``: one line per regression (end-to-end or an op type).
+        self.regressions: List[str] = report.get("regressions", [])
+
+    def section(self, name: str) -> List[Dict[str, Any]]:
+        """The rows of one section, largest change first (``"overall"`` in its fixed order)."""
+        return [r for r in self if r["Section"] == name]
+
+    def to_dataframe(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (needs pandas: ``pip install pandas``)."""
+        return Rows.to_dataframe(self)  # type: ignore[arg-type]
+
+
+def diff(base: PathLike, new: PathLike, *, top: int = 0,
+         fail_above: Optional[float] = None) -> DiffRows:
+    """What ``aclprof diff BASE NEW`` shows, as rows: the overall split of device time,
+    then op types, ops (matched by name) and steps, each with base, new, difference and
+    ratio, largest change first. ``base`` and ``new`` are what :func:`analyze` takes;
+    ``top`` rows per section but the overall one (0: all); ``fail_above`` a percentage whose
+    regressions are listed in ``.regressions``. Raises :class:`AclError` on a bad path."""
+    options = {"top": top, "format": "json", "fail_above": fail_above}
+    text = _call("aclprofExtDiff", os.fsencode(base), os.fsencode(new),
+                 json.dumps(options).encode())
+    return DiffRows(json.loads(text))
 
 
 def analyze(

@@ -85,6 +85,24 @@ enum Cmd {
     /// for a result directory or every one in a folder; prints where they are. Like export,
     /// it rewrites mindstudio_profiler_output/ under the names it had.
     Timeline { path: PathBuf },
+    /// Compare two runs: the overall split of device time (computing by class of op type,
+    /// communication not overlapped, free), then op types, ops (by name) and steps, each
+    /// row with base, new, difference and ratio, largest change first. BASE and NEW are what
+    /// analyze takes (a result directory, a folder of them, a file of records, a database).
+    Diff {
+        base: PathBuf,
+        new: PathBuf,
+        /// Rows per section but the overall one (0: all)
+        #[arg(short = 't', long = "top", default_value_t = 20)]
+        top: usize,
+        /// Output format: table, csv, json or markdown
+        #[arg(long, default_value = "table", value_parser = parse_format)]
+        format: Format,
+        /// Exit with code 3 when end-to-end time or any op type's total time (of types both
+        /// runs have) is more than PCT percent slower in NEW
+        #[arg(long = "fail-above", value_name = "PCT")]
+        fail_above: Option<f64>,
+    },
     /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
     /// per-type summary of what it recorded.
     Record {
@@ -236,6 +254,38 @@ fn record(
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
+/// Exit code of `diff --fail-above` when NEW regressed (1 is an error, 2 bad usage).
+const REGRESSED: u8 = 3;
+
+fn diff(
+    base: &Path,
+    new: &Path,
+    top: usize,
+    format: Format,
+    fail_above: Option<f64>,
+) -> Result<ExitCode, String> {
+    if fail_above.is_some_and(|p| !p.is_finite() || p < 0.0) {
+        return Err("--fail-above: a percentage, 0 or more".into());
+    }
+    let read = |p: &Path| {
+        aclprof::runstats::RunStats::of(p).map_err(|e| e.msg)
+    };
+    let mut d = aclprof::diff::diff(&read(base)?, &read(new)?);
+    let regressed = fail_above.map(|p| d.regressions(p)).unwrap_or_default();
+    d.cut(top);
+    print!("{}", aclprof::diff::render(&d, format));
+    if regressed.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    for r in &regressed {
+        eprintln!(
+            "aclprof: slower by more than {}%: {r}",
+            fail_above.unwrap_or(0.0)
+        );
+    }
+    Ok(ExitCode::from(REGRESSED))
+}
+
 /// Re-exports one result directory, with a progress bar on a terminal.
 fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> {
     let r = aclprof::filemode::export_quietly_with_progress(dir, &mut progress_bar("exporting"));
@@ -295,6 +345,13 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }),
         Cmd::Export { dir } => export(&dir),
+        Cmd::Diff {
+            base,
+            new,
+            top,
+            format,
+            fail_above,
+        } => diff(&base, &new, top, format, fail_above),
         Cmd::Timeline { path } => timeline(&path),
         Cmd::Report { path, output } => {
             let r = aclprof::page::write(&path, &output, &mut progress_bar("reading"));

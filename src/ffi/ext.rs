@@ -252,7 +252,44 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
     )
 }
 
-/// Frees a report aclprofExtAnalyze returned. NULL does nothing.
+/// Compares two runs, as `aclprof diff BASE NEW` does: `base` and `newRun` are what
+/// aclprofExtAnalyze takes. `optionsJson` (NULL: the defaults) is a JSON object: "top" (rows
+/// per section but the overall one, 0 = all; default 0), "format" ("json" (default),
+/// "table", "csv", "markdown") and "fail_above" (a percentage: the JSON then lists in
+/// "regressions" the end-to-end time or op types slower by more than that). On success
+/// `*result` is the comparison, NUL-terminated, freed with aclprofExtFreeResult. Errors as
+/// aclprofExtAnalyze's; a run that holds no ops -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtDiff(
+    base: *const c_char,
+    newRun: *const c_char,
+    optionsJson: *const c_char,
+    result: *mut *mut c_char,
+) -> aclError {
+    entry(
+        "aclprofExtDiff",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let out = super::out(result, "result")?;
+            *out = std::ptr::null_mut();
+            let base = path_arg(base, "base")?;
+            let new = path_arg(newRun, "newRun")?;
+            let options = if optionsJson.is_null() {
+                serde_json::Value::Null
+            } else {
+                serde_json::from_slice(cstr(optionsJson, "optionsJson")?)
+                    .map_err(|e| invalid(format!("optionsJson: {e}")))?
+            };
+            let text = crate::diff::run_json(base, new, &options)?;
+            let c = std::ffi::CString::new(text)
+                .map_err(|_| invalid("the comparison holds a NUL byte"))?;
+            *out = c.into_raw();
+            Ok(())
+        },
+    )
+}
+
+/// Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtFreeResult(result: *mut c_char) {
     guard("aclprofExtFreeResult", (), || {

@@ -10,7 +10,7 @@
 
 pub mod db;
 pub mod export;
-mod overlap;
+pub mod overlap;
 mod pftrace;
 
 use crate::error::*;
