@@ -263,7 +263,8 @@ fn io_err<T>(p: &Path, e: std::io::Error) -> Result<T> {
     err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display()))
 }
 
-fn is_prof_dir(p: &Path) -> bool {
+/// True if `p` is a result directory (`PROF_*`).
+pub fn is_prof_dir(p: &Path) -> bool {
     p.join(crate::filemode::SESSION_FILE).is_file()
         || p.file_name()
             .and_then(|n| n.to_str())
@@ -283,6 +284,15 @@ fn rank_of(device_dir: &Path) -> Option<u32> {
         }
     }
     None
+}
+
+/// The ranks of result directory `dir`'s devices (those whose info.json gives one).
+pub fn ranks_of(dir: &Path) -> Vec<u32> {
+    entries_named(dir, "device_")
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|d| rank_of(d))
+        .collect()
 }
 
 /// The entries of `dir` whose names start with `prefix`, sorted.
@@ -306,12 +316,9 @@ fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
     let point = |key: &str| -> Option<std::sync::Arc<str>> {
-        session.as_ref().and_then(|v| {
-            v[key]
-                .as_str()
-                .filter(|p| !p.is_empty())
-                .map(Into::into)
-        })
+        session
+            .as_ref()
+            .and_then(|v| v[key].as_str().filter(|p| !p.is_empty()).map(Into::into))
     };
     let (fp, bp) = (point("fpPoint"), point("bpPoint"));
     for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {

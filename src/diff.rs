@@ -4,7 +4,7 @@
 //! ratio (docs/design.md, "Comparing runs").
 
 use crate::analyze::Format;
-use crate::runstats::{RunStats, CLASSES};
+use crate::runstats::RunStats;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -131,73 +131,25 @@ fn step_map(r: &RunStats) -> BTreeMap<String, (u64, u64)> {
         .collect()
 }
 
-/// The overall rows, in a fixed order: E2E, computing and its classes, communication not
-/// overlapped, free.
-fn overall(r: &RunStats) -> Vec<(String, u64, u64)> {
-    let sum = |f: fn(&crate::runstats::DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>();
-    let ops = r.ops();
-    let classes = r.classes();
-    let comm_ops: u64 = r
-        .types
-        .rows
-        .iter()
-        .filter(|t| r.comm_types.contains(&t.key))
-        .map(|t| t.count)
-        .sum();
-    let class_count = |c: &str| -> u64 {
-        r.types
-            .rows
-            .iter()
-            .filter(|t| !r.comm_types.contains(&t.key))
-            .filter(|t| {
-                crate::runstats::class_of(&t.key, r.core.get(&t.key).map_or("", String::as_str))
-                    == c
-            })
-            .map(|t| t.count)
-            .sum()
-    };
-    let mut v = vec![
-        ("E2E time".to_string(), ops, sum(|d| d.e2e)),
-        (
-            "Computing time".to_string(),
-            ops - comm_ops,
-            sum(|d| d.computing),
-        ),
-    ];
-    for c in CLASSES {
-        if let Some(&t) = classes.get(c) {
-            v.push((format!("Computing: {c}"), class_count(c), t));
-        }
-    }
-    v.push((
-        "Communication not overlapped".to_string(),
-        comm_ops,
-        sum(|d| d.not_overlapped),
-    ));
-    v.push(("Free time".to_string(), 0, sum(|d| d.free)));
-    v
-}
-
 /// Compares `new` with `base`.
 pub fn diff(base: &RunStats, new: &RunStats) -> Diff {
     let mut rows = Vec::new();
     let (bo, mut no): (Vec<_>, BTreeMap<String, (u64, u64)>) = (
-        overall(base),
-        overall(new)
+        base.overall(),
+        new.overall()
             .into_iter()
             .map(|(k, c, t)| (k, (c, t)))
             .collect(),
     );
     let mut order: Vec<String> = bo.iter().map(|x| x.0.clone()).collect();
-    for (k, _, _) in overall(new) {
+    for (k, _, _) in new.overall() {
         if !order.contains(&k) {
             // A class only the new run has goes before the communication row.
             let at = order.len() - 2;
             order.insert(at, k);
         }
     }
-    let bmap: BTreeMap<String, (u64, u64)> =
-        bo.into_iter().map(|(k, c, t)| (k, (c, t))).collect();
+    let bmap: BTreeMap<String, (u64, u64)> = bo.into_iter().map(|(k, c, t)| (k, (c, t))).collect();
     for k in order {
         let b = bmap.get(&k).copied();
         let n = no.remove(&k);
@@ -235,8 +187,7 @@ impl Diff {
         self.rows
             .iter()
             .filter(|r| {
-                (r.section == Section::Overall && r.key == "E2E time")
-                    || r.section == Section::Type
+                (r.section == Section::Overall && r.key == "E2E time") || r.section == Section::Type
             })
             .filter_map(|r| {
                 let ratio = r.ratio()?;
@@ -282,7 +233,8 @@ const HEAD: [&str; 9] = [
 
 fn cells(r: &DiffRow) -> [String; 9] {
     let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |n| n.to_string());
-    let us = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |n| format!("{:.3}", n as f64 / 1e3));
+    let us =
+        |v: Option<u64>| v.map_or_else(|| "-".to_string(), |n| format!("{:.3}", n as f64 / 1e3));
     [
         r.section.title().to_string(),
         r.key.clone(),
@@ -291,7 +243,8 @@ fn cells(r: &DiffRow) -> [String; 9] {
         us(r.base_ns),
         us(r.new_ns),
         format!("{:+.3}", r.diff_ns() as f64 / 1e3),
-        r.ratio().map_or_else(|| "-".to_string(), |x| format!("{x:.3}")),
+        r.ratio()
+            .map_or_else(|| "-".to_string(), |x| format!("{x:.3}")),
         r.status().to_string(),
     ]
 }
@@ -334,7 +287,11 @@ pub fn render(d: &Diff, format: Format) -> String {
                 })
                 .collect();
             let v = serde_json::json!({"base": d.base, "new": d.new, "rows": rows});
-            let _ = writeln!(o, "{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            let _ = writeln!(
+                o,
+                "{}",
+                serde_json::to_string_pretty(&v).unwrap_or_default()
+            );
         }
         Format::Markdown | Format::Table => {
             let _ = writeln!(o, "base: {}\nnew:  {}", d.base, d.new);
@@ -348,7 +305,16 @@ pub fn render(d: &Diff, format: Format) -> String {
                 if rows.is_empty() {
                     continue;
                 }
-                let _ = writeln!(o, "\n{}{}", if format == Format::Markdown { "### " } else { "" }, s.heading());
+                let _ = writeln!(
+                    o,
+                    "\n{}{}",
+                    if format == Format::Markdown {
+                        "### "
+                    } else {
+                        ""
+                    },
+                    s.heading()
+                );
                 let head: Vec<&str> = HEAD[1..].to_vec();
                 if format == Format::Markdown {
                     let _ = writeln!(o, "\n| {} |", head.join(" | "));
@@ -383,7 +349,10 @@ pub fn render(d: &Diff, format: Format) -> String {
                 let rule: Vec<String> = w.iter().map(|&n| "-".repeat(n)).collect();
                 line(&rule.iter().map(String::as_str).collect::<Vec<_>>(), &mut o);
                 for c in &rows {
-                    line(&c[1..].iter().map(String::as_str).collect::<Vec<_>>(), &mut o);
+                    line(
+                        &c[1..].iter().map(String::as_str).collect::<Vec<_>>(),
+                        &mut o,
+                    );
                 }
             }
         }
@@ -417,7 +386,11 @@ pub fn run_json(
             },
             ("format", v) => match v.as_str().and_then(Format::parse) {
                 Some(f) => format = f,
-                None => return bad(format!("\"format\" must be table, csv, json or markdown, not {v}")),
+                None => {
+                    return bad(format!(
+                        "\"format\" must be table, csv, json or markdown, not {v}"
+                    ))
+                }
             },
             ("fail_above", v) => match v.as_f64().filter(|p| p.is_finite() && *p >= 0.0) {
                 Some(p) => fail_above = Some(p),

@@ -21,6 +21,7 @@
 //! `tests/layers.rs` fails on any import cycle; docs/design.md ("Layers") draws them.
 
 pub mod accessor;
+pub mod advisor;
 pub mod agg;
 pub mod analyze;
 pub mod api;

@@ -107,6 +107,40 @@ pub struct RunStats {
     pub comm_types: std::collections::BTreeSet<String>,
     pub devices: Vec<DeviceTime>,
     pub steps: Vec<StepTime>,
+    /// (device, stream) -> its busy time.
+    pub streams: BTreeMap<(u32, u32), StreamTime>,
+    /// The earliest op start (0 without ops).
+    pub first: u64,
+}
+
+/// One stream's busy time: the union of its ops' intervals (ops of a stream are reported in
+/// start order, so the union is a running merge).
+#[derive(Clone, Debug, Default)]
+pub struct StreamTime {
+    pub ops: u64,
+    pub first: u64,
+    pub last: u64,
+    done: u64,
+    cur: Option<(u64, u64)>,
+}
+
+impl StreamTime {
+    pub fn add(&mut self, s: u64, e: u64) {
+        self.first = if self.ops == 0 { s } else { self.first.min(s) };
+        self.ops += 1;
+        self.last = self.last.max(e);
+        match &mut self.cur {
+            Some((_, ce)) if s <= *ce => *ce = (*ce).max(e),
+            _ => {
+                if let Some((cs, ce)) = self.cur.replace((s, e)) {
+                    self.done += ce - cs;
+                }
+            }
+        }
+    }
+    pub fn busy(&self) -> u64 {
+        self.done + self.cur.map_or(0, |(s, e)| e - s)
+    }
 }
 
 /// One op as the overall and step passes need it.
@@ -155,8 +189,58 @@ impl RunStats {
         m
     }
 
+    /// The overall split, in a fixed order: E2E, computing and its classes, communication
+    /// not overlapped, free; each (name, ops, ns), summed over devices.
+    pub fn overall(&self) -> Vec<(String, u64, u64)> {
+        let r = self;
+        let sum = |f: fn(&DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>();
+        let ops = r.ops();
+        let classes = r.classes();
+        let comm_ops: u64 = r
+            .types
+            .rows
+            .iter()
+            .filter(|t| r.comm_types.contains(&t.key))
+            .map(|t| t.count)
+            .sum();
+        let class_count = |c: &str| -> u64 {
+            r.types
+                .rows
+                .iter()
+                .filter(|t| !r.comm_types.contains(&t.key))
+                .filter(|t| class_of(&t.key, r.core.get(&t.key).map_or("", String::as_str)) == c)
+                .map(|t| t.count)
+                .sum()
+        };
+        let mut v = vec![
+            ("E2E time".to_string(), ops, sum(|d| d.e2e)),
+            (
+                "Computing time".to_string(),
+                ops - comm_ops,
+                sum(|d| d.computing),
+            ),
+        ];
+        for c in CLASSES {
+            if let Some(&t) = classes.get(c) {
+                v.push((format!("Computing: {c}"), class_count(c), t));
+            }
+        }
+        v.push((
+            "Communication not overlapped".to_string(),
+            comm_ops,
+            sum(|d| d.not_overlapped),
+        ));
+        v.push(("Free time".to_string(), 0, sum(|d| d.free)));
+        v
+    }
+
     /// Reads the run at `path`.
     pub fn of(path: &Path) -> Result<RunStats> {
+        Self::with_progress(path, &mut |_, _| {})
+    }
+
+    /// [`RunStats::of`], calling `progress(read, expected)` in its pass over the records.
+    pub fn with_progress(path: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<RunStats> {
         let by = |k: Key| Query {
             top: 0,
             by: Some(k),
@@ -185,15 +269,24 @@ impl RunStats {
             }
         }
         let mut per: BTreeMap<(usize, u32), DeviceOps> = BTreeMap::new();
+        let mut streams: BTreeMap<(u32, u32), StreamTime> = BTreeMap::new();
+        let mut first = u64::MAX;
         let mut type_buf = String::new();
-        analyze::each_op(path, &mut |_, _| {}, &mut |o, v| {
-            let d = per.entry((o.input, v.dev_id())).or_insert_with(|| DeviceOps {
-                rank: o.rank,
-                host: o.steps.map(<[_]>::to_vec).unwrap_or_default(),
-                fp: o.fp.map(str::to_string),
-                bp: o.bp.map(str::to_string),
-                ..Default::default()
-            });
+        analyze::each_op(path, progress, &mut |o, v| {
+            first = first.min(v.start());
+            streams
+                .entry((v.dev_id(), v.stream_id()))
+                .or_default()
+                .add(v.start(), v.end());
+            let d = per
+                .entry((o.input, v.dev_id()))
+                .or_insert_with(|| DeviceOps {
+                    rank: o.rank,
+                    host: o.steps.map(<[_]>::to_vec).unwrap_or_default(),
+                    fp: o.fp.map(str::to_string),
+                    bp: o.bp.map(str::to_string),
+                    ..Default::default()
+                });
             let name = v.name().unwrap_or_default();
             let ty = v.op_type().unwrap_or_default();
             type_buf.clear();
@@ -234,6 +327,8 @@ impl RunStats {
             comm_types,
             devices,
             steps,
+            streams,
+            first: if first == u64::MAX { 0 } else { first },
         })
     }
 }
@@ -296,7 +391,11 @@ fn step_times(input: usize, dev: u32, d: &DeviceOps) -> Vec<StepTime> {
     let mut prev_last: Option<u64> = None;
     for r in rows {
         let st = &r.step;
-        let start = if from_host { st.start } else { st.fp_start.unwrap_or(st.start) };
+        let start = if from_host {
+            st.start
+        } else {
+            st.fp_start.unwrap_or(st.start)
+        };
         let fwd = st.fp_start.or(st.first_op).unwrap_or(start);
         let last = st.last_end.max(fwd);
         let gap = if from_host {
@@ -413,10 +512,22 @@ mod tests {
     fn classes_follow_the_type_and_its_core() {
         assert_eq!(class_of("MatMulV2", "AI_CORE"), "Cube (MatMul)");
         assert_eq!(class_of("Conv2D", "AI_CORE"), "Cube (Conv)");
-        assert_eq!(class_of("FlashAttentionScore", "MIX_AIC"), "Flash Attention");
+        assert_eq!(
+            class_of("FlashAttentionScore", "MIX_AIC"),
+            "Flash Attention"
+        );
         assert_eq!(class_of("Relu", "AI_VECTOR_CORE"), "Vector");
         assert_eq!(class_of("Where", "AI_CPU"), "AI CPU");
         assert_eq!(class_of("Memcpy", "SDMA"), "Other");
+    }
+
+    #[test]
+    fn stream_busy_is_the_union_of_its_ops() {
+        let mut s = StreamTime::default();
+        for (a, b) in [(0, 10), (5, 12), (12, 15), (20, 30), (25, 26)] {
+            s.add(a, b);
+        }
+        assert_eq!((s.ops, s.first, s.last, s.busy()), (5, 0, 30, 25));
     }
 
     #[test]

@@ -72,12 +72,16 @@ enum Cmd {
     /// of each in a folder (for example what a killed process left). Files keep the names
     /// (time stamp) of the export they replace, so links to them stay valid.
     Export { dir: PathBuf },
-    /// Write one self-contained HTML page: op-type shares, per-type statistics, a per-op
-    /// table that sorts and searches, the step trace, busy and free time per device and
-    /// stream, and links to the timelines.
+    /// Write the report: with -o FILE.html one self-contained page for the run at PATH; with
+    /// -o DIR a site for the runs in PATH (each entry a result directory, a folder of them,
+    /// a database or a file of records): an index of runs, a page per run and a page that
+    /// compares any two. A run's page has the overall split of device time, the assistant's
+    /// suggestions, op types as bars or pie with drill-down to their ops, the step trace
+    /// with a step selector and curves, busy and free time per device, rank and stream, a
+    /// per-op table that sorts and fuzzy-searches, and links to the timelines.
     Report {
         path: PathBuf,
-        /// The page to write
+        /// The page to write (FILE.html), or the directory of the site
         #[arg(short = 'o', long = "output", default_value = "report.html")]
         output: PathBuf,
     },
@@ -267,9 +271,7 @@ fn diff(
     if fail_above.is_some_and(|p| !p.is_finite() || p < 0.0) {
         return Err("--fail-above: a percentage, 0 or more".into());
     }
-    let read = |p: &Path| {
-        aclprof::runstats::RunStats::of(p).map_err(|e| e.msg)
-    };
+    let read = |p: &Path| aclprof::runstats::RunStats::of(p).map_err(|e| e.msg);
     let mut d = aclprof::diff::diff(&read(base)?, &read(new)?);
     let regressed = fail_above.map(|p| d.regressions(p)).unwrap_or_default();
     d.cut(top);
@@ -357,15 +359,26 @@ fn main() -> ExitCode {
             let r = aclprof::page::write(&path, &output, &mut progress_bar("reading"));
             progress_done();
             r.map(|w| {
-                println!(
-                    "{}: {} ops ({} in the table), {} op types, {} steps; {:.1} MB",
-                    output.display(),
-                    w.ops,
-                    w.table_ops,
-                    w.types,
-                    w.steps,
-                    w.bytes as f64 / 1e6
-                );
+                if aclprof::page::is_site(&output) {
+                    println!(
+                        "{}: {} runs, {} ops; {} pages, {:.1} MB",
+                        output.join("index.html").display(),
+                        w.runs,
+                        w.ops,
+                        w.pages,
+                        w.bytes as f64 / 1e6
+                    );
+                } else {
+                    println!(
+                        "{}: {} ops ({} in the table), {} op types, {} steps; {:.1} MB",
+                        output.display(),
+                        w.ops,
+                        w.table_ops,
+                        w.types,
+                        w.steps,
+                        w.bytes as f64 / 1e6
+                    );
+                }
                 ExitCode::SUCCESS
             })
             .map_err(|e| e.msg)

@@ -1104,7 +1104,7 @@ fn merge_devices(
     summary: &mut Summary,
     rows: &mut Rows,
     sink: &mut TlSink,
-    stats: &mut Vec<(u32, String, Agg)>,
+    stats: &mut Vec<(u32, String, String, Agg)>,
 ) -> Result<()> {
     let timeline = |e: std::io::Error| {
         err(
@@ -1166,7 +1166,8 @@ fn merge_devices(
         let mut overlap = Overlap::default();
         let wall = |t: u64| (t as i128 + offset).max(0) as u64;
         let mut task_ids: HashMap<u32, (u64, bool)> = HashMap::new();
-        let mut by_type: HashMap<String, Agg> = HashMap::new();
+        // Type -> its task types (op_statistic's Core Type; usually one) and their totals.
+        let mut by_type: HashMap<String, Vec<(String, Agg)>> = HashMap::new();
         let mut prev_end: Option<u64> = None;
         let mut n = 0u64;
         while let Some(Reverse((start, end, i))) = heap.pop() {
@@ -1267,9 +1268,17 @@ fn merge_devices(
             sink.push(op, &name, task_type).or_else(timeline)?;
             // Real runs leave communication out of op_statistic.
             if !comm {
-                match by_type.get_mut(ty.as_ref()) {
-                    Some(a) => a.add(dur),
-                    None => by_type.entry(ty.into_owned()).or_default().add(dur),
+                let cores = match by_type.get_mut(ty.as_ref()) {
+                    Some(c) => c,
+                    None => by_type.entry(ty.into_owned()).or_default(),
+                };
+                match cores.iter_mut().find(|(c, _)| c == task_type) {
+                    Some((_, a)) => a.add(dur),
+                    None => {
+                        let mut a = Agg::default();
+                        a.add(dur);
+                        cores.push((task_type.to_string(), a));
+                    }
                 }
             }
             n += 1;
@@ -1285,8 +1294,10 @@ fn merge_devices(
         let b = db.batch();
         overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));
         summary.ops.insert(dev, n);
-        for (ty, a) in by_type {
-            stats.push((dev, ty, a));
+        for (ty, cores) in by_type {
+            for (core, a) in cores {
+                stats.push((dev, ty.clone(), core, a));
+            }
         }
     }
     progress(merged, expected);
@@ -1395,7 +1406,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
         }
     }
     let db = Db::create(&dir.join(format!("msprof_{stamp}.db")))?;
-    let mut stats: Vec<(u32, String, Agg)> = Vec::new();
+    let mut stats: Vec<(u32, String, String, Agg)> = Vec::new();
 
     // The timeline is most of what the export writes: a second thread formats it from
     // batches of ops while this one merges the streams and writes the CSV files (see
@@ -1478,17 +1489,17 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
         ])
         .map_err(|e| csv_err(&st_path, e))?;
     let mut dev_total: HashMap<u32, u64> = HashMap::new();
-    for (d, _, a) in &stats {
+    for (d, _, _, a) in &stats {
         *dev_total.entry(*d).or_default() += a.total;
     }
-    stats.sort_by(|a, b| a.0.cmp(&b.0).then(b.2.total.cmp(&a.2.total)));
-    for (d, ty, a) in &stats {
+    stats.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.total.cmp(&a.3.total)));
+    for (d, ty, core, a) in &stats {
         let ratio = 100.0 * a.total as f64 / dev_total[d].max(1) as f64;
         st_csv
             .write_record([
                 d.to_string().as_str(),
                 ty,
-                task_type_and_block_dim(ty).0,
+                core,
                 &a.count.to_string(),
                 &us_trim(a.total as f64),
                 &us_trim(a.min as f64),

@@ -1,0 +1,442 @@
+//! The report's assistant: suggestions drawn from a run's figures, in the manner of
+//! MindInsight's proposers and msprof-analyze's advisor. Each rule has a threshold, says its
+//! evidence in numbers, and links to the ops, steps or ranks it is about. The rules and
+//! their thresholds are listed in docs/design.md ("The assistant").
+
+use crate::runstats::RunStats;
+use std::collections::BTreeMap;
+
+/// Device idle for more than this share of its end-to-end time.
+pub const FREE_SHARE: f64 = 0.20;
+/// Communication nobody computes beside, over this share of end-to-end time.
+pub const COMM_SHARE: f64 = 0.10;
+/// Iteration gap (waiting before the forward pass) over this share of the step.
+pub const GAP_SHARE: f64 = 0.20;
+/// AI CPU ops over this share of the op time (MindInsight flags any AI CPU op).
+pub const AICPU_SHARE: f64 = 0.0;
+/// TransData over this share of the op time.
+pub const TRANSDATA_SHARE: f64 = 0.05;
+/// One op type over this share of the op time.
+pub const DOMINANT_SHARE: f64 = 0.50;
+/// A step this many times slower than the median step (runs of 3 steps or more).
+pub const SLOW_STEP: f64 = 1.5;
+/// A rank whose op time is this many times the median rank's (clusters of 2 ranks or more).
+pub const SLOW_RANK: f64 = 1.2;
+
+/// Where a suggestion points: ops of a type, a step, a rank.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Target {
+    Type(String),
+    Step(u64),
+    Rank(u32),
+}
+
+/// One suggestion.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Advice {
+    /// The rule's name (stable: tests and links use it).
+    pub rule: &'static str,
+    pub title: String,
+    /// The numbers that made it fire, and the threshold.
+    pub evidence: String,
+    pub what_to_do: &'static str,
+    pub targets: Vec<Target>,
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// A step id's time, and its gap: the slowest device's.
+fn steps(r: &RunStats) -> BTreeMap<u64, (u64, u64)> {
+    let mut m: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for s in &r.steps {
+        let e = m.entry(s.id).or_default();
+        if s.total() >= e.0 {
+            *e = (s.total(), s.gap);
+        }
+    }
+    m
+}
+
+/// The rules that fire for `r`, in the order of the list in docs/design.md.
+pub fn advise(r: &RunStats) -> Vec<Advice> {
+    let mut out = Vec::new();
+    let e2e = r.e2e() as f64;
+    let sum =
+        |f: fn(&crate::runstats::DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>() as f64;
+    let op_time: f64 = r
+        .types
+        .rows
+        .iter()
+        .filter(|t| !r.comm_types.contains(&t.key))
+        .map(|t| t.total_ns as f64)
+        .sum();
+    let steps = steps(r);
+
+    let free = sum(|d| d.free);
+    if e2e > 0.0 && free / e2e > FREE_SHARE {
+        // The steps with the most free time first.
+        let mut st: Vec<_> = r.steps.iter().map(|s| (s.free, s.id)).collect();
+        st.sort_by(|a, b| b.cmp(a));
+        st.dedup_by_key(|s| s.1);
+        out.push(Advice {
+            rule: "free-time",
+            title: "The device is idle for much of the run".into(),
+            evidence: format!(
+                "free time is {} of end-to-end device time ({:.3} of {:.3} us; threshold {})",
+                pct(free / e2e),
+                free / 1e3,
+                e2e / 1e3,
+                pct(FREE_SHARE)
+            ),
+            what_to_do: "Look at what the host does between ops: synchronous calls, small \
+                         ops launched one by one, waiting for input. Larger batches, graph \
+                         mode or fused ops keep the device fed.",
+            targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
+        });
+    }
+
+    let nov = sum(|d| d.not_overlapped);
+    if e2e > 0.0 && nov / e2e > COMM_SHARE {
+        out.push(Advice {
+            rule: "communication",
+            title: "Communication is not overlapped with computation".into(),
+            evidence: format!(
+                "communication nothing computes beside takes {} of end-to-end device time \
+                 ({:.3} us; threshold {})",
+                pct(nov / e2e),
+                nov / 1e3,
+                pct(COMM_SHARE)
+            ),
+            what_to_do: "Overlap gradient communication with the backward pass (bucketed \
+                         all-reduce), fuse small collectives, or check for a slow link.",
+            targets: r
+                .comm_types
+                .iter()
+                .map(|t| Target::Type(t.clone()))
+                .collect(),
+        });
+    }
+
+    if !steps.is_empty() {
+        let total: f64 = steps.values().map(|s| s.0 as f64).sum();
+        let gap: f64 = steps.values().map(|s| s.1 as f64).sum();
+        if total > 0.0 && gap / total > GAP_SHARE {
+            let mut st: Vec<_> = steps.iter().map(|(id, s)| (s.1, *id)).collect();
+            st.sort_by(|a, b| b.cmp(a));
+            out.push(Advice {
+                rule: "data-wait",
+                title: "Steps wait for data before the forward pass".into(),
+                evidence: format!(
+                    "the iteration gap is {} of step time ({:.3} of {:.3} us over {} steps; \
+                     threshold {})",
+                    pct(gap / total),
+                    gap / 1e3,
+                    total / 1e3,
+                    steps.len(),
+                    pct(GAP_SHARE)
+                ),
+                what_to_do: "The input pipeline does not keep up: more loader workers, \
+                             prefetching, or moving preprocessing to the device.",
+                targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
+            });
+        }
+    }
+
+    let aicpu: Vec<&crate::analyze::Row> = r
+        .types
+        .rows
+        .iter()
+        .filter(|t| r.core.get(&t.key).is_some_and(|c| c == "AI_CPU"))
+        .collect();
+    let aicpu_time: f64 = aicpu.iter().map(|t| t.total_ns as f64).sum();
+    if !aicpu.is_empty() && op_time > 0.0 && aicpu_time / op_time > AICPU_SHARE {
+        out.push(Advice {
+            rule: "ai-cpu",
+            title: "Ops run on the AI CPU".into(),
+            evidence: format!(
+                "{} op types ({} ops) ran on the AI CPU: {} of op time ({:.3} us)",
+                aicpu.len(),
+                aicpu.iter().map(|t| t.count).sum::<u64>(),
+                pct(aicpu_time / op_time),
+                aicpu_time / 1e3
+            ),
+            what_to_do: "AI CPU ops are slow and break the AI Core pipeline: use a data \
+                         type or shape the AI Core kernel supports, or replace the op.",
+            targets: aicpu.iter().map(|t| Target::Type(t.key.clone())).collect(),
+        });
+    }
+
+    let trans: Vec<&crate::analyze::Row> = r
+        .types
+        .rows
+        .iter()
+        .filter(|t| t.key.starts_with("TransData"))
+        .collect();
+    let trans_time: f64 = trans.iter().map(|t| t.total_ns as f64).sum();
+    if op_time > 0.0 && trans_time / op_time > TRANSDATA_SHARE {
+        out.push(Advice {
+            rule: "transdata",
+            title: "Format conversions (TransData) take a large share".into(),
+            evidence: format!(
+                "TransData takes {} of op time ({:.3} us; threshold {})",
+                pct(trans_time / op_time),
+                trans_time / 1e3,
+                pct(TRANSDATA_SHARE)
+            ),
+            what_to_do: "Keep tensors in the device's format between ops (NC1HWC0, \
+                         FRACTAL_NZ): avoid mixing formats and host-side reshapes.",
+            targets: trans.iter().map(|t| Target::Type(t.key.clone())).collect(),
+        });
+    }
+
+    if let Some(top) = r
+        .types
+        .rows
+        .iter()
+        .filter(|t| !r.comm_types.contains(&t.key))
+        .max_by_key(|t| t.total_ns)
+    {
+        let share = top.total_ns as f64 / op_time.max(1.0);
+        if share > DOMINANT_SHARE {
+            out.push(Advice {
+                rule: "dominant-type",
+                title: format!("{} dominates the op time", top.key),
+                evidence: format!(
+                    "{} takes {} of op time ({} ops, {:.3} us; threshold {})",
+                    top.key,
+                    pct(share),
+                    top.count,
+                    top.total_ns as f64 / 1e3,
+                    pct(DOMINANT_SHARE)
+                ),
+                what_to_do: "Tuning this type pays most: check its shapes and data types, \
+                             try the auto-tuner (AOE) on it, or a fused or lower-precision \
+                             variant.",
+                targets: vec![Target::Type(top.key.clone())],
+            });
+        }
+    }
+
+    if steps.len() >= 3 {
+        let med = median(steps.values().map(|s| s.0 as f64).collect());
+        let slow: Vec<(u64, u64)> = steps
+            .iter()
+            .filter(|(_, s)| s.0 as f64 > SLOW_STEP * med)
+            .map(|(id, s)| (*id, s.0))
+            .collect();
+        if med > 0.0 && !slow.is_empty() {
+            out.push(Advice {
+                rule: "slow-step",
+                title: "Some steps are much slower than the median".into(),
+                evidence: format!(
+                    "{} of {} steps take over {SLOW_STEP}× the median step ({:.3} us): {}",
+                    slow.len(),
+                    steps.len(),
+                    med / 1e3,
+                    slow.iter()
+                        .take(5)
+                        .map(|(id, t)| format!("step {id} {:.3} us", *t as f64 / 1e3))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                what_to_do: "Look at what differs in those steps: a first-step compilation, \
+                             a checkpoint, a garbage collection or another process.",
+                targets: slow.iter().map(|s| Target::Step(s.0)).collect(),
+            });
+        }
+    }
+
+    let mut ranks: BTreeMap<u32, u64> = BTreeMap::new();
+    for d in &r.devices {
+        if let Some(rank) = d.rank {
+            *ranks.entry(rank).or_default() += d.op_time;
+        }
+    }
+    if ranks.len() >= 2 {
+        let med = median(ranks.values().map(|&t| t as f64).collect());
+        let slow: Vec<(u32, u64)> = ranks
+            .iter()
+            .filter(|(_, &t)| t as f64 > SLOW_RANK * med)
+            .map(|(&r, &t)| (r, t))
+            .collect();
+        if med > 0.0 && !slow.is_empty() {
+            out.push(Advice {
+                rule: "slow-rank",
+                title: "A rank is slower than the others".into(),
+                evidence: format!(
+                    "{} of {} ranks have over {SLOW_RANK}× the median rank's op time \
+                     ({:.3} us): {}",
+                    slow.len(),
+                    ranks.len(),
+                    med / 1e3,
+                    slow.iter()
+                        .map(|(r, t)| format!("rank {r} {:.3} us", *t as f64 / 1e3))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                what_to_do: "Every rank waits for the slowest at each collective: check \
+                             that device's health and clocks, its data shard, and whether \
+                             it runs extra work (logging, evaluation).",
+                targets: slow.iter().map(|s| Target::Rank(s.0)).collect(),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::{Report, Row};
+    use crate::runstats::{DeviceTime, StepTime};
+
+    /// A run of one device, 1000 us end to end, with these types (name, ns, core) and
+    /// these steps (total, gap).
+    fn run(types: &[(&str, u64, &str)], free: u64, nov: u64, steps: &[(u64, u64)]) -> RunStats {
+        let mut r = RunStats::default();
+        r.types = Report {
+            rows: types
+                .iter()
+                .map(|&(k, t, _)| Row {
+                    key: k.into(),
+                    count: 1,
+                    total_ns: t,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        };
+        for &(k, _, c) in types {
+            r.core.insert(k.into(), c.into());
+            if k.starts_with("hcom_") {
+                r.comm_types.insert(k.into());
+            }
+        }
+        r.devices.push(DeviceTime {
+            rank: Some(0),
+            e2e: 1_000_000,
+            free,
+            not_overlapped: nov,
+            op_time: types.iter().map(|t| t.1).sum(),
+            ..Default::default()
+        });
+        for (i, &(t, g)) in steps.iter().enumerate() {
+            r.steps.push(StepTime {
+                id: i as u64 + 1,
+                start: 0,
+                end: t,
+                gap: g,
+                ..Default::default()
+            });
+        }
+        r
+    }
+
+    fn balanced() -> RunStats {
+        run(
+            &[
+                ("Conv2D", 400_000, "AI_CORE"),
+                ("MatMul", 300_000, "AI_CORE"),
+                ("Relu", 200_000, "AI_VECTOR_CORE"),
+                ("Add", 100_000, "AI_VECTOR_CORE"),
+            ],
+            100_000,
+            0,
+            &[(250_000, 10_000), (240_000, 10_000), (260_000, 10_000)],
+        )
+    }
+
+    fn rules(r: &RunStats) -> Vec<&'static str> {
+        advise(r).iter().map(|a| a.rule).collect()
+    }
+
+    #[test]
+    fn a_balanced_run_has_no_suggestion() {
+        assert_eq!(rules(&balanced()), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn each_rule_fires_on_a_run_built_to_trigger_it() {
+        let mut r = balanced();
+        r.devices[0].free = 300_000;
+        assert_eq!(rules(&r), ["free-time"]);
+        assert_eq!(advise(&r)[0].targets.len(), 3);
+
+        let mut r = balanced();
+        r.types.rows.push(Row {
+            key: "hcom_allReduce_".into(),
+            count: 1,
+            total_ns: 150_000,
+            ..Default::default()
+        });
+        r.comm_types.insert("hcom_allReduce_".into());
+        r.devices[0].not_overlapped = 150_000;
+        assert_eq!(rules(&r), ["communication"]);
+        assert_eq!(
+            advise(&r)[0].targets,
+            [Target::Type("hcom_allReduce_".into())]
+        );
+
+        let mut r = balanced();
+        r.steps[1].gap = 200_000;
+        assert_eq!(rules(&r), ["data-wait"]);
+        assert_eq!(advise(&r)[0].targets[0], Target::Step(2));
+
+        let mut r = balanced();
+        r.core.insert("Add".into(), "AI_CPU".into());
+        assert_eq!(rules(&r), ["ai-cpu"]);
+        assert_eq!(advise(&r)[0].targets, [Target::Type("Add".into())]);
+
+        let mut r = balanced();
+        r.types.rows[3].key = "TransData".into();
+        assert_eq!(rules(&r), ["transdata"]);
+
+        let mut r = balanced();
+        r.types.rows[0].total_ns = 1_200_000;
+        assert_eq!(rules(&r), ["dominant-type"]);
+        assert_eq!(advise(&r)[0].targets, [Target::Type("Conv2D".into())]);
+
+        let mut r = balanced();
+        r.steps[2].end = 500_000;
+        assert_eq!(rules(&r), ["slow-step"]);
+        assert_eq!(advise(&r)[0].targets, [Target::Step(3)]);
+
+        let mut r = balanced();
+        for rank in 1..4 {
+            let mut d = r.devices[0].clone();
+            d.rank = Some(rank);
+            if rank == 2 {
+                d.op_time = 2 * d.op_time;
+            }
+            r.devices.push(d);
+        }
+        assert_eq!(rules(&r), ["slow-rank"]);
+        assert_eq!(advise(&r)[0].targets, [Target::Rank(2)]);
+    }
+
+    #[test]
+    fn thresholds_are_not_crossed_by_values_at_them() {
+        let mut r = balanced();
+        r.devices[0].free = 200_000; // exactly 20 %
+        r.types.rows[3].key = "TransData".into();
+        r.types.rows[3].total_ns = 52_632; // 5.5 % of the op time: above 5 %
+        let fired = rules(&r);
+        assert!(!fired.contains(&"free-time"), "{fired:?}");
+        assert!(fired.contains(&"transdata"), "{fired:?}");
+    }
+}

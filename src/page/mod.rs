@@ -1,0 +1,835 @@
+//! `aclprof report`: static HTML over what aclprof recorded, in the manner of MindInsight's
+//! profiler pages. One run's page: the overall split of device time beside the assistant's
+//! suggestions, op-type shares (bar or pie) with drill-down from a type to its ops, the step
+//! trace with a step selector and per-step curves, busy and free time per device, stream
+//! and rank, a per-op table that sorts and fuzzy-searches, and links to the timelines.
+//! Given a folder of runs and a directory to write, a small site ([`site`]): an index of the
+//! runs, a page per run, and a page comparing any two. Charts are inline SVG drawn here;
+//! the tables are small scripts over data embedded as JSON. Nothing is fetched when the
+//! pages are viewed (docs/design.md, "The report").
+
+mod site;
+
+use crate::advisor::{Advice, Target};
+use crate::analyze::{self, Query, Report};
+use crate::error::*;
+use crate::runstats::RunStats;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The per-op table holds at most this many ops: the longest, when a run has more.
+pub const MAX_OPS: usize = 100_000;
+
+/// Types drawn in the share charts; the rest are one "other".
+const CHART_TYPES: usize = 20;
+
+/// Steps drawn in the step charts.
+const CHART_STEPS: usize = 200;
+
+/// What [`write`] wrote.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// Pages written (1 for a single page).
+    pub pages: usize,
+    pub runs: usize,
+    pub ops: u64,
+    pub table_ops: usize,
+    pub types: usize,
+    pub steps: usize,
+    pub bytes: usize,
+}
+
+/// True when `out` names a directory to write a site into rather than one page: it exists
+/// as a directory, ends in `/`, or has no `.html` or `.htm` extension.
+pub fn is_site(out: &Path) -> bool {
+    out.is_dir()
+        || out.as_os_str().to_string_lossy().ends_with('/')
+        || !out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+}
+
+/// Writes the report for `path` to `out`: one page (`out` ends in `.html`), or a site in the
+/// directory `out` with a page per run under `path` (see [`site::runs_in`]).
+pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Written> {
+    if is_site(out) {
+        return site::write(path, out, progress);
+    }
+    let stats = RunStats::with_progress(path, progress)?;
+    let page_dir = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let (html, mut w) = run_page(&stats, page_dir, &Nav::default())?;
+    std::fs::write(out, &html)
+        .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
+    w.pages = 1;
+    w.runs = 1;
+    w.bytes = html.len();
+    Ok(w)
+}
+
+/// Links a run page shows when it is part of a site.
+#[derive(Default)]
+struct Nav {
+    /// The index page, relative to the run's page.
+    index: Option<String>,
+    /// The compare page with this run as the base.
+    compare: Option<String>,
+}
+
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '&' => o.push_str("&amp;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1000.0)
+}
+
+/// `to` relative to directory `from` (both made absolute), for links that survive moving
+/// the pages and the result directories together.
+fn relative(from: &Path, to: &Path) -> String {
+    let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (from, to) = (abs(from), abs(to));
+    let f: Vec<_> = from.components().collect();
+    let t: Vec<_> = to.components().collect();
+    let common = f.iter().zip(&t).take_while(|(a, b)| a == b).count();
+    let mut p = PathBuf::new();
+    for _ in common..f.len() {
+        p.push("..");
+    }
+    for c in &t[common..] {
+        p.push(c);
+    }
+    p.to_string_lossy().into_owned()
+}
+
+/// The exported files of result directory `dir`, exporting it first if it never was (a
+/// killed process's directory), so the page can link its timelines.
+fn exported(dir: &Path) -> Result<PathBuf> {
+    let out = dir.join("mindstudio_profiler_output");
+    let has = |prefix: &str| analyze::entries_named(&out, prefix).is_ok_and(|v| !v.is_empty());
+    if !has("op_summary_") || !has("msprof_") {
+        crate::filemode::export_quietly(dir)?;
+    }
+    Ok(out)
+}
+
+/// The timeline files of the run at `path` (exporting result directories that never were),
+/// each as (link relative to `page_dir`, path).
+fn timelines(path: &Path, page_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut links = Vec::new();
+    if !path.is_dir() {
+        return Ok(links);
+    }
+    for d in analyze::result_dirs(path)? {
+        let o = exported(&d)?;
+        for f in analyze::entries_named(&o, "msprof_").unwrap_or_default() {
+            if f.extension().is_some_and(|e| e == "json" || e == "pftrace") {
+                links.push((relative(page_dir, &f), f));
+            }
+        }
+    }
+    Ok(links)
+}
+
+/// One step as the page shows it: the slowest device's (ns, starts relative to the run's
+/// first op).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct PageStep {
+    id: u64,
+    start: u64,
+    end: u64,
+    gap: u64,
+    fp_bp: u64,
+    tail: u64,
+    computing: u64,
+    free: u64,
+}
+
+fn page_steps(r: &RunStats) -> Vec<PageStep> {
+    let mut m: BTreeMap<u64, &crate::runstats::StepTime> = BTreeMap::new();
+    for s in &r.steps {
+        let e = m.entry(s.id).or_insert(s);
+        if s.total() > e.total() {
+            *e = s;
+        }
+    }
+    m.into_values()
+        .map(|s| PageStep {
+            id: s.id,
+            start: s.start.saturating_sub(r.first),
+            end: s.end.saturating_sub(r.first),
+            gap: s.gap,
+            fp_bp: s.fp_bp,
+            tail: s.tail,
+            computing: s.computing,
+            free: s.free,
+        })
+        .collect()
+}
+
+/// The page of one run, and what it holds.
+fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Written)> {
+    let links = timelines(&stats.path, page_dir)?;
+    let ops = analyze::analyze(
+        &stats.path,
+        &Query {
+            top: MAX_OPS,
+            ..Default::default()
+        },
+    )?;
+    let advice = crate::advisor::advise(stats);
+    let steps = page_steps(stats);
+    let html = render(&Inputs {
+        stats,
+        ops: &ops,
+        steps: &steps,
+        links: &links,
+        advice: &advice,
+        nav,
+    });
+    let w = Written {
+        ops: stats.ops(),
+        table_ops: ops.rows.len(),
+        types: stats.types.rows.len(),
+        steps: steps.len(),
+        bytes: html.len(),
+        ..Default::default()
+    };
+    Ok((html, w))
+}
+
+struct Inputs<'a> {
+    stats: &'a RunStats,
+    ops: &'a Report,
+    steps: &'a [PageStep],
+    links: &'a [(String, PathBuf)],
+    advice: &'a [Advice],
+    nav: &'a Nav,
+}
+
+const COLORS: [&str; 10] = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#bab0ac",
+];
+
+/// The top types and one "other": (name, share %, total ns, the type to drill into).
+fn chart_types(r: &Report) -> Vec<(String, f64, u64, Option<String>)> {
+    let mut bars: Vec<_> = r
+        .rows
+        .iter()
+        .take(CHART_TYPES)
+        .map(|x| (x.key.clone(), x.share, x.total_ns, Some(x.key.clone())))
+        .collect();
+    if r.rows.len() > CHART_TYPES {
+        let rest = &r.rows[CHART_TYPES..];
+        bars.push((
+            format!("other ({} types)", rest.len()),
+            rest.iter().map(|x| x.share).sum(),
+            rest.iter().map(|x| x.total_ns).sum(),
+            None,
+        ));
+    }
+    bars
+}
+
+fn data_type(t: &Option<String>) -> String {
+    t.as_ref()
+        .map(|t| format!(r#" data-type="{}""#, esc(t)))
+        .unwrap_or_default()
+}
+
+/// Horizontal bars of the top types' share of device time.
+fn type_bars(r: &Report) -> String {
+    let bars = chart_types(r);
+    let (row, label, width) = (22.0, 220.0, 460.0);
+    let max = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-9);
+    let mut s = format!(
+        r#"<svg id="type-chart" class="chart" role="img" aria-label="op type shares, bars" width="{}" height="{}">"#,
+        label + width + 90.0,
+        row * bars.len() as f64 + 4.0
+    );
+    for (i, (name, share, total, ty)) in bars.iter().enumerate() {
+        let y = i as f64 * row;
+        let w = (width * share / max).max(1.0);
+        let _ = write!(
+            s,
+            r#"<text x="{x}" y="{ty_}" text-anchor="end">{n}</text><rect class="bar"{dt} x="{bx}" y="{y}" width="{w:.1}" height="{h}" fill="{c}"><title>{n}: {share:.2}% ({t} us)</title></rect><text x="{lx:.1}" y="{ty_}">{share:.1}%</text>"#,
+            x = label - 6.0,
+            ty_ = y + 15.0,
+            n = esc(name),
+            dt = data_type(ty),
+            bx = label,
+            h = row - 4.0,
+            c = COLORS[i % COLORS.len()],
+            t = us(*total),
+            lx = label + w + 4.0,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The same shares as a pie, with a legend.
+fn type_pie(r: &Report) -> String {
+    let slices = chart_types(r);
+    let (cx, cy, rad) = (150.0, 150.0, 140.0);
+    let total: f64 = slices.iter().map(|s| s.1).sum::<f64>().max(1e-9);
+    let mut s = format!(
+        r#"<svg id="type-pie" class="chart" role="img" aria-label="op type shares, pie" width="700" height="{}" style="display:none">"#,
+        (slices.len() as f64 * 18.0 + 10.0).max(310.0)
+    );
+    let mut a0 = -std::f64::consts::FRAC_PI_2;
+    for (i, (name, share, t, ty)) in slices.iter().enumerate() {
+        let frac = share / total;
+        let a1 = a0 + frac * std::f64::consts::TAU;
+        let c = COLORS[i % COLORS.len()];
+        let title = format!("{}: {share:.2}% ({} us)", esc(name), us(*t));
+        if frac >= 0.9999 {
+            let _ = write!(
+                s,
+                r#"<circle class="slice"{dt} cx="{cx}" cy="{cy}" r="{rad}" fill="{c}"><title>{title}</title></circle>"#,
+                dt = data_type(ty)
+            );
+        } else {
+            let (x0, y0) = (cx + rad * a0.cos(), cy + rad * a0.sin());
+            let (x1, y1) = (cx + rad * a1.cos(), cy + rad * a1.sin());
+            let large = i32::from(frac > 0.5);
+            let _ = write!(
+                s,
+                r#"<path class="slice"{dt} d="M{cx},{cy} L{x0:.2},{y0:.2} A{rad},{rad} 0 {large} 1 {x1:.2},{y1:.2} Z" fill="{c}"><title>{title}</title></path>"#,
+                dt = data_type(ty)
+            );
+        }
+        let ly = 14.0 + i as f64 * 18.0;
+        let _ = write!(
+            s,
+            r#"<rect x="320" y="{y:.0}" width="10" height="10" fill="{c}"/><text x="336" y="{ty:.0}">{n} {share:.1}%</text>"#,
+            y = ly - 9.0,
+            ty = ly,
+            n = esc(name)
+        );
+        a0 = a1;
+    }
+    s.push_str("</svg>");
+    s
+}
+
+const PHASES: [(&str, &str); 3] = [
+    ("#bab0ac", "iteration gap"),
+    ("#4e79a7", "FP to BP"),
+    ("#f28e2b", "tail"),
+];
+
+fn phases(st: &PageStep) -> [u64; 3] {
+    [st.gap, st.fp_bp, st.tail]
+}
+
+/// One stacked bar per step (iteration gap, forward and backward, tail), and the same three
+/// as curves across steps, with a marker per step the selector highlights.
+fn step_charts(steps: &[PageStep]) -> String {
+    if steps.is_empty() {
+        return r#"<p class="note">No steps: the run marked none (aclprofGetStepTimestamp) and had no fp_point op (ACL_PROF_TRAINING_TRACE with fp_point set).</p>"#.into();
+    }
+    let shown = &steps[..steps.len().min(CHART_STEPS)];
+    let mut s = String::new();
+    // Selector and the selected step's numbers.
+    s.push_str(r#"<p><label>Step <select id="step-select">"#);
+    for st in shown {
+        let _ = write!(s, r#"<option value="{0}">{0}</option>"#, st.id);
+    }
+    s.push_str(r#"</select></label> <span id="step-detail"></span> <a href="" id="step-ops">this step's ops</a></p>"#);
+
+    // Stacked bars.
+    let max = shown
+        .iter()
+        .map(|s| phases(s).iter().sum::<u64>())
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let (bar, gap, height, left) = (18.0, 4.0, 180.0, 90.0);
+    let width = left + shown.len() as f64 * (bar + gap) + 20.0;
+    let _ = write!(
+        s,
+        r##"<svg id="step-chart" class="chart" role="img" aria-label="step trace" width="{width:.0}" height="{h:.0}"><text x="4" y="12">{m} us</text><line x1="{left}" y1="{height}" x2="{width:.0}" y2="{height}" stroke="#888"/>"##,
+        h = height + 40.0,
+        m = us(max as u64),
+    );
+    for (i, st) in shown.iter().enumerate() {
+        let x = left + i as f64 * (bar + gap);
+        let mut y = height;
+        for (v, (c, what)) in phases(st).iter().zip(PHASES) {
+            let h = height * *v as f64 / max;
+            y -= h;
+            let _ = write!(
+                s,
+                r#"<rect class="bar" data-step="{id}" x="{x:.1}" y="{y:.1}" width="{bar}" height="{h:.1}" fill="{c}"><title>step {id}: {what} {v} us</title></rect>"#,
+                id = st.id,
+                v = us(*v),
+            );
+        }
+        let _ = write!(
+            s,
+            r#"<text x="{tx:.1}" y="{ty:.0}" text-anchor="middle">{id}</text>"#,
+            tx = x + bar / 2.0,
+            ty = height + 14.0,
+            id = st.id
+        );
+    }
+    s.push_str("</svg>");
+
+    // Curves.
+    let cmax = shown.iter().flat_map(phases).max().unwrap_or(0).max(1) as f64;
+    let (cw, ch, cl) = (
+        (shown.len() as f64 * 24.0).clamp(300.0, 1000.0),
+        160.0,
+        90.0,
+    );
+    let xstep = if shown.len() > 1 {
+        (cw - 20.0) / (shown.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let px = |i: usize| cl + 10.0 + i as f64 * xstep;
+    let py = |v: u64| 10.0 + ch - ch * v as f64 / cmax;
+    let _ = write!(
+        s,
+        r##"<svg id="step-curves" class="chart" role="img" aria-label="step phases across steps" width="{w:.0}" height="{h:.0}"><text x="4" y="14">{m} us</text><line x1="{cl}" y1="{b}" x2="{w:.0}" y2="{b}" stroke="#888"/><line id="step-cursor" x1="{x0:.1}" y1="6" x2="{x0:.1}" y2="{b}" stroke="#e15759" stroke-dasharray="3 3"/>"##,
+        w = cl + cw + 20.0,
+        h = ch + 40.0,
+        m = us(cmax as u64),
+        b = 10.0 + ch,
+        x0 = px(0),
+    );
+    for (k, (c, what)) in PHASES.iter().enumerate() {
+        let pts: Vec<String> = shown
+            .iter()
+            .enumerate()
+            .map(|(i, st)| format!("{:.1},{:.1}", px(i), py(phases(st)[k])))
+            .collect();
+        let _ = write!(
+            s,
+            r#"<polyline class="curve" data-phase="{what}" points="{}" fill="none" stroke="{c}" stroke-width="2"/>"#,
+            pts.join(" ")
+        );
+        for (i, st) in shown.iter().enumerate() {
+            let _ = write!(
+                s,
+                r#"<circle class="point" data-step="{id}" cx="{x:.1}" cy="{y:.1}" r="3" fill="{c}"><title>step {id}: {what} {v} us</title></circle>"#,
+                id = st.id,
+                x = px(i),
+                y = py(phases(st)[k]),
+                v = us(phases(st)[k]),
+            );
+        }
+    }
+    for (i, st) in shown.iter().enumerate() {
+        if shown.len() <= 40 || i % (shown.len() / 20).max(1) == 0 {
+            let _ = write!(
+                s,
+                r#"<text x="{x:.1}" y="{y:.0}" text-anchor="middle">{id}</text>"#,
+                x = px(i),
+                y = ch + 26.0,
+                id = st.id
+            );
+        }
+    }
+    s.push_str("</svg>");
+    let mut legend = String::from(r#"<p class="legend">"#);
+    for (c, what) in PHASES {
+        let _ = write!(
+            legend,
+            r#"<span><i style="background:{c}"></i>{what}</span> "#
+        );
+    }
+    legend.push_str("</p>");
+    if steps.len() > shown.len() {
+        let _ = write!(
+            legend,
+            r#"<p class="note">The first {} of {} steps.</p>"#,
+            shown.len(),
+            steps.len()
+        );
+    }
+    s + &legend
+}
+
+fn pct(part: f64, whole: f64) -> String {
+    if whole > 0.0 {
+        format!("{:.1}", 100.0 * part / whole)
+    } else {
+        "-".into()
+    }
+}
+
+/// A small bar showing a percentage inside a table cell.
+fn meter(part: f64, whole: f64) -> String {
+    let p = if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    };
+    format!(
+        r#"<span class="meter"><i style="width:{p:.1}%"></i></span> {}%"#,
+        pct(part, whole)
+    )
+}
+
+/// A link to what a suggestion is about.
+fn target_link(t: &Target) -> String {
+    match t {
+        Target::Type(ty) => format!(
+            r##"<a class="target" href="#type={}">{} ops</a>"##,
+            esc(&urlencode(ty)),
+            esc(ty)
+        ),
+        Target::Step(id) => format!(r##"<a class="target" href="#step={id}">step {id}</a>"##),
+        Target::Rank(r) => format!(r##"<a class="target" href="#rank-{r}">rank {r}</a>"##),
+    }
+}
+
+/// Percent-encodes what is not a URL's unreserved character.
+fn urlencode(s: &str) -> String {
+    let mut o = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            o.push(b as char);
+        } else {
+            let _ = write!(o, "%{b:02X}");
+        }
+    }
+    o
+}
+
+fn assistant(advice: &[Advice]) -> String {
+    let mut h = String::from(r#"<section id="assistant"><h2>Assistant</h2>"#);
+    if advice.is_empty() {
+        h.push_str(r#"<p class="note" id="no-advice">No suggestions: none of the rules fired (docs/design.md, "The assistant", lists them with their thresholds).</p>"#);
+    }
+    for a in advice {
+        let links: Vec<String> = a.targets.iter().take(20).map(target_link).collect();
+        let _ = write!(
+            h,
+            r#"<div class="advice" data-rule="{rule}"><h3>{title}</h3><p class="evidence">{ev}</p><p>{todo}</p><p class="targets">{links}</p></div>"#,
+            rule = a.rule,
+            title = esc(&a.title),
+            ev = esc(&a.evidence),
+            todo = esc(a.what_to_do),
+            links = links.join(" "),
+        );
+    }
+    h.push_str("</section>");
+    h
+}
+
+/// Embeds `v` as JSON in a script element (only "</" could end it early).
+fn json_script(id: &str, v: &serde_json::Value) -> String {
+    format!(
+        r#"<script type="application/json" id="{id}">{}</script>"#,
+        v.to_string().replace("</", "<\\/")
+    )
+}
+
+fn render(x: &Inputs) -> String {
+    let r = x.stats;
+    let mut h = String::with_capacity(1 << 20);
+    let title = format!("aclprof report: {}", r.name);
+    let mut nav = String::new();
+    if let Some(i) = &x.nav.index {
+        let _ = write!(nav, r#"<a href="{}">&larr; all runs</a>"#, esc(i));
+    }
+    if let Some(c) = &x.nav.compare {
+        let _ = write!(
+            nav,
+            r#" · <a href="{}">compare with another run</a>"#,
+            esc(c)
+        );
+    }
+    let _ = write!(
+        h,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{t}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{css}</style></head><body>
+<nav>{nav}</nav>
+<h1>{t}</h1>
+<p class="summary"><b id="total-ops">{ops}</b> ops, <b>{time}</b> us of op time in <b>{ntypes}</b> op types{corrupt}; recorded {when}. Made by aclprof {ver}.</p>
+"#,
+        t = esc(&title),
+        css = CSS,
+        ops = r.types.ops,
+        time = us(r.types.total_ns),
+        ntypes = r.types.rows.len(),
+        corrupt = if r.types.corrupt > 0 {
+            format!(", {}", analyze::corrupt_skipped(r.types.corrupt))
+        } else {
+            String::new()
+        },
+        when = esc(&r.when),
+        ver = env!("CARGO_PKG_VERSION"),
+    );
+
+    // Overview (the overall split) beside the assistant.
+    h.push_str(r#"<div class="overview"><section id="overall"><h2>Where the device time went</h2><table id="overall-table"><thead><tr><th>Time</th><th>Ops</th><th>us</th><th>of E2E</th></tr></thead><tbody>"#);
+    let overall = r.overall();
+    let e2e = overall.first().map_or(0, |o| o.2) as f64;
+    for (k, n, t) in &overall {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{n}</td><td>{}</td><td>{}</td></tr>",
+            esc(k),
+            us(*t),
+            meter(*t as f64, e2e)
+        );
+    }
+    h.push_str(r#"</tbody></table><p class="note">Summed over devices; each device from its first op to its last. Computing classes sum their ops' durations, so they exceed Computing where streams overlap.</p></section>"#);
+    h.push_str(&assistant(x.advice));
+    h.push_str("</div>\n");
+
+    // Op types: charts and statistics.
+    h.push_str(r#"<section id="types"><h2>Op types by device time</h2><p class="toggle"><button id="show-bar" class="on">bars</button><button id="show-pie">pie</button> <span class="note">Click a type to list its ops.</span></p>"#);
+    h.push_str(&type_bars(&r.types));
+    h.push_str(&type_pie(&r.types));
+    h.push_str(r#"<table id="type-table"><thead><tr><th>Type</th><th>Count</th><th>Total (us)</th><th>Share (%)</th><th>Mean (us)</th><th>Min (us)</th><th>Max (us)</th><th>Core</th></tr></thead><tbody>"#);
+    for t in &r.types.rows {
+        let _ = write!(
+            h,
+            r##"<tr data-type="{k}"><td><a href="#type={u}">{k}</a></td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td></tr>"##,
+            t.count,
+            us(t.total_ns),
+            t.share,
+            t.mean_ns() / 1000.0,
+            us(t.min_ns),
+            us(t.max_ns),
+            esc(r.core.get(&t.key).map_or("", String::as_str)),
+            k = esc(&t.key),
+            u = esc(&urlencode(&t.key)),
+        );
+    }
+    h.push_str("</tbody></table></section>\n");
+
+    // Step trace.
+    h.push_str(r#"<section id="steps"><h2>Step trace</h2>"#);
+    h.push_str(&step_charts(x.steps));
+    h.push_str("</section>\n");
+
+    // Busy and free time.
+    h.push_str(r#"<section id="busy"><h2>Busy and free time</h2><p class="note">The whole run, from each device's or stream's first op to its last.</p>"#);
+    h.push_str(r#"<table id="device-table"><thead><tr><th>Device</th><th>Rank</th><th>Ops</th><th>E2E (us)</th><th>Computing (us)</th><th>Communication, not overlapped (us)</th><th>Free (us)</th><th>Busy</th></tr></thead><tbody>"#);
+    for d in &r.devices {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            d.dev,
+            d.rank.map_or("-".into(), |r| r.to_string()),
+            d.ops,
+            us(d.e2e),
+            us(d.computing),
+            us(d.not_overlapped),
+            us(d.free),
+            meter((d.computing + d.not_overlapped) as f64, d.e2e as f64)
+        );
+    }
+    h.push_str("</tbody></table>");
+    if r.ranks() > 1 {
+        let mut ranks: BTreeMap<u32, (u64, u64, u64, u64, u64)> = BTreeMap::new();
+        for d in &r.devices {
+            if let Some(k) = d.rank {
+                let e = ranks.entry(k).or_default();
+                e.0 += d.ops;
+                e.1 += d.op_time;
+                e.2 += d.e2e;
+                e.3 += d.computing;
+                e.4 += d.free;
+            }
+        }
+        h.push_str(r#"<table id="rank-table"><thead><tr><th>Rank</th><th>Ops</th><th>Op time (us)</th><th>E2E (us)</th><th>Computing (us)</th><th>Free (us)</th></tr></thead><tbody>"#);
+        for (k, (n, ot, e, c, f)) in ranks {
+            let _ = write!(
+                h,
+                r#"<tr id="rank-{k}"><td>{k}</td><td>{n}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+                us(ot),
+                us(e),
+                us(c),
+                us(f)
+            );
+        }
+        h.push_str("</tbody></table>");
+    }
+    h.push_str(r#"<table id="stream-table"><thead><tr><th>Device</th><th>Stream</th><th>Ops</th><th>Busy (us)</th><th>Free (us)</th><th>Span (us)</th><th>Busy</th></tr></thead><tbody>"#);
+    for ((d, s), st) in &r.streams {
+        let span = st.last - st.first;
+        let busy = st.busy();
+        let _ = write!(
+            h,
+            "<tr><td>{d}</td><td>{s}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            st.ops,
+            us(busy),
+            us(span.saturating_sub(busy)),
+            us(span),
+            meter(busy as f64, span as f64)
+        );
+    }
+    h.push_str("</tbody></table></section>\n");
+
+    // Every op (or the longest MAX_OPS).
+    let _ = write!(
+        h,
+        r#"<section id="ops"><h2>Ops</h2>{note}
+<p><input id="search" type="search" placeholder="Search names and types (fuzzy: l1b2conv)" aria-label="search ops"> <span id="filters"></span> <span id="count"></span></p>
+<table id="op-table"><thead><tr><th data-k="0">Name</th><th data-k="1">Type</th><th data-k="2">Device</th><th data-k="3">Stream</th><th data-k="4">Model</th><th data-k="5">Start (us)</th><th data-k="6" class="sorted desc">Duration (us)</th></tr></thead><tbody></tbody></table>
+<p id="pager"><button id="prev">&larr; previous</button> <span id="page"></span> <button id="next">next &rarr;</button></p></section>
+"#,
+        note = if (x.ops.rows.len() as u64) < r.types.ops {
+            format!(
+                r#"<p class="note">The {} longest of {} ops.</p>"#,
+                x.ops.rows.len(),
+                r.types.ops
+            )
+        } else {
+            String::new()
+        }
+    );
+    let data: Vec<serde_json::Value> = x
+        .ops
+        .rows
+        .iter()
+        .map(|o| {
+            let (ty, dev, stream, model, start) = o.op.clone().unwrap_or_default();
+            serde_json::json!([
+                o.key,
+                ty,
+                dev,
+                stream,
+                model,
+                (start.saturating_sub(r.first)) as f64 / 1000.0,
+                o.total_ns as f64 / 1000.0
+            ])
+        })
+        .collect();
+    h.push_str(&json_script("op-data", &data.into()));
+    let steps: Vec<serde_json::Value> = x
+        .steps
+        .iter()
+        .map(|s| {
+            let f = |n: u64| n as f64 / 1000.0;
+            serde_json::json!([
+                s.id,
+                f(s.start),
+                f(s.end),
+                f(s.gap),
+                f(s.fp_bp),
+                f(s.tail),
+                f(s.computing),
+                f(s.free)
+            ])
+        })
+        .collect();
+    h.push_str(&json_script("step-data", &steps.into()));
+    h.push('\n');
+
+    // Timeline files.
+    h.push_str(r#"<section id="timelines"><h2>Timelines</h2><ul>"#);
+    if x.links.is_empty() {
+        h.push_str(
+            "<li>No result directory: a file of records or a database has no timeline here.</li>",
+        );
+    }
+    for (rel, abs) in x.links {
+        let what = if rel.ends_with(".pftrace") {
+            "open in ui.perfetto.dev (nanosecond timestamps)"
+        } else {
+            "msprof JSON: MindStudio Insight, msprof-analyze, chrome://tracing"
+        };
+        // The file's name: the path on the machine that wrote the page means nothing to
+        // those it is shared with.
+        let name = abs.file_name().map_or_else(
+            || abs.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let _ = write!(
+            h,
+            r#"<li><a href="{}">{}</a> — {what}</li>"#,
+            esc(rel),
+            esc(&name)
+        );
+    }
+    h.push_str("</ul></section>\n");
+    let _ = write!(h, "<script>{JS}</script>\n</body></html>\n");
+    h
+}
+
+const CSS: &str = include_str!("style.css");
+
+/// The run page's script: op table (sort, fuzzy search, type and step filters, pages),
+/// chart toggle, step selector, and `#type=`, `#step=`, `#q=` in the address.
+const JS: &str = include_str!("report.js");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_escaped_and_scripts_cannot_be_closed() {
+        assert_eq!(
+            esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+        let stats = RunStats {
+            name: "<dir>".into(),
+            ..Default::default()
+        };
+        let mut ops = Report::default();
+        ops.rows.push(analyze::Row {
+            key: "</script><script>alert(1)</script>".into(),
+            op: Some(("T".into(), 0, 1, 1, 5)),
+            total_ns: 1000,
+            ..Default::default()
+        });
+        let html = render(&Inputs {
+            stats: &stats,
+            ops: &ops,
+            steps: &[],
+            links: &[],
+            advice: &[],
+            nav: &Nav::default(),
+        });
+        assert_eq!(
+            html.matches("</script>").count(),
+            3,
+            "only the page's own three"
+        );
+        assert!(html.contains("aclprof report: &lt;dir&gt;"));
+    }
+
+    #[test]
+    fn relative_links() {
+        assert_eq!(
+            relative(Path::new("/a/b"), Path::new("/a/c/d.json")),
+            "../c/d.json"
+        );
+        assert_eq!(relative(Path::new("/a"), Path::new("/a/x")), "x");
+    }
+
+    #[test]
+    fn site_or_page() {
+        assert!(!is_site(Path::new("report.html")));
+        assert!(!is_site(Path::new("x/Report.HTM")));
+        assert!(is_site(Path::new("site")));
+        assert!(is_site(Path::new("site.html/")));
+        assert_eq!(urlencode("a b/C_1"), "a%20b%2FC_1");
+    }
+}
