@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
-"""`aclprof report` in a real browser: Debian's Chromium, headless, driven over the DevTools
-protocol (--remote-debugging-pipe; no extra packages).
+"""`aclprof report` and `aclprof diff`, the report in a real browser: Debian's Chromium,
+headless, driven over the DevTools protocol (--remote-debugging-pipe; no extra packages).
 
 1. A simulated ResNet-50 run in environment-variable mode (4 executions, one step each cut
    at FP_POINT, BP_POINT set) becomes a report page.
 2. The page loads with no console errors or exceptions; the type-share and step charts are
-   drawn (one bar per type, three phases per step); the summary, the per-type table and the
-   per-op table (100 rows a page; every page together) agree with op_statistic; search
-   filters by type; a header click sorts.
-3. A screenshot goes to target/report-check/report.png (docs/report.png is one of these).
-4. For the record, not a check: the page's size and load time at 100 000 ops.
+   drawn (one bar per type, three phases per step; the pie on demand); the summary, the
+   per-type table and the per-op table (100 rows a page; every page together) agree with
+   op_statistic; search filters by type, fuzzy search finds ops by the starts of their
+   words; a header click sorts; clicking a type lists exactly that type's ops; the step
+   selector moves the curves' highlighted step, and a step's ops are those in its window.
+3. `aclprof diff` on simulated runs with known differences (tools/report_runs.py: a type
+   twice as slow, a type added, an op and its type removed, a step slowed): the rows, the
+   formats, and --fail-above's exit codes.
+4. A folder of simulated runs becomes a site: the index lists every run; the compare page
+   shows the type made twice as slow as the top regression with aclprof diff's numbers,
+   both ways round; each assistant rule fires on the run built to trigger it, and no rule
+   fires on the balanced run; a suggestion's link lists the ops it is about.
+5. Screenshots go to target/report-check/ (docs/report.png and docs/site.png are these).
+6. For the record, not a check: the page's size and load time at 100 000 ops.
 
 Installs chromium with apt-get when it is missing. Usage: tools/check_report.py
 """
@@ -26,8 +35,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_filemode import build_c, check, csv_rows, finish, run  # noqa: E402  (shared helpers)
+import report_runs  # noqa: E402
 
 WORK = os.path.join(ROOT, "target", "report-check")
+ACLPROF = os.path.join(ROOT, "target", "release", "aclprof")
 EXECUTIONS = 4
 def chromium():
     exe = shutil.which("chromium")
@@ -178,6 +189,204 @@ def profile(out, executions, extra=None):
     return glob.glob(os.path.join(out, "PROF_*"))[0]
 
 
+def diff_json(base, new, *extra):
+    out = subprocess.run([ACLPROF, "diff", base, new, "--format", "json", "--top", "0"] + list(extra),
+                         check=True, capture_output=True, text=True).stdout
+    rows = json.loads(out)["rows"]
+    return {(r["Section"], r["Name"]): r for r in rows}
+
+
+def check_diff(runs, folder):
+    """aclprof diff on runs with known differences."""
+    changed = report_runs.record(os.path.join(folder, "changed"),
+                                 report_runs.table(os.path.join(folder, ".models", "changed.csv"),
+                                                   report_runs.changed))
+    base = runs["balanced"]
+    d = diff_json(base, changed)
+    conv = d[("type", "Conv2D")]
+    check((conv["Base(us)"], conv["New(us)"], conv["Diff(us)"], conv["Ratio"]) == (200.0, 400.0, 200.0, 2.0),
+          "diff: Conv2D 200 -> 400 us, ratio 2 (%s)" % conv)
+    check(d[("type", "Gelu")]["Status"] == "added" and d[("type", "Gelu")]["Base(us)"] is None,
+          "diff: the added type Gelu is listed as added")
+    check(d[("type", "Add")]["Status"] == "removed" and d[("op", "add")]["Status"] == "removed",
+          "diff: the removed op add (and its type) are listed as removed")
+    check(d[("op", "gelu")]["Status"] == "added", "diff: the added op gelu is listed as added")
+    steps = {k[1]: r["Diff(us)"] for k, r in d.items() if k[0] == "step"}
+    check(abs(steps["step 3"] - steps["step 1"] - 100.0) < 1e-6 and max(steps, key=lambda k: steps[k]) == "step 3",
+          "diff: step 3 is the slowed step, 100 us slower than step 1's change (%s)" % steps)
+    order = [k[1] for k in d if k[0] == "type"]
+    check(order[0] == "Conv2D", "diff: types sorted by absolute change, Conv2D first (%s)" % order[:3])
+    overall = [k[1] for k in d if k[0] == "overall"]
+    check(overall[:2] == ["E2E time", "Computing time"] and overall[-2:] == ["Communication not overlapped", "Free time"],
+          "diff: the overall breakdown comes first, E2E to free (%s)" % overall)
+    e2e = d[("overall", "E2E time")]
+    comp = d[("overall", "Computing time")]
+    free = d[("overall", "Free time")]
+    check(abs(e2e["New(us)"] - comp["New(us)"] - free["New(us)"] - d[("overall", "Communication not overlapped")]["New(us)"]) < 1e-6,
+          "diff: E2E = computing + communication not overlapped + free")
+
+    def code(*args):
+        p = subprocess.run([ACLPROF, "diff"] + list(args), capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr
+
+    rc, _, err = code(base, changed, "--fail-above", "50")
+    check(rc == 3 and "Conv2D" in err, "diff --fail-above 50: exit 3 naming Conv2D (%d: %s)" % (rc, err.strip()[:120]))
+    rc, _, _ = code(base, changed, "--fail-above", "150")
+    check(rc == 0, "diff --fail-above 150: exit 0 (Conv2D is +100%%) (%d)" % rc)
+    rc, _, _ = code(base, base, "--fail-above", "0")
+    check(rc == 0, "diff of a run with itself --fail-above 0: exit 0 (%d)" % rc)
+    rc, out, _ = code(base, changed, "--format", "csv")
+    check(rc == 0 and out.startswith("Section,Name,Base Count,New Count,Base(us),New(us),Diff(us),Ratio,Status\n")
+          and "type,Conv2D,5,5,200.000,400.000,+200.000,2.000," in out, "diff --format csv")
+    rc, out, _ = code(base, changed, "--format", "markdown")
+    check(rc == 0 and "### Op types" in out and "| Conv2D | 5 | 5 | 200.000 | 400.000 | +200.000 | 2.000 |" in out,
+          "diff --format markdown")
+    rc, out, _ = code(base, changed)
+    check(rc == 0 and out.splitlines()[0] == "base: balanced" and "Gelu" in out and "added" in out, "diff table")
+    empty = os.path.join(folder, ".empty")
+    os.makedirs(empty, exist_ok=True)
+    rc, out, err = code(base, empty)
+    check(rc == 1 and out == "" and len(err.strip().splitlines()) == 1,
+          "diff with no data: exit 1 with one line (%s)" % err.strip())
+
+
+def wait_for(b, expr, what, secs=10):
+    deadline = time.time() + secs
+    while time.time() < deadline:
+        if b.eval(expr):
+            return True
+        time.sleep(0.05)
+    check(False, "timed out waiting for " + what)
+    return False
+
+
+def check_site(b, runs, folder):
+    """The site of a folder of runs: index, compare, assistant."""
+    site = os.path.join(WORK, "site")
+    shutil.rmtree(site, ignore_errors=True)
+    run([ACLPROF, "report", folder, "-o", site])
+    b.load("file://" + os.path.join(site, "index.html"))
+    names = b.eval("[...document.querySelectorAll('#run-table tbody tr td:first-child')].map(c => c.textContent)")
+    check(sorted(names) == sorted(list(runs) + ["changed"]), "index: one row per run (%s)" % names)
+    cluster = b.eval("[...document.querySelectorAll('#run-table tbody tr')].filter(r => r.cells[0].textContent == 'cluster')"
+                     ".map(r => [Number(r.cells[2].textContent), Number(r.cells[5].textContent)])[0]")
+    check(cluster == [4 * 35, 4], "index: the cluster run has 140 ops over 4 ranks (%s)" % cluster)
+    b.eval("document.querySelector('#run-table th[data-k=\"2\"]').click()")
+    ops = b.eval("[...document.querySelectorAll('#run-table tbody tr')].map(r => Number(r.cells[2].textContent))")
+    check(ops == sorted(ops, reverse=True), "index: a header click sorts the runs (%s)" % ops)
+    check(not b.errors(), "index: no console errors %s" % b.errors()[:3])
+    b.screenshot(os.path.join(WORK, "site.png"))
+
+    order = [r for r in names]
+    bi, si = order.index("balanced"), order.index("slow-conv")
+    want = diff_json(runs["balanced"], runs["slow-conv"])[("type", "Conv2D")]
+    b.load("file://%s#%d-%d" % (os.path.join(site, "compare.html"), bi, si))
+    wait_for(b, "document.getElementById('top-regression').dataset.type !== undefined", "the comparison")
+    top = b.eval("document.getElementById('top-regression').dataset.type")
+    first = b.eval("[...document.querySelector('#type-table tbody tr').cells].map(c => c.textContent)")
+    check(top == "Conv2D", "compare: Conv2D, made twice as slow, is the top regression (%s)" % top)
+    check(first[:7] == ["Conv2D", "5", "5", "%.3f" % want["Base(us)"], "%.3f" % want["New(us)"],
+                        "+%.3f" % want["Diff(us)"], "%.3f" % want["Ratio"]],
+          "compare: its row has aclprof diff's numbers (%s)" % first)
+    b.eval("document.getElementById('swap').click()")
+    wait_for(b, "document.querySelector('#type-table tbody tr').cells[0].textContent == 'Conv2D'"
+                " && document.querySelector('#type-table tbody tr').cells[6].textContent == '0.500'", "the swapped comparison")
+    swapped = b.eval("[document.getElementById('top-regression').textContent,"
+                     " document.querySelector('#type-table tbody tr').cells[5].textContent]")
+    check(swapped == ["No op type is slower in the new run.", "-200.000"],
+          "compare, swapped: Conv2D -200 us and no regression (%s)" % swapped)
+    check(not b.errors(), "compare: no console errors %s" % b.errors()[:3])
+
+    for name, (what, _, rule) in list(report_runs.VARIANTS.items()) + [("cluster", ("rank 2 twice as slow", None, "slow-rank"))]:
+        page = os.path.join(site, "run-%s.html" % name)
+        b.load("file://" + page)
+        rules = b.eval("[...document.querySelectorAll('#assistant .advice')].map(a => a.dataset.rule)")
+        if rule is None:
+            check(rules == [] and b.eval("!!document.getElementById('no-advice')"),
+                  "assistant: no rule fires on %s (%s): %s" % (name, what, rules))
+        else:
+            links = b.eval("[...document.querySelectorAll('#assistant .advice[data-rule=\"%s\"] a.target')]"
+                           ".map(a => a.getAttribute('href'))" % rule)
+            check(rule in rules and links, "assistant: %s fires on %s (%s), with links %s" % (rule, name, what, links[:3]))
+            # The balanced run is silent on this rule: checked above (no rule fires there).
+    # A suggestion's link lists what it is about.
+    b.load("file://" + os.path.join(site, "run-transdata.html"))
+    b.eval("document.querySelector('#assistant .advice[data-rule=\"transdata\"] a.target').click()")
+    wait_for(b, "document.getElementById('count').textContent.startsWith('5 of')", "the TransData ops")
+    types = b.eval("[...document.querySelectorAll('#op-table tbody tr')].map(r => r.cells[1].textContent)")
+    check(types == ["TransData"] * 5, "assistant link: lists the 5 TransData ops (%s)" % types)
+    b.load("file://" + os.path.join(site, "run-slow-step.html"))
+    b.eval("document.querySelector('#assistant .advice[data-rule=\"slow-step\"] a.target').click()")
+    wait_for(b, "document.getElementById('step-select').value == '3'", "step 3 selected")
+    check(b.eval("document.querySelector('#step-curves circle.hl').dataset.step") == "3",
+          "assistant link: the slow step (3) is highlighted")
+    check(not b.errors(), "run pages: no console errors %s" % b.errors()[:3])
+
+
+def search_for(b, text):
+    b.eval("(() => { const s = document.getElementById('search'); s.value = %s;"
+           " s.dispatchEvent(new Event('input')); })()" % json.dumps(text))
+
+
+def all_rows(b):
+    """Every row of the op table's pages, from the first page on."""
+    return b.eval("""(() => { const out = []; let guard = 0;
+        while (!document.getElementById('prev').disabled && ++guard < 1000) document.getElementById('prev').click();
+        while (true) { document.querySelectorAll('#op-table tbody tr').forEach(r => out.push([...r.cells].map(c => c.textContent)));
+          const next = document.getElementById('next'); if (next.disabled || ++guard > 2000) break; next.click(); }
+        return out; })()""")
+
+
+def single_page_features(b, want, total):
+    """Pie, drill-down, fuzzy search, step selector and a step's ops on the ResNet-50 page."""
+    b.eval("document.getElementById('show-pie').click()")
+    pie = b.eval("[getComputedStyle(document.getElementById('type-pie')).display,"
+                 " getComputedStyle(document.getElementById('type-chart')).display,"
+                 " document.querySelectorAll('#type-pie .slice').length]")
+    check(pie == ["inline", "none", len(want)], "pie: shown instead of the bars, one slice per type (%s)" % pie)
+    b.eval("document.getElementById('show-bar').click()")
+    # Drill-down: a type's row lists exactly its ops.
+    b.eval("document.querySelector('#type-table tr[data-type=\"Conv2D\"]').click()")
+    wait_for(b, "location.hash == '#type=Conv2D'", "the drill-down")
+    rows = all_rows(b)
+    check(len(rows) == want["Conv2D"] and {r[1] for r in rows} == {"Conv2D"},
+          "drill-down: Conv2D lists its %d ops and only those (%d, %s)" % (want["Conv2D"], len(rows), {r[1] for r in rows}))
+    check(b.eval("document.getElementById('count').textContent") == "%d of %d ops match" % (want["Conv2D"], total),
+          "drill-down: the count says so")
+    b.eval("document.querySelector('#filters .chip button').click()")
+    check(b.eval("document.getElementById('count').textContent") == "%d of %d ops match" % (total, total),
+          "drill-down: clearing the type lists every op again")
+    # Fuzzy: word starts.
+    search_for(b, "l1b2c3")
+    names = {r[0] for r in all_rows(b)}
+    check(names == {"resnet50/layer1/block2/conv3/Conv2D"},
+          "fuzzy search 'l1b2c3' finds layer1/block2/conv3 (%s)" % sorted(names)[:4])
+    search_for(b, "layer4 relu")
+    names = {r[0] for r in all_rows(b)}
+    check(len(names) == 9 and all("layer4" in n and n.endswith("Relu") for n in names),
+          "search: every term matches, exactly when some op matches so: 'layer4 relu' (%d names)" % len(names))
+    search_for(b, "")
+    # Step selector: the curves' highlighted step follows it.
+    b.eval("(() => { const s = document.getElementById('step-select'); s.value = '3';"
+           " s.dispatchEvent(new Event('change')); })()")
+    hl = b.eval("[...document.querySelectorAll('#step-curves circle.hl')].map(c => c.dataset.step)")
+    cursor = b.eval("[document.getElementById('step-cursor').getAttribute('x1'),"
+                    " document.querySelector('#step-curves circle[data-step=\"3\"]').getAttribute('cx')]")
+    check(hl == ["3", "3", "3"] and cursor[0] == cursor[1],
+          "step selector: step 3's three points and the cursor are highlighted (%s, %s)" % (hl, cursor))
+    curves = b.eval("document.querySelectorAll('#step-curves polyline').length")
+    check(curves == 3, "step curves: iteration gap, FP to BP and tail (%d)" % curves)
+    # A step's ops are those starting in its window.
+    b.eval("location.hash = '#ops-step=2'")
+    wait_for(b, "document.querySelector('#filters .chip') !== null", "the step filter")
+    step = b.eval("JSON.parse(document.getElementById('step-data').textContent).find(s => s[0] == 2)")
+    ops = b.eval("JSON.parse(document.getElementById('op-data').textContent)")
+    inside = [o for o in ops if step[1] <= o[5] < step[2]]
+    rows = all_rows(b)
+    check(len(rows) == len(inside) > 100, "step 2's ops: the %d that start in its window (%d)" % (len(inside), len(rows)))
+    b.eval("document.querySelector('#filters .chip button').click()")
+
+
 def main():
     run(["cargo", "build", "--release", "-q"], cwd=ROOT)
     run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -235,12 +444,18 @@ def main():
         durs = b.eval("JSON.parse(document.getElementById('op-data').textContent).map(r => r[6])")
         check(abs(first - min(durs)) < 1e-9, "clicking Duration sorts ascending (first %.3f)" % first)
         b.eval("document.querySelector('#op-table th[data-k=\"6\"]').click()")
-        b.eval("window.scrollTo(0, 0)")
-        check(not b.errors(), "no console errors after using the table")
+        single_page_features(b, want, total)
+        b.eval("location.hash = ''; window.scrollTo(0, 0)")
+        check(not b.errors(), "no console errors after using the table %s" % b.errors()[:3])
         shot = os.path.join(WORK, "report.png")
         b.screenshot(shot)
         check(os.path.getsize(shot) > 10000, "screenshot " + shot)
         print("page: %d bytes, loaded in %.2f s" % (os.path.getsize(page), secs))
+
+        folder = os.path.join(WORK, "runs")
+        runs = report_runs.make_runs(folder)
+        check_diff(runs, folder)
+        check_site(b, runs, folder)
 
         # The same at 100 000 ops, measured for the record.
         big = profile(os.path.join(WORK, "run-100k"), 800)

@@ -689,7 +689,7 @@ fn render(x: &Inputs) -> String {
     let _ = write!(
         h,
         r#"<section id="ops"><h2>Ops</h2>{note}
-<p><input id="search" type="search" placeholder="Search names and types (fuzzy: l1b2conv)" aria-label="search ops"> <span id="filters"></span> <span id="count"></span></p>
+<p><input id="search" type="search" placeholder="Search names and types (l1b2conv finds layer1/block2/conv)" aria-label="search ops"> <span id="filters"></span> <span id="count"></span></p>
 <table id="op-table"><thead><tr><th data-k="0">Name</th><th data-k="1">Type</th><th data-k="2">Device</th><th data-k="3">Stream</th><th data-k="4">Model</th><th data-k="5">Start (us)</th><th data-k="6" class="sorted desc">Duration (us)</th></tr></thead><tbody></tbody></table>
 <p id="pager"><button id="prev">&larr; previous</button> <span id="page"></span> <button id="next">next &rarr;</button></p></section>
 "#,

@@ -9,10 +9,10 @@
   var PAGE = 100, key = 6, desc = true, page = 0, rows = all;
   var typeFilter = null, stepFilter = null;
 
-  // Fuzzy matching: every term (split on spaces) must match the name or the type, either
-  // as a substring or with its characters in order, each one continuing the previous
-  // match or starting a word (after a non-alphanumeric, at a lower-to-upper case change,
-  // or where digits begin): "l1b2conv" finds "layer1/block2/conv1".
+  // Search: every term (split on spaces) must match the name or the type as a substring;
+  // when no op matches so, fuzzily: the term's characters in order, each one continuing
+  // the previous match or starting a word (after a non-alphanumeric, at a lower-to-upper
+  // case change, or where digits begin), so "l1b2conv" finds "layer1/block2/conv1".
   function wordStart(s, i) {
     if (i === 0) return true;
     var p = s.charAt(i - 1), c = s.charAt(i);
@@ -47,9 +47,10 @@
     }
     return true;
   }
-  function matches(terms, r) {
+  function exact(term, s) { return s.toLowerCase().indexOf(term) >= 0; }
+  function matches(terms, r, match) {
     for (var i = 0; i < terms.length; i++) {
-      if (!fuzzy(terms[i], r[0]) && !fuzzy(terms[i], r[1])) return false;
+      if (!match(terms[i], r[0]) && !match(terms[i], r[1])) return false;
     }
     return true;
   }
@@ -77,11 +78,14 @@
   }
   function apply() {
     var terms = search.value.trim().toLowerCase().split(/\s+/).filter(Boolean);
-    rows = all.filter(function (r) {
+    var filtered = all.filter(function (r) {
       if (typeFilter !== null && r[1] !== typeFilter) return false;
-      if (stepFilter !== null && (r[5] < stepFilter[1] || r[5] >= stepFilter[2])) return false;
-      return terms.length === 0 || matches(terms, r);
+      return stepFilter === null || (r[5] >= stepFilter[1] && r[5] < stepFilter[2]);
     });
+    rows = terms.length === 0 ? filtered : filtered.filter(function (r) { return matches(terms, r, exact); });
+    if (rows.length === 0 && terms.length) {
+      rows = filtered.filter(function (r) { return matches(terms, r, fuzzy); });
+    }
     rows.sort(function (a, b) {
       var x = a[key], y = b[key], c = x < y ? -1 : x > y ? 1 : 0;
       return desc ? -c : c;
