@@ -249,3 +249,40 @@ def test_analysis_reads_exported_tables(tmp_path):
     assert analysis.op_summary[0]["Task Duration(us)"] == "12.5"
     assert [r["OP Type"] for r in analysis.op_statistic] == ["Conv2D", "Relu"]
     assert analysis.table("task_time") == []
+
+
+def test_diff_finds_the_type_made_twice_as_slow(tmp_path):
+    import json
+
+    slow = json.loads(RESNET50.read_text())
+    for op in slow["ops"]:
+        if op["type"] == "Conv2D":
+            op["duration_us"] *= 2
+    slow_path = tmp_path / "slow.json"
+    slow_path.write_text(json.dumps(slow))
+    runs = {}
+    for name, model_path in [("base", RESNET50), ("new", slow_path)]:
+        with Model.simulate(model_path) as model, Profiler(tmp_path / name):
+            model.execute(times=2)
+        runs[name] = tmp_path / name
+    rows = aclprof.diff(runs["base"], runs["new"], fail_above=50)
+    assert (rows.base, rows.new) == ("base", "new")
+    types = rows.section("type")
+    conv = types[0]
+    assert conv["Name"] == "Conv2D" and conv["Ratio"] == pytest.approx(2.0)
+    assert conv["New(us)"] - conv["Base(us)"] == pytest.approx(conv["Diff(us)"])
+    assert all(r["Ratio"] == pytest.approx(1.0) for r in types[1:])
+    assert [r["Name"] for r in rows.section("overall")][0] == "E2E time"
+    # Conv2D is most of the time: end to end is more than 50 % slower too.
+    assert [r.split(":")[0] for r in rows.regressions] == ["overall E2E time", "type Conv2D"]
+    assert aclprof.diff(runs["base"], runs["base"], fail_above=0).regressions == []
+    assert len(aclprof.diff(runs["base"], runs["new"], top=2).section("op")) == 2
+    with pytest.raises(AclError) as err:
+        aclprof.diff(runs["base"], tmp_path / "missing")
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_FILE
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return
+    frame = rows.to_dataframe()
+    assert list(frame["Name"]) == [r["Name"] for r in rows]

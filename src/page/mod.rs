@@ -40,14 +40,16 @@ pub struct Written {
     pub bytes: usize,
 }
 
-/// True when `out` names a directory to write a site into rather than one page: it exists
-/// as a directory, ends in `/`, or has no `.html` or `.htm` extension.
+/// True when `out` names a directory to write a site into rather than one page: it is a
+/// directory, ends in `/`, or does not exist and has no `.html` or `.htm` extension (an
+/// existing file, such as /dev/null, is a page).
 pub fn is_site(out: &Path) -> bool {
     out.is_dir()
         || out.as_os_str().to_string_lossy().ends_with('/')
-        || !out
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+        || !out.exists()
+            && !out
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
 }
 
 /// Writes the report for `path` to `out`: one page (`out` ends in `.html`), or a site in the
@@ -828,6 +830,7 @@ mod tests {
     fn site_or_page() {
         assert!(!is_site(Path::new("report.html")));
         assert!(!is_site(Path::new("x/Report.HTM")));
+        assert!(!is_site(Path::new("/dev/null")));
         assert!(is_site(Path::new("site")));
         assert!(is_site(Path::new("site.html/")));
         assert_eq!(urlencode("a b/C_1"), "a%20b%2FC_1");
