@@ -134,7 +134,8 @@ fn step_map(r: &RunStats) -> BTreeMap<String, (u64, u64)> {
 /// Compares `new` with `base`.
 pub fn diff(base: &RunStats, new: &RunStats) -> Diff {
     let mut rows = Vec::new();
-    let (bo, mut no): (Vec<_>, BTreeMap<String, (u64, u64)>) = (
+    type Overall = BTreeMap<String, (Option<u64>, u64)>;
+    let (bo, mut no): (Vec<_>, Overall) = (
         base.overall(),
         new.overall()
             .into_iter()
@@ -149,15 +150,15 @@ pub fn diff(base: &RunStats, new: &RunStats) -> Diff {
             order.insert(at, k);
         }
     }
-    let bmap: BTreeMap<String, (u64, u64)> = bo.into_iter().map(|(k, c, t)| (k, (c, t))).collect();
+    let bmap: Overall = bo.into_iter().map(|(k, c, t)| (k, (c, t))).collect();
     for k in order {
         let b = bmap.get(&k).copied();
         let n = no.remove(&k);
         rows.push(DiffRow {
             section: Section::Overall,
             key: k,
-            base_count: b.map(|x| x.0),
-            new_count: n.map(|x| x.0),
+            base_count: b.and_then(|x| x.0),
+            new_count: n.and_then(|x| x.0),
             base_ns: b.map(|x| x.1),
             new_ns: n.map(|x| x.1),
         });

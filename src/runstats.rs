@@ -190,8 +190,9 @@ impl RunStats {
     }
 
     /// The overall split, in a fixed order: E2E, computing and its classes, communication
-    /// not overlapped, free; each (name, ops, ns), summed over devices.
-    pub fn overall(&self) -> Vec<(String, u64, u64)> {
+    /// not overlapped, free; each (name, ops, ns), summed over devices (free time has no
+    /// ops).
+    pub fn overall(&self) -> Vec<(String, Option<u64>, u64)> {
         let r = self;
         let sum = |f: fn(&DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>();
         let ops = r.ops();
@@ -213,24 +214,24 @@ impl RunStats {
                 .sum()
         };
         let mut v = vec![
-            ("E2E time".to_string(), ops, sum(|d| d.e2e)),
+            ("E2E time".to_string(), Some(ops), sum(|d| d.e2e)),
             (
                 "Computing time".to_string(),
-                ops - comm_ops,
+                Some(ops - comm_ops),
                 sum(|d| d.computing),
             ),
         ];
         for c in CLASSES {
             if let Some(&t) = classes.get(c) {
-                v.push((format!("Computing: {c}"), class_count(c), t));
+                v.push((format!("Computing: {c}"), Some(class_count(c)), t));
             }
         }
         v.push((
             "Communication not overlapped".to_string(),
-            comm_ops,
+            Some(comm_ops),
             sum(|d| d.not_overlapped),
         ));
-        v.push(("Free time".to_string(), 0, sum(|d| d.free)));
+        v.push(("Free time".to_string(), None, sum(|d| d.free)));
         v
     }
 

@@ -296,6 +296,10 @@ def check_site(b, runs, folder):
     check(swapped == ["No op type is slower in the new run.", "-200.000"],
           "compare, swapped: Conv2D -200 us and no regression (%s)" % swapped)
     check(not b.errors(), "compare: no console errors %s" % b.errors()[:3])
+    b.eval("document.getElementById('swap').click()")
+    wait_for(b, "document.querySelector('#type-table tbody tr').cells[6].textContent == '2.000'", "the comparison again")
+    b.eval("window.scrollTo(0, 0)")
+    b.screenshot(os.path.join(WORK, "compare.png"))
 
     for name, (what, _, rule) in list(report_runs.VARIANTS.items()) + [("cluster", ("rank 2 twice as slow", None, "slow-rank"))]:
         page = os.path.join(site, "run-%s.html" % name)

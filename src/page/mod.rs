@@ -591,8 +591,9 @@ fn render(x: &Inputs) -> String {
     for (k, n, t) in &overall {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{n}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(k),
+            n.map_or("-".into(), |n| n.to_string()),
             us(*t),
             meter(*t as f64, e2e)
         );
