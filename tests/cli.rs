@@ -158,6 +158,23 @@ fn pftrace_slices(mut b: &[u8]) -> Vec<(String, Vec<u64>)> {
         .collect()
 }
 
+/// The overall rows of `aclprof diff BASE NEW --format json`, by name.
+fn overall_of_diff(base: &str, new: &str) -> BTreeMap<String, serde_json::Value> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .args(["diff", base, new, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["Section"] == "overall")
+        .map(|r| (r["Name"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
 fn simulated_run(out: &Path) -> PathBuf {
     let model_path = CString::new(root().join("models/resnet50.json").to_str().unwrap()).unwrap();
     let mut model = 0u32;
@@ -234,6 +251,54 @@ fn analyze_agrees_with_the_result_files() {
         "per type, from a record file"
     );
     assert_eq!(per_type("-", &[], Some(&raw)), want, "per type, from stdin");
+    // diff takes every kind of input; the same run as a result directory, a record file
+    // and the export's database differs in nothing, and the overall split of the directory
+    // is step_trace_time.csv's.
+    // (The database sits beside mindstudio_profiler_output/, as CANN puts it.)
+    let db = prof.join(
+        output(&prof, "msprof_")
+            .with_extension("db")
+            .file_name()
+            .unwrap(),
+    );
+    for other in [raw_file, db.to_str().unwrap()] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_aclprof"))
+            .args(["diff", p, other, "--format", "json", "-t", "0"])
+            .args(["--fail-above", "0"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let rows = j["rows"].as_array().unwrap();
+        let types: BTreeMap<String, (u64, u64)> = rows
+            .iter()
+            .filter(|r| r["Section"] == "type")
+            .map(|r| {
+                assert_eq!(r["Diff(us)"], 0.0, "{other}: {r}");
+                let n = r["New Count"].as_u64().unwrap();
+                (
+                    r["Name"].as_str().unwrap().to_string(),
+                    (n, (r["New(us)"].as_f64().unwrap() * 1000.0).round() as u64),
+                )
+            })
+            .collect();
+        assert_eq!(types, want, "diff per type, {other}");
+        assert!(rows.iter().all(|r| r["Diff(us)"] == 0.0), "{other}: {j}");
+    }
+    let (_, steps) = read_csv(&prof.join("mindstudio_profiler_output/step_trace_time.csv"));
+    let sum = |k: &str| -> f64 { steps.iter().map(|r| r[k].parse::<f64>().unwrap()).sum() };
+    let j = overall_of_diff(p, p);
+    let overall = |k: &str| j[k]["Base(us)"].as_f64().unwrap();
+    assert!(
+        (overall("Computing time") - sum("Computing")).abs() < 1e-6,
+        "{j:?}"
+    );
+    assert!((overall("Free time") - sum("Free")).abs() < 1e-6, "{j:?}");
+    assert!((overall("E2E time") - sum("Stage")).abs() < 1e-6, "{j:?}");
     // One damaged record is skipped and said so, in the singular.
     let mut damaged = raw.clone();
     damaged[100] ^= 0xff;
