@@ -308,17 +308,19 @@ mod tests {
     /// A run of one device, 1000 us end to end, with these types (name, ns, core) and
     /// these steps (total, gap).
     fn run(types: &[(&str, u64, &str)], free: u64, nov: u64, steps: &[(u64, u64)]) -> RunStats {
-        let mut r = RunStats::default();
-        r.types = Report {
-            rows: types
-                .iter()
-                .map(|&(k, t, _)| Row {
-                    key: k.into(),
-                    count: 1,
-                    total_ns: t,
-                    ..Default::default()
-                })
-                .collect(),
+        let mut r = RunStats {
+            types: Report {
+                rows: types
+                    .iter()
+                    .map(|&(k, t, _)| Row {
+                        key: k.into(),
+                        count: 1,
+                        total_ns: t,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            },
             ..Default::default()
         };
         for &(k, _, c) in types {
@@ -421,7 +423,7 @@ mod tests {
             let mut d = r.devices[0].clone();
             d.rank = Some(rank);
             if rank == 2 {
-                d.op_time = 2 * d.op_time;
+                d.op_time *= 2;
             }
             r.devices.push(d);
         }

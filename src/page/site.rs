@@ -270,7 +270,7 @@ fn index_page(stats: &[RunStats], slugs: &[String], advice: &[usize]) -> String 
             run_options(stats, 1)
         );
     }
-    let _ = write!(h, "<script>{INDEX_JS}</script></body></html>\n");
+    let _ = writeln!(h, "<script>{INDEX_JS}</script></body></html>");
     h
 }
 
