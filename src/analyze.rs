@@ -1071,12 +1071,58 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
     (head, rows)
 }
 
-fn csv_field(s: &str) -> String {
+/// A CSV field, quoted when it must be.
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()
     }
+}
+
+/// `head` and `rows` as a Markdown table.
+pub fn markdown_table(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "| {} |", head.join(" | "));
+    let _ = writeln!(o, "|{}|", vec!["---"; head.len()].join("|"));
+    for cells in rows {
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(o, "| {} |", cells.join(" | "));
+    }
+    o
+}
+
+/// `head` and `rows` as aligned columns under a rule; column `i` is left-aligned when
+/// `left(i)`, else right-aligned.
+pub fn text_table(head: &[String], rows: &[Vec<String>], left: impl Fn(usize) -> bool) -> String {
+    let mut o = String::new();
+    let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for cells in rows {
+        for (i, c) in cells.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String], o: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                if left(i) {
+                    format!("{c:<w$}", w = w[i])
+                } else {
+                    format!("{c:>w$}", w = w[i])
+                }
+            })
+            .collect();
+        let _ = writeln!(o, "{}", parts.join("  ").trim_end());
+    };
+    line(head, &mut o);
+    let rule: Vec<String> = w.iter().map(|&n| "-".repeat(n)).collect();
+    line(&rule, &mut o);
+    for cells in rows {
+        line(cells, &mut o);
+    }
+    o
 }
 
 /// The report as text in `format`.
@@ -1128,42 +1174,12 @@ pub fn render(r: &Report, format: Format) -> String {
                 serde_json::to_string_pretty(&v).unwrap_or_default()
             );
         }
-        Format::Markdown => {
-            let _ = writeln!(o, "| {} |", head.join(" | "));
-            let _ = writeln!(o, "|{}|", vec!["---"; head.len()].join("|"));
-            for cells in &rows {
-                let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
-                let _ = writeln!(o, "| {} |", cells.join(" | "));
-            }
-        }
+        Format::Markdown => o.push_str(&markdown_table(&head, &rows)),
         Format::Table => {
-            let mut w: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
-            for cells in &rows {
-                for (i, c) in cells.iter().enumerate() {
-                    w[i] = w[i].max(c.chars().count());
-                }
-            }
-            let line = |cells: &[String], o: &mut String| {
-                let parts: Vec<String> = cells
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| {
-                        // Text left-aligned, numbers right-aligned.
-                        if i == 0 || (r.by.is_none() && i == 1) {
-                            format!("{c:<w$}", w = w[i])
-                        } else {
-                            format!("{c:>w$}", w = w[i])
-                        }
-                    })
-                    .collect();
-                let _ = writeln!(o, "{}", parts.join("  ").trim_end());
-            };
-            line(&head, &mut o);
-            let rule: Vec<String> = w.iter().map(|&n| "-".repeat(n)).collect();
-            line(&rule, &mut o);
-            for cells in &rows {
-                line(cells, &mut o);
-            }
+            // Text left-aligned, numbers right-aligned.
+            o.push_str(&text_table(&head, &rows, |i| {
+                i == 0 || (r.by.is_none() && i == 1)
+            }));
             let shown = rows.len();
             let what = if r.by.is_some() { "groups" } else { "ops" };
             let _ = writeln!(

@@ -3,7 +3,7 @@
 //! free), then per op type, per op (by name) and per step; each row base, new, difference and
 //! ratio (docs/design.md, "Comparing runs").
 
-use crate::analyze::Format;
+use crate::analyze::{csv_field, markdown_table, text_table, Format};
 use crate::runstats::RunStats;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -250,14 +250,6 @@ fn cells(r: &DiffRow) -> [String; 9] {
     ]
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The comparison as text in `format`.
 pub fn render(d: &Diff, format: Format) -> String {
     let mut o = String::new();
@@ -316,44 +308,13 @@ pub fn render(d: &Diff, format: Format) -> String {
                     },
                     s.heading()
                 );
-                let head: Vec<&str> = HEAD[1..].to_vec();
+                let head: Vec<String> = HEAD[1..].iter().map(|h| h.to_string()).collect();
+                let rows: Vec<Vec<String>> = rows.into_iter().map(|c| c[1..].to_vec()).collect();
                 if format == Format::Markdown {
-                    let _ = writeln!(o, "\n| {} |", head.join(" | "));
-                    let _ = writeln!(o, "|{}|", vec!["---"; head.len()].join("|"));
-                    for c in &rows {
-                        let c: Vec<String> = c[1..].iter().map(|c| c.replace('|', "\\|")).collect();
-                        let _ = writeln!(o, "| {} |", c.join(" | "));
-                    }
-                    continue;
-                }
-                let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
-                for c in &rows {
-                    for (i, x) in c[1..].iter().enumerate() {
-                        w[i] = w[i].max(x.chars().count());
-                    }
-                }
-                let line = |c: &[&str], o: &mut String| {
-                    let parts: Vec<String> = c
-                        .iter()
-                        .enumerate()
-                        .map(|(i, x)| {
-                            if i == 0 || i == c.len() - 1 {
-                                format!("{x:<w$}", w = w[i])
-                            } else {
-                                format!("{x:>w$}", w = w[i])
-                            }
-                        })
-                        .collect();
-                    let _ = writeln!(o, "{}", parts.join("  ").trim_end());
-                };
-                line(&head, &mut o);
-                let rule: Vec<String> = w.iter().map(|&n| "-".repeat(n)).collect();
-                line(&rule.iter().map(String::as_str).collect::<Vec<_>>(), &mut o);
-                for c in &rows {
-                    line(
-                        &c[1..].iter().map(String::as_str).collect::<Vec<_>>(),
-                        &mut o,
-                    );
+                    let _ = write!(o, "\n{}", markdown_table(&head, &rows));
+                } else {
+                    // The name and the status left-aligned, numbers right-aligned.
+                    o.push_str(&text_table(&head, &rows, |i| i == 0 || i == head.len() - 1));
                 }
             }
         }
