@@ -280,6 +280,9 @@ def test_diff_finds_the_type_made_twice_as_slow(tmp_path):
     with pytest.raises(AclError) as err:
         aclprof.diff(runs["base"], tmp_path / "missing")
     assert err.value.code == aclprof.ACL_ERROR_INVALID_FILE
+    with pytest.raises(AclError) as err:  # the process's standard input is not a run
+        aclprof.diff("-", runs["base"])
+    assert err.value.code == aclprof.ACL_ERROR_INVALID_PARAM and "standard input" in str(err.value)
     try:
         import pandas  # noqa: F401
     except ImportError:

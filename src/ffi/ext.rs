@@ -227,29 +227,47 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
         || {
             let out = super::out(result, "result")?;
             *out = std::ptr::null_mut();
-            let path = path_arg(path, "path")?;
-            if path == std::path::Path::new("-") {
-                // (The command line reads standard input for "-"; the host's is not ours.)
-                return Err(invalid(
-                    "path \"-\" (standard input) is for the aclprof command; give ./- for a file named -",
-                ));
-            }
-            let query = if queryJson.is_null() {
-                serde_json::Value::Null
-            } else {
-                serde_json::from_slice(cstr(queryJson, "queryJson")?)
-                    .map_err(|e| invalid(format!("queryJson: {e}")))?
-            };
+            let path = input_arg(path, "path")?;
+            let query = json_arg(queryJson, "queryJson")?;
             let (q, format) = crate::analyze::Query::from_json(&query).map_err(invalid)?;
             let report = crate::analyze::analyze(path, &q)?;
-            let text = crate::analyze::render(&report, format);
-            // Rendered text has no NUL: names are cut at their first NUL in records.
-            let c =
-                std::ffi::CString::new(text).map_err(|_| invalid("the report holds a NUL byte"))?;
-            *out = c.into_raw();
-            Ok(())
+            give_text(out, crate::analyze::render(&report, format))
         },
     )
+}
+
+/// A run to read (aclprofExtAnalyze, aclprofExtDiff): "-" is refused, since the command
+/// line reads standard input for it and the host's is not ours.
+///
+/// # Safety
+/// As [`cstr`].
+unsafe fn input_arg<'a>(p: *const c_char, what: &str) -> crate::error::Result<&'a std::path::Path> {
+    let path = path_arg(p, what)?;
+    if path == std::path::Path::new("-") {
+        return Err(invalid(format!(
+            "{what} \"-\" (standard input) is for the aclprof command; give ./- for a file named -"
+        )));
+    }
+    Ok(path)
+}
+
+/// A JSON argument; NULL is JSON's null (the defaults).
+///
+/// # Safety
+/// As [`cstr`].
+unsafe fn json_arg(p: *const c_char, what: &str) -> crate::error::Result<serde_json::Value> {
+    if p.is_null() {
+        return Ok(serde_json::Value::Null);
+    }
+    serde_json::from_slice(cstr(p, what)?).map_err(|e| invalid(format!("{what}: {e}")))
+}
+
+/// Hands `text` to the caller, who frees it with aclprofExtFreeResult.
+fn give_text(out: &mut *mut c_char, text: String) -> crate::error::Result<()> {
+    // Rendered text has no NUL: names are cut at their first NUL in records.
+    let c = std::ffi::CString::new(text).map_err(|_| invalid("the result holds a NUL byte"))?;
+    *out = c.into_raw();
+    Ok(())
 }
 
 /// Compares two runs, as `aclprof diff BASE NEW` does: `base` and `newRun` are what
@@ -272,19 +290,10 @@ pub unsafe extern "C" fn aclprofExtDiff(
         || {
             let out = super::out(result, "result")?;
             *out = std::ptr::null_mut();
-            let base = path_arg(base, "base")?;
-            let new = path_arg(newRun, "newRun")?;
-            let options = if optionsJson.is_null() {
-                serde_json::Value::Null
-            } else {
-                serde_json::from_slice(cstr(optionsJson, "optionsJson")?)
-                    .map_err(|e| invalid(format!("optionsJson: {e}")))?
-            };
-            let text = crate::diff::run_json(base, new, &options)?;
-            let c = std::ffi::CString::new(text)
-                .map_err(|_| invalid("the comparison holds a NUL byte"))?;
-            *out = c.into_raw();
-            Ok(())
+            let base = input_arg(base, "base")?;
+            let new = input_arg(newRun, "newRun")?;
+            let options = json_arg(optionsJson, "optionsJson")?;
+            give_text(out, crate::diff::run_json(base, new, &options)?)
         },
     )
 }
