@@ -540,14 +540,20 @@ fn real_profiles_replay_exactly() {
             );
         }
 
+        // One row per type and core type (CANN's grouping: a type whose ops ran as
+        // different task types has a row for each).
         let (_, stat) = read_csv(&output(&dir, "op_statistic_"));
-        let got: PerType = stat
-            .iter()
-            .map(|r| {
-                let n: u64 = r["Count"].parse().unwrap();
-                (r["OP Type"].clone(), (n, us(&r["Total Time(us)"])))
-            })
-            .collect();
+        let mut got = PerType::new();
+        let mut cores = std::collections::BTreeSet::new();
+        for r in &stat {
+            assert!(
+                cores.insert((r["OP Type"].clone(), r["Core Type"].clone())),
+                "{what}: one op_statistic row per type and core type"
+            );
+            let e = got.entry(r["OP Type"].clone()).or_default();
+            e.0 += r["Count"].parse::<u64>().unwrap();
+            e.1 += us(&r["Total Time(us)"]);
+        }
         assert_eq!(
             got, e.computing,
             "{what}: op_statistic, communication left out"
