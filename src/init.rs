@@ -17,6 +17,7 @@ pub fn ensure() -> &'static crate::settings::Settings {
         // A panic must not poison the Once (every later call would then panic).
         let _ = std::panic::catch_unwind(start_env_mode);
     });
+    crate::watch::start();
     s
 }
 
@@ -33,6 +34,7 @@ const FORK_PREPARES: &[crate::fork::Prepare] = &[
     || vec![crate::transport::fork_prepare_fds()],
     || vec![crate::transport::fork_prepare_flusher()],
     || vec![crate::names::fork_prepare()],
+    || vec![crate::watch::fork_prepare()],
 ];
 
 /// `PROFILING_OPTIONS` keys (the ones TensorFlow/GE users write) -> ACL_PROF_* bits.

@@ -47,5 +47,7 @@ pub mod signature;
 pub mod sim;
 pub mod state;
 pub mod sync;
+pub mod top;
 pub mod transport;
 pub mod tx;
+pub mod watch;

@@ -22,6 +22,9 @@ static GEN: AtomicU64 = AtomicU64::new(1);
 static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
 /// File mode: device -> the sink recording that device's ops.
 static FILE_SINKS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
+/// The process's watcher (`aclprof top`, attached through the `watch` module): every op
+/// of every model.
+static TAP: RwLock<Option<Arc<Sub>>> = RwLock::new(None);
 static NEXT_OP_INDEX: AtomicU64 = AtomicU64::new(1);
 static NEXT_STREAM: AtomicU32 = AtomicU32::new(1);
 /// Streams of threads that have exited, with the end of their last op, for new threads to
@@ -47,6 +50,8 @@ struct Route {
     /// A second destination: the device's file-mode sink when `sub` is the model's
     /// subscription and `PROFILING_MODE` drives file mode beside it (both get every op).
     also: Option<(Arc<Sub>, usize)>,
+    /// A third: the process's watcher, when one is attached.
+    tap: Option<(Arc<Sub>, usize)>,
 }
 
 struct Local {
@@ -101,7 +106,7 @@ impl Local {
     /// model's route before a change and looked another's up after it would send one of
     /// its ops to the new destination (or nowhere) between two to the old one.
     fn lookup(&mut self, model: u32) -> Option<Route> {
-        let (device, sub, also, gen) = lookup(model)?;
+        let (device, [sub, also, tap], gen) = lookup(model)?;
         if gen != self.gen {
             self.forget_routes();
             self.gen = gen;
@@ -113,7 +118,8 @@ impl Local {
         Some(Route {
             device,
             sub: sub.map(&mut with_lane),
-            also: also.map(with_lane),
+            also: also.map(&mut with_lane),
+            tap: tap.map(with_lane),
         })
     }
 }
@@ -174,12 +180,14 @@ static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 pub(crate) fn fork_prepare() -> crate::fork::Release {
     let mut subs = SUBS.write().unwrap_or_else(|p| p.into_inner());
     let mut sinks = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
+    let mut tap = TAP.write().unwrap_or_else(|p| p.into_inner());
     let free = FREE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
     Box::new(move |child| {
         drop(free);
         if child {
             std::mem::forget(subs.take());
             std::mem::forget(sinks.take());
+            std::mem::forget(tap.take());
             FORK_GEN.fetch_add(1, Ordering::Relaxed);
             ACTIVE.store(false, Ordering::Relaxed);
             routes_changed();
@@ -223,7 +231,18 @@ pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
     publish();
 }
 
-/// Reporting is active while any subscription or file-mode sink exists.
+/// Makes `sub` the process's watcher, which gets every op of every model besides their
+/// own destinations (or removes it with `None`); returns the previous one.
+pub fn set_tap(sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
+    let mut g = TAP.write().unwrap_or_else(|p| p.into_inner());
+    let old = std::mem::replace(&mut *g, sub);
+    routes_changed(); // (as in set_route)
+    drop(g);
+    publish();
+    old
+}
+
+/// Reporting is active while any subscription, file-mode sink or watcher exists.
 fn publish() {
     let any = |m: &RwLock<Option<HashMap<u32, Arc<Sub>>>>| {
         m.read()
@@ -231,25 +250,30 @@ fn publish() {
             .as_ref()
             .is_some_and(|m| !m.is_empty())
     };
-    ACTIVE.store(any(&SUBS) || any(&FILE_SINKS), Ordering::Release);
+    let tap = TAP.read().unwrap_or_else(|p| p.into_inner()).is_some();
+    ACTIVE.store(any(&SUBS) || any(&FILE_SINKS) || tap, Ordering::Release);
 }
+
+/// The destinations of one model's ops: [primary, also, tap].
+type Dests = [Option<Arc<Sub>>; 3];
 
 /// Where `model`'s ops go: its device; its subscription, else its device's file-mode sink;
 /// that sink as well when the model has both (file mode and subscriptions exclude each
-/// other through the API, not under `PROFILING_MODE`); and the routes' generation this
-/// answer belongs to (the tables change and `GEN` is bumped under their write locks, so
-/// with both read locks held they agree). None if the model is not loaded.
-#[allow(clippy::type_complexity)]
-fn lookup(model: u32) -> Option<(u32, Option<Arc<Sub>>, Option<Arc<Sub>>, u64)> {
+/// other through the API, not under `PROFILING_MODE`); the watcher, if one is attached;
+/// and the routes' generation this answer belongs to (the tables change and `GEN` is
+/// bumped under their write locks, so with the read locks held they agree). None if the
+/// model is not loaded.
+fn lookup(model: u32) -> Option<(u32, Dests, u64)> {
     let m = crate::registry::get(model)?;
     let subs = SUBS.read().unwrap_or_else(|p| p.into_inner());
     let sinks = FILE_SINKS.read().unwrap_or_else(|p| p.into_inner());
+    let tap = TAP.read().unwrap_or_else(|p| p.into_inner()).clone();
     let sub = subs.as_ref().and_then(|s| s.get(&model)).cloned();
     let sink = sinks.as_ref().and_then(|s| s.get(&m.device)).cloned();
     let gen = GEN.load(Ordering::Acquire);
     Some(match sub {
-        Some(sub) => (m.device, Some(sub), sink, gen),
-        None => (m.device, sink, None, gen),
+        Some(sub) => (m.device, [Some(sub), sink, tap], gen),
+        None => (m.device, [sink, None, tap], gen),
     })
 }
 
@@ -324,9 +348,9 @@ fn report_active(
                 format!("model {model} is not loaded"),
             );
         };
-        let Some((sub, lane)) = &route.sub else {
+        if route.sub.is_none() && route.tap.is_none() {
             return Ok(());
-        };
+        }
         let stream = match replay.stream {
             Some(s) => s,
             None => {
@@ -359,23 +383,28 @@ fn report_active(
             stream_id: stream,
             sim_op: replay.sim_op,
         };
-        let primary_ok = sub.push(*lane, &f, name, op_type);
-        let (also, also_ok) = match &route.also {
-            Some((s, lane)) => (Arc::as_ptr(s), s.push(*lane, &f, name, op_type)),
-            None => (std::ptr::null(), true),
-        };
-        if !primary_ok || !also_ok {
+        // Each destination that took the op, so a retry never gives it one twice.
+        let mut took: [*const Sub; 3] = [std::ptr::null(); 3];
+        let mut all = true;
+        for (i, (s, lane)) in [&route.sub, &route.also, &route.tap]
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, d)| d.as_ref().map(|d| (i, d)))
+        {
+            if s.push(*lane, &f, name, op_type) {
+                took[i] = Arc::as_ptr(s);
+            } else {
+                all = false;
+            }
+        }
+        if !all {
             // A destination began closing after this thread cached its route (the model
-            // is being unsubscribed, or file mode stopped): look again once; the model may
-            // have a new destination already. One that took the op does not get it again.
-            let took = [
-                primary_ok.then_some(Arc::as_ptr(sub)),
-                (also_ok && !also.is_null()).then_some(also),
-            ];
+            // is being unsubscribed, file mode stopped, the watcher left): look again
+            // once; the model may have a new destination already.
             l.forget_routes();
             if let Some(r) = l.lookup(model) {
-                for (s, lane) in [r.sub, r.also].into_iter().flatten() {
-                    if !took.contains(&Some(Arc::as_ptr(&s))) {
+                for (s, lane) in [r.sub, r.also, r.tap].into_iter().flatten() {
+                    if !took.contains(&Arc::as_ptr(&s)) {
                         s.push(lane, &f, name, op_type);
                     }
                 }

@@ -881,3 +881,238 @@ fn every_record_exactly_once_under_churn() {
         }
     }
 }
+
+/// `aclprof top` on a running C program that subscribes to its own model and runs under
+/// PROFILING_MODE: listing it; a view that agrees exactly with the ops run while it
+/// watched; viewers attaching, detaching and being killed many times without the
+/// program's subscription or file mode losing an op; the program killed under a viewer;
+/// and a viewer of another user refused.
+#[test]
+fn top_watches_a_running_program() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let exe = build("watch_target", "aclprof");
+    let work = fresh_dir("watch");
+    let sockets = fresh_dir("watch-sockets");
+    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let results = fresh_dir("watch-results");
+    let model = root().join("models/resnet50.json");
+    const EXECUTIONS: u64 = 4;
+    const OPS: u64 = 125;
+    let opts = format!(
+        r#"{{"output": "{}", "task_trace": "on"}}"#,
+        results.display()
+    );
+    let start_target = |dir: &Path| {
+        Command::new(&exe)
+            .arg(&model)
+            .arg(dir)
+            .args([EXECUTIONS.to_string(), OPS.to_string()])
+            .env("ACLPROF_WATCH_DIR", &sockets)
+            .env("PROFILING_MODE", "true")
+            .env("PROFILING_OPTIONS", &opts)
+            .env_remove("ACLPROF_LOG")
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let wait_for = |p: &Path| {
+        let t0 = Instant::now();
+        while !p.exists() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "{} never appeared",
+                p.display()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let top = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_aclprof"));
+        c.arg("top").env("ACLPROF_WATCH_DIR", &sockets);
+        c
+    };
+    // Runs the target's executions once: GO, then wait for DONE.
+    let go = |dir: &Path| {
+        let _ = std::fs::remove_file(dir.join("DONE"));
+        std::fs::write(dir.join("GO"), "").unwrap();
+        wait_for(&dir.join("DONE"));
+    };
+    let target = start_target(&work);
+    let pid = target.id();
+    wait_for(&work.join("READY"));
+    wait_for(&sockets.join(format!("{pid}.sock")));
+
+    // Listed.
+    let out = top().output().unwrap();
+    let listed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success()
+            && listed.contains(&pid.to_string())
+            && listed.contains("watch_target"),
+        "{listed}"
+    );
+
+    // One view agrees with what ran while it watched: every op, none dropped.
+    let mut viewer = top()
+        .args([
+            &pid.to_string(),
+            "--once",
+            "--format",
+            "json",
+            "--duration",
+            "4",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(viewer.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(
+        line.starts_with(&format!("aclprof: watching process {pid}")),
+        "{line}"
+    );
+    go(&work);
+    let out = viewer.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["ops"], EXECUTIONS * OPS, "{j}");
+    assert_eq!(j["dropped"], 0, "{j}");
+    let conv = j["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "Conv2D")
+        .unwrap()
+        .clone();
+    assert_eq!(conv["count"], 53 * EXECUTIONS, "{j}");
+    assert_eq!(j["types"][0]["type"], "Conv2D", "longest type first: {j}");
+    assert_eq!(j["longest"].as_array().unwrap().len(), 5, "{j}");
+
+    // Viewers come and go, and one is killed while the program runs.
+    let mut runs = 1;
+    for i in 0..8 {
+        let mut v = top()
+            .args([&pid.to_string(), "--interval", "0.05"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(line.contains("watching process"), "{line}");
+        if i % 2 == 0 {
+            go(&work);
+            runs += 1;
+        }
+        if i == 3 {
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(v.id() as i32, libc::SIGKILL) };
+        } else {
+            // SAFETY: as above.
+            unsafe { libc::kill(v.id() as i32, libc::SIGINT) };
+        }
+        let _ = v.wait();
+    }
+    go(&work);
+    runs += 1;
+
+    // Another user is refused, in one line.
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_aclprof"))
+            .args(["top", &pid.to_string(), "--once"])
+            .env("ACLPROF_WATCH_DIR", &sockets)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(1)
+                && err.lines().count() == 1
+                && err.contains("permission denied: only the process's user or root"),
+            "{:?} {err}",
+            out.status
+        );
+    }
+
+    // The program stops: its subscription and file mode have every op it ran.
+    std::fs::write(work.join("STOP"), "").unwrap();
+    let out = target.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "ran {} executions of {OPS} ops; the subscription received {}",
+            runs * EXECUTIONS,
+            runs * EXECUTIONS * OPS
+        )),
+        "{text}"
+    );
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1);
+    assert_eq!(op_summary_rows(&dirs[0]) as u64, runs * EXECUTIONS * OPS);
+    assert!(
+        !sockets.join(format!("{pid}.sock")).exists(),
+        "the socket is removed at exit"
+    );
+
+    // A program killed under a viewer: the viewer ends, cleanly.
+    let work2 = fresh_dir("watch-killed");
+    let mut target = start_target(&work2);
+    let pid = target.id();
+    wait_for(&work2.join("READY"));
+    wait_for(&sockets.join(format!("{pid}.sock")));
+    let mut v = top()
+        .args([&pid.to_string(), "--interval", "0.1", "--format", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    go(&work2);
+    target.kill().unwrap();
+    let _ = target.wait();
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = v.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the viewer outlived its process"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert!(
+        status.success() && rest.contains(&format!("process {pid} ended")),
+        "{rest}"
+    );
+    let mut views = String::new();
+    std::io::Read::read_to_string(&mut v.stdout.take().unwrap(), &mut views).unwrap();
+    let seen: u64 = views
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["ops"]
+                .as_u64()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(seen, EXECUTIONS * OPS, "{views}");
+    // Its socket stays (it was killed); listing removes it.
+    let _ = top().output().unwrap();
+    assert!(!sockets.join(format!("{pid}.sock")).exists());
+}

@@ -107,6 +107,25 @@ enum Cmd {
         #[arg(long = "fail-above", value_name = "PCT")]
         fail_above: Option<f64>,
     },
+    /// Watch a running process that uses aclprof (C, Python, aclprof record): ops/s, device
+    /// time per op type over the last interval and since attaching, the longest ops, busy
+    /// streams and records dropped, refreshed every interval. Without PID, list the
+    /// processes that can be watched. Only the process's user (or root) may watch it.
+    Top {
+        pid: Option<u32>,
+        /// Seconds between refreshes
+        #[arg(short = 'i', long, default_value_t = 1.0)]
+        interval: f64,
+        /// Stop after this many seconds
+        #[arg(short = 'd', long)]
+        duration: Option<f64>,
+        /// Print one view (of --duration, else of one interval) and exit
+        #[arg(long)]
+        once: bool,
+        /// Output format: table or json
+        #[arg(long, default_value = "table", value_parser = parse_format)]
+        format: Format,
+    },
     /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
     /// per-type summary of what it recorded.
     Record {
@@ -258,6 +277,90 @@ fn record(
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
 
+fn seconds(what: &str, s: f64) -> Result<std::time::Duration, String> {
+    if s.is_finite() && s > 0.0 && s < 1e7 {
+        Ok(std::time::Duration::from_secs_f64(s))
+    } else {
+        Err(format!("{what}: a number of seconds above 0, not {s}"))
+    }
+}
+
+fn top(
+    pid: Option<u32>,
+    interval: f64,
+    duration: Option<f64>,
+    once: bool,
+    format: Format,
+) -> Result<ExitCode, String> {
+    if !matches!(format, Format::Table | Format::Json) {
+        return Err("--format: table or json".into());
+    }
+    let Some(pid) = pid else {
+        // SAFETY: geteuid has no preconditions.
+        let procs = aclprof::watch::list(unsafe { libc::geteuid() });
+        if procs.is_empty() {
+            println!("No process to watch: none that uses aclprof is running as this user.");
+        }
+        for p in procs {
+            println!("{:>8}  {}", p.pid, p.command);
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let interval = seconds("--interval", interval)?;
+    let duration = match duration {
+        Some(d) => Some(seconds("--duration", d)?),
+        None if once => Some(interval),
+        None => None,
+    };
+    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .replace('\0', " ")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default();
+    let live = !once && std::io::stdout().is_terminal();
+    let mut out = std::io::stdout().lock();
+    use std::io::Write as _;
+    let mut show = |w: &aclprof::top::Window, total: &aclprof::top::Window, dropped: u64| {
+        if once {
+            return;
+        }
+        let text = match format {
+            Format::Json => format!("{}\n", aclprof::top::json(pid, w, total, dropped)),
+            _ => aclprof::top::text(pid, &command, w, total, dropped),
+        };
+        // A terminal is redrawn in place; a pipe gets one view after another.
+        let _ = write!(out, "{}{text}", if live { "\x1b[H\x1b[2J" } else { "\n" });
+        let _ = out.flush();
+    };
+    let attached = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
+    eprintln!("aclprof: watching process {pid} ({command})");
+    let mut last = None;
+    let end = aclprof::top::watch(attached, interval, duration, &mut |w, t, d| {
+        show(w, t, d);
+        last = Some((w.clone(), t.clone(), d));
+    })
+    .map_err(|e| e.msg)?;
+    if once {
+        // One view: of everything seen (--duration may span several intervals).
+        if let Some((_, total, dropped)) = last {
+            match format {
+                Format::Json => println!("{}", aclprof::top::json(pid, &total, &total, dropped)),
+                _ => print!(
+                    "{}",
+                    aclprof::top::text(pid, &command, &total, &total, dropped)
+                ),
+            }
+        }
+    }
+    if end == aclprof::top::End::ProcessEnded {
+        eprintln!("aclprof: process {pid} ended");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Exit code of `diff --fail-above` when NEW regressed (1 is an error, 2 bad usage).
 const REGRESSED: u8 = 3;
 
@@ -347,6 +450,13 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }),
         Cmd::Export { dir } => export(&dir),
+        Cmd::Top {
+            pid,
+            interval,
+            duration,
+            once,
+            format,
+        } => top(pid, interval, duration, once, format),
         Cmd::Diff {
             base,
             new,

@@ -1,0 +1,480 @@
+//! The watcher agent: lets `aclprof top` look at this process while it runs, with no change
+//! to the program (docs/design.md, "Watching a live process"; the threat model is in
+//! docs/reliability.md).
+//!
+//! At first use the library listens on a Unix socket, `<dir>/<pid>.sock`, where `<dir>` is
+//! `ACLPROF_WATCH_DIR` or `/tmp/aclprof-<uid>`: created with mode 0700 and used only if it
+//! is a directory this user owns that no one else may enter. One thread waits in `accept`;
+//! it costs no CPU and nothing per op. A viewer connects and says `ATTACH 1`; the agent
+//! checks the viewer's credentials (`SO_PEERCRED`: this user, or root), makes a
+//! shared-memory ring with the drop policy (a slow viewer loses records, counted in the
+//! ring; the program never waits for it), routes every op of every model to it besides
+//! their own destinations, and passes the ring's fd over the socket (`SCM_RIGHTS`). When the
+//! viewer closes the socket (or dies: the kernel closes it) the route is removed and the
+//! ring closed. One viewer at a time; `ACLPROF_WATCH=0` turns the agent off.
+
+use crate::error::*;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Records per lane of a watcher's ring (8 lanes of 512-byte records: 16 MiB at most).
+pub const RING_RECORDS: u64 = 4096;
+/// The protocol's version, in `ATTACH <v>` and the agent's `OK` line.
+pub const PROTOCOL: u32 = 1;
+
+/// Whether this process's agent runs (false again in a forked child).
+static STARTED: AtomicBool = AtomicBool::new(false);
+/// The socket this process listens on, removed at exit.
+static SOCKET: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The directory of `uid`'s sockets.
+pub fn dir_of(uid: u32) -> PathBuf {
+    match std::env::var_os("ACLPROF_WATCH_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d),
+        _ => PathBuf::from(format!("/tmp/aclprof-{uid}")),
+    }
+}
+
+/// Creates (mode 0700) or checks `dir`: a real directory owned by `uid` that no one else
+/// may enter. Anything else (a symlink, another user's directory planted in /tmp, loose
+/// permissions) is refused.
+pub fn private_dir(dir: &Path, uid: u32) -> std::result::Result<(), String> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("{}: {e}", dir.display())),
+    }
+    let m = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !m.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    if m.uid() != uid {
+        return Err(format!(
+            "{}: owned by uid {}, not {uid}",
+            dir.display(),
+            m.uid()
+        ));
+    }
+    if m.permissions().mode() & 0o077 != 0 {
+        return Err(format!(
+            "{}: mode {:o}: others may enter it",
+            dir.display(),
+            m.permissions().mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// May a viewer running as `peer` attach to a process running as `me`? The same user, or
+/// root.
+pub fn may_attach(me: u32, peer: u32) -> bool {
+    peer == me || peer == 0
+}
+
+/// Starts the agent once per process (again in a forked child); quietly does nothing when
+/// `ACLPROF_WATCH=0` or the socket cannot be made (logged once).
+pub fn start() {
+    if STARTED.load(Ordering::Acquire) || STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if std::env::var("ACLPROF_WATCH").is_ok_and(|v| v.trim() == "0") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    let dir = dir_of(uid);
+    if let Err(e) = private_dir(&dir, uid) {
+        log::warn!("aclprof: aclprof top cannot watch this process: {e}");
+        return;
+    }
+    let path = dir.join(format!("{}.sock", std::process::id()));
+    // A socket left by an earlier process with our pid (pids are reused) is stale.
+    let _ = std::fs::remove_file(&path);
+    let listener = match UnixListener::bind(&path) {
+        Ok(l) => l,
+        Err(e) => {
+            log::warn!(
+                "aclprof: aclprof top cannot watch this process: {}: {e}",
+                path.display()
+            );
+            return;
+        }
+    };
+    *SOCKET.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
+    // SAFETY: registers a plain extern "C" function.
+    unsafe { libc::atexit(remove_socket) };
+    let spawned = std::thread::Builder::new()
+        .name("aclprof-watch".into())
+        .spawn(move || serve(listener, uid));
+    if let Err(e) = spawned {
+        log::warn!("aclprof: aclprof top cannot watch this process: no thread: {e}");
+        remove_socket();
+    }
+}
+
+extern "C" fn remove_socket() {
+    crate::panic::guard_void("aclprof watcher exit", || {
+        if let Some(p) = SOCKET.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = std::fs::remove_file(p);
+        }
+    })
+}
+
+/// A forked child has no agent thread and must not answer on its parent's socket: it
+/// starts its own at its next first use.
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    Box::new(|child| {
+        if child {
+            STARTED.store(false, Ordering::Release);
+            // (The parent's path; the child neither serves nor removes it.)
+            if let Ok(mut s) = SOCKET.try_lock() {
+                s.take();
+            }
+        }
+    })
+}
+
+fn serve(listener: UnixListener, uid: u32) {
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        // A viewer is served to its end before the next is accepted: one at a time, and a
+        // second waits in the backlog until the first leaves.
+        let r = crate::panic::guard("aclprof watcher", Ok(()), || viewer(conn, uid));
+        if let Err(e) = r {
+            log::warn!("aclprof: watcher: {e}");
+        }
+    }
+}
+
+/// The peer's uid and pid (SO_PEERCRED).
+fn peer(s: &UnixStream) -> std::io::Result<(u32, i32)> {
+    let mut c = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: c and len are valid for the call; the fd is the stream's.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((c.uid, c.pid))
+}
+
+/// Sends `line` and `fd` in one message.
+fn send_fd(s: &UnixStream, line: &[u8], fd: i32) -> std::io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: line.as_ptr() as *mut libc::c_void,
+        iov_len: line.len(),
+    };
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
+    let mut buf = vec![0u8; space];
+    // SAFETY: msg points at live buffers for the duration of sendmsg; the control header
+    // is written inside `buf`, which CMSG_SPACE sized for one fd.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = buf.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SCM_RIGHTS;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<i32>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<i32>(), fd);
+        if libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Serves one viewer: checks it, taps every op into a ring it reads, and removes the tap
+/// when it leaves.
+fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
+    let (peer_uid, peer_pid) = peer(&conn).map_err(|e| format!("SO_PEERCRED: {e}"))?;
+    let mut w = &conn;
+    if !may_attach(uid, peer_uid) {
+        log::warn!(
+            "aclprof: refused a watcher (pid {peer_pid}, uid {peer_uid}): only uid {uid} or \
+             root may watch this process"
+        );
+        let _ = writeln!(
+            w,
+            "REFUSED only uid {uid} (the process's user) or root may watch it; you are uid \
+             {peer_uid}"
+        );
+        return Ok(());
+    }
+    conn.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(&conn);
+    let mut hello = String::new();
+    r.read_line(&mut hello).map_err(|e| e.to_string())?;
+    if hello.trim() != format!("ATTACH {PROTOCOL}") {
+        let _ = writeln!(
+            w,
+            "REFUSED this process speaks protocol {PROTOCOL} (aclprof {})",
+            env!("CARGO_PKG_VERSION")
+        );
+        return Ok(());
+    }
+    let ring = std::sync::Arc::new(
+        crate::transport::ring::Ring::create(None, RING_RECORDS).map_err(|e| e.msg)?,
+    );
+    let fd = ring.fd();
+    let sub = crate::transport::Sub::start(
+        0,
+        u32::MAX,
+        crate::transport::Dest::Ring(ring),
+        0,
+        crate::settings::OnFull::Drop,
+    )
+    .map_err(|e| e.msg)?;
+    // Ops go to the ring before the viewer has it: everything after its attach returns is
+    // in the ring.
+    crate::report::set_tap(Some(sub.clone()));
+    let line = format!("OK {PROTOCOL} {} {RING_RECORDS}\n", std::process::id());
+    if let Err(e) = send_fd(&conn, line.as_bytes(), fd) {
+        crate::report::set_tap(None);
+        let _ = sub.close(Duration::ZERO);
+        return Err(format!("sending the ring: {e}"));
+    }
+    log::info!("aclprof: watcher attached (pid {peer_pid}, uid {peer_uid})");
+    // Wait for the viewer to leave: EOF, an error, or its process ending (the kernel then
+    // closes its end). Nothing it sends matters.
+    let _ = conn.set_read_timeout(None);
+    let mut sink = [0u8; 64];
+    loop {
+        match std::io::Read::read(&mut &conn, &mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+    }
+    crate::report::set_tap(None);
+    let c = sub.close(Duration::from_millis(200));
+    log::info!(
+        "aclprof: watcher left (pid {peer_pid}): {} ops shown, {} dropped",
+        c.delivered,
+        sub.lost_of(&c)
+    );
+    Ok(())
+}
+
+/// The viewer's side: a connection to the agent of process `pid`.
+pub struct Attached {
+    /// Keeps the tap open; dropping it detaches.
+    _conn: UnixStream,
+    pub reader: crate::transport::ring::Reader,
+}
+
+/// The socket of process `pid` (looked up under its user's directory).
+pub fn socket_of(pid: u32) -> Result<PathBuf> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).or_else(|_| {
+        err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("no process {pid} (or it is not visible here)"),
+        )
+    })?;
+    let uid = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|u| u.parse::<u32>().ok())
+        .unwrap_or(u32::MAX);
+    Ok(dir_of(uid).join(format!("{pid}.sock")))
+}
+
+/// Attaches to process `pid`'s agent.
+pub fn attach(pid: u32) -> Result<Attached> {
+    let path = socket_of(pid)?;
+    let conn = UnixStream::connect(&path).or_else(|e| {
+        let why = match e.kind() {
+            std::io::ErrorKind::PermissionDenied => format!(
+                "permission denied: only the process's user or root may watch it ({})",
+                path.display()
+            ),
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => format!(
+                "process {pid} does not use aclprof, has not started profiling yet, or runs \
+                 with ACLPROF_WATCH=0 (no {})",
+                path.display()
+            ),
+            _ => format!("{}: {e}", path.display()),
+        };
+        err(ACL_ERROR_INVALID_PARAM, why)
+    })?;
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+    (&conn)
+        .write_all(format!("ATTACH {PROTOCOL}\n").as_bytes())
+        .or_else(|e| err(ACL_ERROR_INVALID_PARAM, format!("process {pid}: {e}")))?;
+    let (line, fd) =
+        recv_fd(&conn).or_else(|e| err(ACL_ERROR_INVALID_PARAM, format!("process {pid}: {e}")))?;
+    let line = line.trim_end().to_string();
+    let Some(fd) = fd.filter(|_| line.starts_with("OK ")) else {
+        let why = line.strip_prefix("REFUSED ").unwrap_or(&line);
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("process {pid} refused: {why}"),
+        );
+    };
+    let ring = crate::transport::ring::Ring::open(None, Some(fd))?;
+    // SAFETY: the ring holds its own descriptor; this one was ours to close.
+    unsafe { libc::close(fd) };
+    let reader = crate::transport::ring::Reader::attach(ring)?;
+    Ok(Attached {
+        _conn: conn,
+        reader,
+    })
+}
+
+/// Receives one message: its text and the fd it carries, if any.
+fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {
+    let mut data = [0u8; 512];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
+    let mut buf = vec![0u8; space];
+    // SAFETY: msg points at live buffers for the duration of recvmsg; the control data is
+    // read only inside what the kernel filled in.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = buf.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        let n = libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the process closed the connection",
+            ));
+        }
+        let mut fd = None;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
+        {
+            fd = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>()));
+        }
+        Ok((
+            String::from_utf8_lossy(&data[..n as usize]).into_owned(),
+            fd,
+        ))
+    }
+}
+
+/// A process that can be watched: its pid and command line.
+pub struct Watchable {
+    pub pid: u32,
+    pub command: String,
+}
+
+/// The processes of `uid` (root: of every user whose directory it can read) whose agents
+/// answer. Sockets of processes that ended are removed.
+pub fn list(uid: u32) -> Vec<Watchable> {
+    let mut dirs = vec![dir_of(uid)];
+    if uid == 0 && std::env::var_os("ACLPROF_WATCH_DIR").is_none() {
+        if let Ok(rd) = std::fs::read_dir("/tmp") {
+            for e in rd.flatten() {
+                let n = e.file_name();
+                if n.to_string_lossy().starts_with("aclprof-") && e.path() != dirs[0] {
+                    dirs.push(e.path());
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for d in dirs {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name
+                .strip_suffix(".sock")
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = std::fs::remove_file(e.path());
+                continue;
+            }
+            let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|b| {
+                    b.split(|&c| c == 0)
+                        .filter(|a| !a.is_empty())
+                        .map(|a| String::from_utf8_lossy(a).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default();
+            out.push(Watchable { pid, command });
+        }
+    }
+    out.sort_by_key(|w| w.pid);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_same_user_or_root_may_attach() {
+        assert!(may_attach(1000, 1000));
+        assert!(may_attach(1000, 0));
+        assert!(!may_attach(1000, 1001));
+        assert!(!may_attach(0, 1000));
+    }
+
+    #[test]
+    fn the_socket_directory_must_be_private_and_ours() {
+        let base = std::env::temp_dir().join(format!("aclprof-watch-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        let d = base.join("new");
+        private_dir(&d, me).unwrap();
+        assert_eq!(
+            std::fs::metadata(&d).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert!(private_dir(&d, me)
+            .unwrap_err()
+            .contains("others may enter"));
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        assert!(private_dir(&d, me + 1)
+            .unwrap_err()
+            .contains("owned by uid"));
+        let link = base.join("link");
+        std::os::unix::fs::symlink(&d, &link).unwrap();
+        assert!(private_dir(&link, me)
+            .unwrap_err()
+            .contains("not a directory"));
+        let _ = std::fs::remove_dir_all(&base);
+    }
+}
