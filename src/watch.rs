@@ -11,7 +11,8 @@
 //! ring; the program never waits for it), routes every op of every model to it besides
 //! their own destinations, and passes the ring's fd over the socket (`SCM_RIGHTS`). When the
 //! viewer closes the socket (or dies: the kernel closes it) the route is removed and the
-//! ring closed. One viewer at a time; `ACLPROF_WATCH=0` turns the agent off.
+//! ring closed. One viewer at a time (a second is told so); `ACLPROF_WATCH=0` turns the
+//! agent off.
 
 use crate::error::*;
 use std::io::{BufRead, BufReader, Write};
@@ -32,6 +33,8 @@ pub const PROTOCOL: u32 = 1;
 static STARTED: AtomicBool = AtomicBool::new(false);
 /// The socket this process listens on, removed at exit.
 static SOCKET: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The pid of the viewer attached now (0: none).
+static VIEWER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// The directory of `uid`'s sockets.
 pub fn dir_of(uid: u32) -> PathBuf {
@@ -143,12 +146,16 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
 fn serve(listener: UnixListener, uid: u32) {
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        // A viewer is served to its end before the next is accepted: one at a time, and a
-        // second waits in the backlog until the first leaves.
-        let r = crate::panic::guard("aclprof watcher", Ok(()), || viewer(conn, uid));
-        if let Err(e) = r {
-            log::warn!("aclprof: watcher: {e}");
-        }
+        // Each connection in a thread of its own, so a second viewer is answered (and told
+        // another is watching) while the first is attached.
+        let _ = std::thread::Builder::new()
+            .name("aclprof-viewer".into())
+            .spawn(move || {
+                let r = crate::panic::guard("aclprof watcher", Ok(()), || viewer(conn, uid));
+                if let Err(e) = r {
+                    log::warn!("aclprof: watcher: {e}");
+                }
+            });
     }
 }
 
@@ -235,6 +242,22 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
         );
         return Ok(());
     }
+    if let Err(other) =
+        VIEWER.compare_exchange(0, peer_pid.max(1), Ordering::AcqRel, Ordering::Acquire)
+    {
+        let _ = writeln!(
+            w,
+            "REFUSED another viewer (pid {other}) is watching this process; one at a time"
+        );
+        return Ok(());
+    }
+    let r = session(&conn, peer_uid, peer_pid);
+    VIEWER.store(0, Ordering::Release);
+    r
+}
+
+/// One viewer's session, from making its ring to its leaving.
+fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Result<(), String> {
     let ring = std::sync::Arc::new(
         crate::transport::ring::Ring::create(None, RING_RECORDS).map_err(|e| e.msg)?,
     );
@@ -251,7 +274,7 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
     // in the ring.
     crate::report::set_tap(Some(sub.clone()));
     let line = format!("OK {PROTOCOL} {} {RING_RECORDS}\n", std::process::id());
-    if let Err(e) = send_fd(&conn, line.as_bytes(), fd) {
+    if let Err(e) = send_fd(conn, line.as_bytes(), fd) {
         crate::report::set_tap(None);
         let _ = sub.close(Duration::ZERO);
         return Err(format!("sending the ring: {e}"));
@@ -262,7 +285,7 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
     let _ = conn.set_read_timeout(None);
     let mut sink = [0u8; 64];
     loop {
-        match std::io::Read::read(&mut &conn, &mut sink) {
+        match std::io::Read::read(&mut &*conn, &mut sink) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
         }

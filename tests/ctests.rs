@@ -975,6 +975,15 @@ fn top_watches_a_running_program() {
         line.starts_with(&format!("aclprof: watching process {pid}")),
         "{line}"
     );
+    // One viewer at a time: a second is told so.
+    let second = top().args([&pid.to_string(), "--once"]).output().unwrap();
+    let err2 = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        second.status.code() == Some(1)
+            && err2.lines().count() == 1
+            && err2.contains("another viewer"),
+        "{err2}"
+    );
     go(&work);
     let out = viewer.wait_with_output().unwrap();
     assert!(out.status.success());
