@@ -277,6 +277,29 @@ fn lookup(model: u32) -> Option<(u32, Dests, u64)> {
     })
 }
 
+/// A destination began closing after this thread cached its route (the model is being
+/// unsubscribed, file mode stopped, the watcher left): look again once, since the model may
+/// have a new destination already, and give the op to each that has not taken it.
+#[cold]
+#[inline(never)]
+fn retry(
+    l: &mut Local,
+    model: u32,
+    f: &OpFields,
+    name: &[u8],
+    op_type: &[u8],
+    took: &[*const Sub],
+) {
+    l.forget_routes();
+    if let Some(r) = l.lookup(model) {
+        for (s, lane) in [r.sub, r.also, r.tap].into_iter().flatten() {
+            if !took.contains(&Arc::as_ptr(&s)) {
+                s.push(lane, f, name, op_type);
+            }
+        }
+    }
+}
+
 /// What the simulator knows about a replayed op beyond its times.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Replay {
@@ -383,32 +406,20 @@ fn report_active(
             stream_id: stream,
             sim_op: replay.sim_op,
         };
-        // Each destination that took the op, so a retry never gives it one twice.
-        let mut took: [*const Sub; 3] = [std::ptr::null(); 3];
-        let mut all = true;
-        for (i, (s, lane)) in [&route.sub, &route.also, &route.tap]
-            .into_iter()
-            .enumerate()
-            .filter_map(|(i, d)| d.as_ref().map(|d| (i, d)))
-        {
-            if s.push(*lane, &f, name, op_type) {
-                took[i] = Arc::as_ptr(s);
-            } else {
-                all = false;
-            }
-        }
-        if !all {
-            // A destination began closing after this thread cached its route (the model
-            // is being unsubscribed, file mode stopped, the watcher left): look again
-            // once; the model may have a new destination already.
-            l.forget_routes();
-            if let Some(r) = l.lookup(model) {
-                for (s, lane) in [r.sub, r.also, r.tap].into_iter().flatten() {
-                    if !took.contains(&Arc::as_ptr(&s)) {
-                        s.push(lane, &f, name, op_type);
-                    }
-                }
-            }
+        let push = |d: &Option<(Arc<Sub>, usize)>| match d {
+            Some((s, lane)) => s.push(*lane, &f, name, op_type),
+            None => true,
+        };
+        let took = [push(&route.sub), push(&route.also), push(&route.tap)];
+        if took != [true; 3] {
+            let dests = [&route.sub, &route.also, &route.tap];
+            // Each destination that took the op, so the retry never gives it one twice.
+            let took: Vec<*const Sub> = dests
+                .iter()
+                .zip(took)
+                .filter_map(|(d, ok)| d.as_ref().filter(|_| ok).map(|(s, _)| Arc::as_ptr(s)))
+                .collect();
+            retry(l, model, &f, name, op_type, &took);
         }
         Ok(())
     })
