@@ -22,6 +22,9 @@ pub const DOMINANT_SHARE: f64 = 0.50;
 pub const SLOW_STEP: f64 = 1.5;
 /// A rank whose op time is this many times the median rank's (clusters of 2 ranks or more).
 pub const SLOW_RANK: f64 = 1.2;
+/// The training thread waits for data (the data pipeline's `wait` spans) over this share of
+/// step time (of the pipeline's span without steps).
+pub const DATA_BOUND: f64 = 0.20;
 
 /// Where a suggestion points: ops of a type, a step, a rank.
 #[derive(Clone, Debug, PartialEq)]
@@ -257,6 +260,49 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
                 what_to_do: "Look at what differs in those steps: a first-step compilation, \
                              a checkpoint, a garbage collection or another process.",
                 targets: slow.iter().map(|s| Target::Step(s.0)).collect(),
+            });
+        }
+    }
+
+    if !r.pipeline.is_empty() {
+        let a = crate::dataprep::analyze(&r.pipeline);
+        let total: u64 = if steps.is_empty() {
+            a.span_ns
+        } else {
+            steps.values().map(|s| s.0).sum()
+        };
+        if total > 0 && a.wait_ns as f64 / total as f64 > DATA_BOUND {
+            let mut st: Vec<(u64, u64)> = r
+                .steps
+                .iter()
+                .map(|s| (crate::pipeline::wait_in(&r.pipeline, s.start, s.end), s.id))
+                .collect();
+            st.sort_by(|a, b| b.cmp(a));
+            st.dedup_by_key(|s| s.1);
+            let culprit = match &a.bottleneck {
+                Some((stage, rule, ev)) => format!("; the bottleneck is {stage} ({rule}: {ev})"),
+                None => "; no single stage is the bottleneck".into(),
+            };
+            out.push(Advice {
+                rule: "data-bound",
+                title: "Training waits for its data pipeline".into(),
+                evidence: format!(
+                    "the training thread waited for data {} of {} ({:.3} of {:.3} us; \
+                     threshold {}){culprit}",
+                    pct(a.wait_ns as f64 / total as f64),
+                    if steps.is_empty() {
+                        "the pipeline's time"
+                    } else {
+                        "step time"
+                    },
+                    a.wait_ns as f64 / 1e3,
+                    total as f64 / 1e3,
+                    pct(DATA_BOUND)
+                ),
+                what_to_do: "Speed up the bottleneck stage (more workers, cheaper transforms, \
+                             caching decoded data), prefetch more batches, or move \
+                             preprocessing to the device.",
+                targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
             });
         }
     }

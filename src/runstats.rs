@@ -111,6 +111,9 @@ pub struct RunStats {
     pub streams: BTreeMap<(u32, u32), StreamTime>,
     /// The earliest op start (0 without ops).
     pub first: u64,
+    /// The data pipeline's events (`aclprof.pipeline`, aclprofExtPipelineSpan/Queue), if
+    /// it reported any.
+    pub pipeline: Vec<crate::pipeline::Event>,
 }
 
 /// One stream's busy time: the union of its ops' intervals (ops of a stream are reported in
@@ -257,8 +260,10 @@ impl RunStats {
         let names = analyze::analyze(path, &by(Key::Name))?;
         let mut core = BTreeMap::new();
         let mut comm_types = std::collections::BTreeSet::new();
+        let mut pipeline = Vec::new();
         if path.is_dir() {
             for d in analyze::result_dirs(path)? {
+                pipeline.extend(crate::pipeline::read(&d.join(crate::filemode::HOST_LOG)));
                 let out = d.join("mindstudio_profiler_output");
                 for f in analyze::entries_named(&out, "op_statistic_").unwrap_or_default() {
                     for r in csv_rows(&f) {
@@ -330,6 +335,7 @@ impl RunStats {
             steps,
             streams,
             first: if first == u64::MAX { 0 } else { first },
+            pipeline,
         })
     }
 }

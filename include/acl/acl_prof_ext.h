@@ -159,6 +159,32 @@ MSVP_PROF_API aclError aclprofExtSimModelLoad(const char *path, uint32_t *modelI
 MSVP_PROF_API aclError aclprofExtSimModelExecute(uint32_t modelId);
 
 /**
+ * Reports that `worker` of data-pipeline stage `stage` (read, decode, transform, batch,
+ * transfer, ...; "wait" is the training thread waiting for its next batch) worked from
+ * `startNs` to `endNs` (aclprofExtNowNs's clock). Recorded while a file-mode session runs
+ * (beside the host's other events; no system call), otherwise ignored after the argument
+ * checks. Errors: NULL, empty, longer than 127 bytes or non-UTF-8 `stage`, or endNs <
+ * startNs -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtPipelineSpan(const char *stage,
+                                uint32_t worker,
+                                uint64_t startNs,
+                                uint64_t endNs);
+
+/**
+ * Reports a sample of the queue data-pipeline stage `stage` writes its output to: `depth`
+ * of `capacity` items (0: capacity unknown) at `timeNs`. Recorded as
+ * aclprofExtPipelineSpan's spans are. Errors: a bad `stage` as there, or depth above a
+ * known capacity -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtPipelineQueue(const char *stage,
+                                 uint32_t depth,
+                                 uint32_t capacity,
+                                 uint64_t timeNs);
+
+/**
  * Exports a file-mode result directory (`PROF_…`) again from its raw data: what
  * aclprofStop does, for a directory left behind by a process that died before stopping.
  * Rewrites its `mindstudio_profiler_output/`. Not a result directory ->

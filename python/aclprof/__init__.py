@@ -11,7 +11,7 @@ Two layers over the aclprof shared library:
   :func:`analyze` (the engine of ``aclprof analyze``, as rows), :func:`diff` (two runs
   compared, as ``aclprof diff``),
   :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
-  :func:`stats`);
+  :func:`stats`); :mod:`aclprof.pipeline` for a host data pipeline's stages and queues;
 * framework bridges and profiler APIs, imported on their own: :mod:`aclprof.torch` and
   :mod:`aclprof.onnxruntime` (extras), :mod:`aclprof.mindspore`, :mod:`aclprof.megengine`
   (and ``python -m aclprof.profile_analyze``), :mod:`aclprof.tensorflow`.
@@ -19,7 +19,7 @@ Two layers over the aclprof shared library:
 Every macro and enum value of the C headers is available here too (``aclprof.ACL_PROF_ACL_API``).
 """
 
-from . import _bindings
+from . import _bindings, pipeline
 from ._bindings import *  # noqa: F401,F403  (the headers' constants and aclprofExtStats)
 from ._lib import LibraryNotFound, find_library, load, recent_error
 from .errors import AclError, check
@@ -59,6 +59,7 @@ __all__ = [
     "flush",
     "load",
     "now_ns",
+    "pipeline",
     "recent_error",
     "report_op",
     "stats",

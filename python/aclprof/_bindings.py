@@ -679,6 +679,8 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtGetStats": (c_int, [POINTER(aclprofExtStats)]),
     "aclprofExtSimModelLoad": (c_int, [c_char_p, POINTER(c_uint32)]),
     "aclprofExtSimModelExecute": (c_int, [c_uint32]),
+    "aclprofExtPipelineSpan": (c_int, [c_char_p, c_uint32, c_uint64, c_uint64]),
+    "aclprofExtPipelineQueue": (c_int, [c_char_p, c_uint32, c_uint32, c_uint64]),
     "aclprofExtExport": (c_int, [c_char_p]),
     "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtDiff": (c_int, [c_char_p, c_char_p, c_char_p, POINTER(c_void_p)]),
@@ -796,6 +798,8 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtGetStats": ['stats'],
     "aclprofExtSimModelLoad": ['path', 'modelId'],
     "aclprofExtSimModelExecute": ['modelId'],
+    "aclprofExtPipelineSpan": ['stage', 'worker', 'startNs', 'endNs'],
+    "aclprofExtPipelineQueue": ['stage', 'depth', 'capacity', 'timeNs'],
     "aclprofExtExport": ['profDir'],
     "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
     "aclprofExtDiff": ['base', 'newRun', 'optionsJson', 'result'],
@@ -919,6 +923,8 @@ class Library(Protocol):
     def aclprofExtGetStats(self, stats: Ptr[aclprofExtStats], /) -> int: ...
     def aclprofExtSimModelLoad(self, path: CharP, modelId: Ptr[c_uint32], /) -> int: ...
     def aclprofExtSimModelExecute(self, modelId: int, /) -> int: ...
+    def aclprofExtPipelineSpan(self, stage: CharP, worker: int, startNs: int, endNs: int, /) -> int: ...
+    def aclprofExtPipelineQueue(self, stage: CharP, depth: int, capacity: int, timeNs: int, /) -> int: ...
     def aclprofExtExport(self, profDir: CharP, /) -> int: ...
     def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtDiff(self, base: CharP, newRun: CharP, optionsJson: CharP, result: Ptr[c_void_p], /) -> int: ...

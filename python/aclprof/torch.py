@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
 try:
     import torch
@@ -34,7 +34,7 @@ except ImportError as e:  # pragma: no cover - exercised where torch is absent
 from ._lib import load, recent_error
 from .runtime import Model
 
-__all__ = ["profile"]
+__all__ = ["profile", "profile_loader"]
 
 _log = logging.getLogger("aclprof.torch")
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -228,3 +228,121 @@ class profile(contextlib.ContextDecorator):
 
     def __repr__(self) -> str:
         return f"<aclprof.torch.profile {self.name!r}: model {self.model.id}, {self.ops} ops>"
+
+
+# ---- the DataLoader bridge -------------------------------------------------------------
+
+# In each process that fetches (a DataLoader worker, or the main process without workers):
+# when the batch being fetched started (its first item), reset by the collate function.
+_batch_start: Optional[int] = None
+
+
+class _TimedDataset(torch.utils.data.Dataset):  # type: ignore[misc]
+    """The loader's dataset, noting when each batch's first item is fetched."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def __getitem__(self, index: Any) -> Any:
+        global _batch_start
+        if _batch_start is None:
+            _batch_start = _now(_CLOCK)
+        return self.inner[index]
+
+
+class _Timed:
+    """A batch and how it was fetched: by which worker, from when to when."""
+
+    __slots__ = ("batch", "worker", "start", "end")
+
+    def __init__(self, batch: Any, worker: int, start: int, end: int) -> None:
+        self.batch, self.worker, self.start, self.end = batch, worker, start, end
+
+
+class _TimedCollate:
+    """The loader's collate function, returning the batch with its fetch span (a class, so a
+    spawned worker can unpickle it)."""
+
+    def __init__(self, inner: Callable[[Any], Any]) -> None:
+        self.inner = inner
+
+    def __call__(self, items: Any) -> _Timed:
+        global _batch_start
+        batch = self.inner(items)
+        end = _now(_CLOCK)
+        start = end if _batch_start is None else _batch_start
+        _batch_start = None
+        info = torch.utils.data.get_worker_info()
+        return _Timed(batch, info.id if info is not None else 0, start, end)
+
+
+def _timed_loader(loader: Any) -> Optional[Any]:
+    """The same loader over the timed dataset and collate function, or None where it cannot
+    be rebuilt (an iterable dataset, or no batch sampler)."""
+    if isinstance(loader.dataset, torch.utils.data.IterableDataset) or loader.batch_sampler is None:
+        return None
+    kw: Dict[str, Any] = dict(
+        batch_sampler=loader.batch_sampler, num_workers=loader.num_workers,
+        collate_fn=_TimedCollate(loader.collate_fn), pin_memory=loader.pin_memory,
+        timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
+        persistent_workers=loader.persistent_workers)
+    if loader.num_workers > 0:
+        kw["prefetch_factor"] = loader.prefetch_factor
+    return torch.utils.data.DataLoader(_TimedDataset(loader.dataset), **kw)
+
+
+class profile_loader:
+    """Wraps a ``torch.utils.data.DataLoader`` so that iterating it reports the data
+    pipeline to aclprof (:mod:`aclprof.pipeline`; recorded while a file-mode session runs):
+
+    * the training thread's wait for each batch (stage ``"wait"``: each step's data wait);
+    * each batch's fetch by its worker, from its first item to the end of collation
+      (stage ``"fetch"``, worker = the DataLoader worker's id; 0 without workers);
+    * after each batch, how many prefetched batches are ready, of ``prefetch_factor x
+      num_workers`` (the queue of stage ``"fetch"``), as far as DataLoader exposes it.
+
+    ::
+
+        for images, labels in aclprof.torch.profile_loader(loader):
+            ...
+
+    The batches are the loader's own. A map-style dataset with a batch sampler is timed per
+    batch; for other loaders only the wait is reported."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+        self._timed = _timed_loader(loader)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[Any]:
+        from . import pipeline
+
+        it = iter(self._timed if self._timed is not None else self.loader)
+        workers = getattr(self.loader, "num_workers", 0)
+        capacity = workers * (getattr(self.loader, "prefetch_factor", None) or 2)
+        while True:
+            t0 = _now(_CLOCK)
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            t1 = _now(_CLOCK)
+            pipeline.span(pipeline.WAIT, t0, t1)
+            if isinstance(item, _Timed):
+                pipeline.span("fetch", item.start, max(item.end, item.start), item.worker)
+                item = item.batch
+            ready = getattr(it, "_data_queue", None)
+            if workers > 0 and ready is not None:
+                try:
+                    depth = ready.qsize()
+                except (NotImplementedError, OSError):  # qsize is not on every platform
+                    depth = None
+                if depth is not None:
+                    pipeline.queue("fetch", min(depth, capacity), capacity, t1)
+            yield item

@@ -166,3 +166,71 @@ def test_file_mode_analyze_and_report(net: torch.nn.Module, out_root: Path) -> N
     else:
         print(f"{cli} not built; `cargo build --release` to check the command line too",
               file=sys.stderr)
+
+
+class _SlowImages(torch.utils.data.Dataset):  # type: ignore[misc]
+    """torchvision's FakeData with a deliberately slow decode: 4 ms an image."""
+
+    def __init__(self, n: int) -> None:
+        self.data = torchvision.datasets.FakeData(size=n, image_size=(3, 32, 32),
+                                                  transform=torchvision.transforms.ToTensor())
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, i: int) -> object:
+        time.sleep(0.004)
+        return self.data[i]
+
+
+def test_dataloader_waits_show_in_every_step(out_root: Path) -> None:
+    """A real DataLoader (2 workers, batches of 4 slow images) feeding a small net: the
+    training thread's wait for each batch is each step's data wait, the workers' fetches and
+    the prefetch queue are recorded, and `aclprof analyze --pipeline` reads them."""
+    import acl
+
+    loader = torch.utils.data.DataLoader(_SlowImages(48), batch_size=4, num_workers=2)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
+    out = out_root / "dataloader"
+    shutil.rmtree(out, ignore_errors=True)
+    types = aclprof.ACL_PROF_TASK_TIME | aclprof.ACL_PROF_TRAINING_TRACE
+    steps = 0
+    assert acl.rt.set_device(0) == 0
+    stream, ret = acl.rt.create_stream()
+    assert ret == 0
+    with aclprof.Profiler(out, data_types=types) as p, aclprof.torch.profile(net, name="small"):
+        batches = iter(aclprof.torch.profile_loader(loader))
+        while True:
+            info = acl.prof.create_step_info()
+            assert acl.prof.get_step_timestamp(info, aclprof.ACL_STEP_START, stream) == 0
+            batch = next(batches, None)
+            if batch is not None:
+                images, _ = batch
+                assert images.shape == (4, 3, 32, 32)
+                net(images)
+                steps += 1
+            assert acl.prof.get_step_timestamp(info, aclprof.ACL_STEP_END, stream) == 0
+            acl.prof.destroy_step_info(info)
+            if batch is None:
+                break
+    acl.rt.destroy_stream(stream)
+    assert acl.rt.reset_device(0) == 0
+    assert steps == 12
+    (prof,) = p.analyse(print_summary=False).result_dirs
+    (trace,) = [f for f in (prof / "mindstudio_profiler_output").glob("step_trace_*.csv")
+                if f.name != "step_trace_time.csv"]
+    import csv
+    rows = [r for r in csv.DictReader(trace.open()) if r["Iteration ID"] != str(steps + 1)]
+    assert len(rows) >= steps
+    waits = [float(r["Data Aug Bound(us)"]) for r in rows[:steps]]
+    # Each batch takes a worker 16 ms to fetch; two workers share them.
+    assert all(w > 1000 for w in waits[1:]), waits
+    cli = Path(__file__).resolve().parents[2] / "target" / "release" / "aclprof"
+    shown = subprocess.run([str(cli), "analyze", str(prof), "--pipeline", "--format", "json"],
+                           check=True, capture_output=True, text=True)
+    a = json.loads(shown.stdout)
+    fetch = [s for s in a["stages"] if s["stage"] == "fetch"][0]
+    assert fetch["spans"] == 12 and fetch["workers"] == 2 and fetch["queue_samples"] == 12
+    # Each fetch span covers its batch's four 4 ms images.
+    assert fetch["busy_us"] >= 12 * 4 * 4000, fetch
+    assert a["waits"] == 12

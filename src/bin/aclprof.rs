@@ -56,6 +56,11 @@ struct AnalyzeArgs {
     /// Output format: table, csv, json or markdown
     #[arg(long, default_value = "table", value_parser = parse_format)]
     format: Format,
+    /// Analyse the data pipeline instead (aclprofExtPipelineSpan/Queue, aclprof.pipeline,
+    /// the DataLoader bridge): per stage its workers' busy time and its queue, and the
+    /// stage that holds the pipeline back, with the rule and its evidence (table or json)
+    #[arg(long)]
+    pipeline: bool,
 }
 
 #[derive(Subcommand)]
@@ -442,6 +447,16 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Analyze { path, args } if args.pipeline => aclprof::dataprep::events_of(&path)
+            .map(|ev| {
+                let a = aclprof::dataprep::analyze(&ev);
+                print!(
+                    "{}",
+                    aclprof::dataprep::render(&a, args.format == Format::Json)
+                );
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg),
         Cmd::Analyze { path, args } => args
             .query()
             .and_then(|q| run_analyze(&path, &q, args.format))

@@ -187,6 +187,52 @@ pub extern "C" fn aclprofExtSimModelExecute(modelId: u32) -> aclError {
     )
 }
 
+/// Reports that `worker` of data-pipeline stage `stage` (read, decode, transform, batch,
+/// transfer, ...; "wait" is the training thread waiting for its next batch) worked from
+/// `startNs` to `endNs` (aclprofExtNowNs's clock). Recorded while a file-mode session runs
+/// (beside the host's other events; no system call), otherwise ignored after the argument
+/// checks. Errors: NULL, empty, longer than 127 bytes or non-UTF-8 `stage`, or endNs <
+/// startNs -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtPipelineSpan(
+    stage: *const c_char,
+    worker: u32,
+    startNs: u64,
+    endNs: u64,
+) -> aclError {
+    entry(
+        "aclprofExtPipelineSpan",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let ev = crate::pipeline::span(cstr(stage, "stage")?, worker, startNs, endNs)?;
+            crate::filemode::host_event(u64::MAX, ev);
+            Ok(())
+        },
+    )
+}
+
+/// Reports a sample of the queue data-pipeline stage `stage` writes its output to: `depth`
+/// of `capacity` items (0: capacity unknown) at `timeNs`. Recorded as
+/// aclprofExtPipelineSpan's spans are. Errors: a bad `stage` as there, or depth above a
+/// known capacity -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtPipelineQueue(
+    stage: *const c_char,
+    depth: u32,
+    capacity: u32,
+    timeNs: u64,
+) -> aclError {
+    entry(
+        "aclprofExtPipelineQueue",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let ev = crate::pipeline::queue(cstr(stage, "stage")?, depth, capacity, timeNs)?;
+            crate::filemode::host_event(u64::MAX, ev);
+            Ok(())
+        },
+    )
+}
+
 /// Exports a file-mode result directory (`PROF_…`) again from its raw data: what
 /// aclprofStop does, for a directory left behind by a process that died before stopping.
 /// Rewrites its `mindstudio_profiler_output/`. Not a result directory ->

@@ -198,6 +198,33 @@ impl Timeline {
         ))?;
         self.event(&format!(r#"{{"name":"thread_sort_index","pid":{pid},"tid":{tid},"ph":"M","args":{{"sort_index":{sort}}}}}"#))
     }
+    /// One value of counter `name` (a series of its own in the JSON, a counter track
+    /// keyed by `tid` in the Perfetto trace) of process `pid`, from `at` on.
+    fn counter(
+        &mut self,
+        pid: u64,
+        tid: u64,
+        name: &str,
+        at: u64,
+        value: u64,
+    ) -> std::io::Result<()> {
+        let wall = self.wall(at);
+        let r = self.pf.counter_track(pid, tid, name);
+        self.pf_err(r)?;
+        let r = self.pf.counter(pid, tid, wall, value);
+        self.pf_err(r)?;
+        let mut b = String::with_capacity(128);
+        b.push_str("{\"name\":");
+        push_json_str(&mut b, name);
+        b.push_str(",\"pid\":");
+        push_u64(&mut b, pid, 1);
+        b.push_str(",\"tid\":0,\"ts\":\"");
+        push_us(&mut b, wall, 3);
+        b.push_str("\",\"ph\":\"C\",\"args\":{\"depth\":");
+        push_u64(&mut b, value, 1);
+        b.push_str("}}");
+        self.event(&b)
+    }
     fn slice(
         &mut self,
         name: &str,
@@ -1670,6 +1697,11 @@ fn host_events(
     let cann = tl.pid(7, HOST_DEV);
     let txp = tl.pid(6, HOST_DEV);
     let stepp = tl.pid(8, HOST_DEV);
+    let pipep = tl.pid(9, HOST_DEV);
+    // Data-pipeline tracks: a thread per (stage, worker), a counter per queue.
+    let mut pipe_tracks: HashMap<(String, u32), u64> = HashMap::new();
+    // The training thread's waits for data: each step's Data Aug Bound.
+    let mut waits: Vec<crate::pipeline::Event> = Vec::new();
     let mut apis: BTreeMap<(String, String), Agg> = BTreeMap::new();
     let host = dir.join(HOST_LOG);
     let lines = File::open(&host).map(|f| BufReader::new(f).lines());
@@ -1707,6 +1739,48 @@ fn host_events(
                 apis.entry(("acl".into(), name))
                     .or_default()
                     .add(end - start);
+            }
+            Some("pipeline") => {
+                tlw(tl.process(pipep, "Data Pipeline", "CPU", 9))?;
+                let n = pipe_tracks.len() as u64;
+                match crate::pipeline::parse(&ev) {
+                    Some(crate::pipeline::Event::Span {
+                        stage,
+                        worker,
+                        start,
+                        end,
+                        ..
+                    }) => {
+                        let label = if stage == crate::pipeline::WAIT {
+                            "wait for data (training thread)".to_string()
+                        } else {
+                            format!("{stage} worker {worker}")
+                        };
+                        let tid = *pipe_tracks.entry((stage.clone(), worker)).or_insert(n + 1);
+                        tlw(tl.thread(pipep, tid, &label, tid))?;
+                        let args = [("Worker", Arg::U(u64::from(worker)))];
+                        tlw(tl.slice(&stage, pipep, tid, start, end - start, &args))?;
+                        if stage == crate::pipeline::WAIT {
+                            waits.push(crate::pipeline::Event::Span {
+                                stage,
+                                worker,
+                                tid,
+                                start,
+                                end,
+                            });
+                        }
+                    }
+                    Some(crate::pipeline::Event::Queue {
+                        stage, depth, ns, ..
+                    }) => {
+                        // (Counter tracks are keyed apart from the threads.)
+                        let key = (stage.clone(), u32::MAX);
+                        let tid = (1 << 32) | *pipe_tracks.entry(key).or_insert(n + 1);
+                        let name = format!("Queue {stage}");
+                        tlw(tl.counter(pipep, tid, &name, ns, u64::from(depth)))?;
+                    }
+                    None => {}
+                }
             }
             Some("tx") => {
                 tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
@@ -1820,7 +1894,13 @@ fn host_events(
                 us3(e.saturating_sub(st.start)),
                 fp_to_bp.map_or_else(na, us3),
                 st.bp_end.map_or_else(na, |b| us3(e.saturating_sub(b))),
-                na(),
+                // The training thread's wait for data in the step, when the data pipeline
+                // reported it.
+                if waits.is_empty() {
+                    na()
+                } else {
+                    us3(crate::pipeline::wait_in(&waits, st.start, e))
+                },
                 "4294967295".to_string(),
             ])
             .map_err(|e| csv_err(&p, e))?;

@@ -58,6 +58,9 @@ const TD_PROCESS: u32 = 3;
 const TD_PARENT: u32 = 5;
 const TD_CHILD_ORDERING: u32 = 11;
 const TD_SIBLING_RANK: u32 = 12;
+const TD_COUNTER: u32 = 8;
+const TYPE_COUNTER: u64 = 4;
+const TE_COUNTER_VALUE: u32 = 30;
 const ORDER_EXPLICIT: u64 = 3;
 const PD_PID: u32 = 1;
 const PD_NAME: u32 = 6;
@@ -313,6 +316,37 @@ impl<W: Write> Pftrace<W> {
                 bytes(d, TD_NAME, name.as_bytes());
                 uint(d, TD_SIBLING_RANK, sort.min(i32::MAX as u64));
             })
+        })
+    }
+
+    /// A counter track inside process `pid` (the JSON's `"ph": "C"` series), keyed like a
+    /// thread by `tid`.
+    pub fn counter_track(&mut self, pid: u64, tid: u64, name: &str) -> std::io::Result<()> {
+        let parent = self.uuid(pid, u64::MAX);
+        let (uuid, new) = self.describing(pid, tid);
+        if !new {
+            return Ok(());
+        }
+        self.packet(false, |b, t| {
+            nested(b, t, PKT_TRACK_DESCRIPTOR, |d| {
+                uint(d, TD_UUID, uuid);
+                uint(d, TD_PARENT, parent);
+                bytes(d, TD_NAME, name.as_bytes());
+                bytes(d, TD_COUNTER, &[]);
+            })
+        })
+    }
+
+    /// The counter of track (`pid`, `tid`) is `value` from `ts` ns on.
+    pub fn counter(&mut self, pid: u64, tid: u64, ts: u64, value: u64) -> std::io::Result<()> {
+        let track = self.uuid(pid, tid);
+        self.packet(false, |b, t| {
+            uint(b, PKT_TIMESTAMP, ts);
+            nested(b, t, PKT_TRACK_EVENT, |e| {
+                uint(e, TE_TYPE, TYPE_COUNTER);
+                uint(e, TE_TRACK, track);
+                uint(e, TE_COUNTER_VALUE, value);
+            });
         })
     }
 

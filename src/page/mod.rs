@@ -469,6 +469,120 @@ fn step_charts(steps: &[PageStep]) -> String {
     s + &legend
 }
 
+/// MindInsight's data-preparation view: the pipeline's stages and queues, the stage that
+/// holds it back (with the rule and its evidence), and per step the training thread's wait
+/// for data and the queues' mean depth, with the steps whose last queue ran empty.
+fn dataprep(r: &RunStats, steps: &[PageStep]) -> String {
+    use crate::pipeline::Event;
+    let a = crate::dataprep::analyze(&r.pipeline);
+    let mut h = String::from(r#"<section id="dataprep"><h2>Data preparation</h2>"#);
+    let _ = write!(
+        h,
+        r#"<p class="summary">The training thread waited for data <b id="data-wait">{}</b> us in {} waits.</p>"#,
+        us(a.wait_ns),
+        a.waits
+    );
+    match &a.bottleneck {
+        Some((stage, rule, ev)) => {
+            let _ = write!(
+                h,
+                r#"<p id="bottleneck" class="advice" data-stage="{s}" data-rule="{rule}"><b>Bottleneck: {s}</b> (rule <code>{rule}</code>): {e}.</p>"#,
+                s = esc(stage),
+                e = esc(ev)
+            );
+        }
+        None => {
+            h.push_str(r#"<p id="bottleneck" class="note">No stage holds the pipeline back.</p>"#)
+        }
+    }
+    for (rule, ev) in &a.findings {
+        let _ = write!(
+            h,
+            r#"<p class="finding" data-rule="{rule}">Also (<code>{rule}</code>): {}.</p>"#,
+            esc(ev)
+        );
+    }
+    h.push_str(r#"<table id="stage-table"><thead><tr><th>Stage</th><th>Spans</th><th>Busy (us)</th><th>Workers</th><th>Busy</th><th>Queue samples</th><th>Queue fill</th><th>Empty</th><th>Full</th></tr></thead><tbody>"#);
+    for st in &a.stages {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
+            esc(&st.name),
+            st.spans,
+            us(st.busy_ns),
+            st.workers,
+            meter(st.utilization, 1.0),
+            st.samples,
+            meter(st.fill, 1.0),
+            100.0 * st.empty,
+            100.0 * st.full
+        );
+    }
+    h.push_str("</tbody></table>");
+    if steps.is_empty() {
+        h.push_str("</section>\n");
+        return h;
+    }
+    // Per step: the wait, and each queue's mean depth over its samples in the step.
+    let names: Vec<&str> = a.stages.iter().map(|s| s.name.as_str()).collect();
+    let last = names.last().copied();
+    let mut empty_steps = 0;
+    let mut rows = String::new();
+    for st in steps {
+        let (s0, s1) = (st.start + r.first, st.end + r.first);
+        let wait = crate::pipeline::wait_in(&r.pipeline, s0, s1);
+        let mut depth: Vec<(u64, u64)> = vec![(0, 0); names.len()];
+        let mut empty = false;
+        for e in &r.pipeline {
+            if let Event::Queue {
+                stage,
+                depth: d,
+                ns,
+                ..
+            } = e
+            {
+                if *ns >= s0 && *ns < s1 {
+                    if let Some(i) = names.iter().position(|n| n == stage) {
+                        depth[i].0 += u64::from(*d);
+                        depth[i].1 += 1;
+                        empty |= Some(stage.as_str()) == last && *d == 0;
+                    }
+                }
+            }
+        }
+        empty_steps += usize::from(empty);
+        let _ = write!(
+            rows,
+            r#"<tr data-step="{}"{}><td>{}</td><td>{}</td>"#,
+            st.id,
+            if empty { r#" class="empty-queue""# } else { "" },
+            st.id,
+            us(wait)
+        );
+        for (sum, n) in depth {
+            if n == 0 {
+                rows.push_str("<td>-</td>");
+            } else {
+                let _ = write!(rows, "<td>{:.1}</td>", sum as f64 / n as f64);
+            }
+        }
+        let _ = write!(rows, "<td>{}</td></tr>", if empty { "yes" } else { "" });
+    }
+    let _ = write!(
+        h,
+        r#"<p><b id="empty-steps">{empty_steps}</b> of {} steps had the last queue ({}) empty at some sample.</p><table id="dataprep-steps"><thead><tr><th>Step</th><th>Data wait (us)</th>"#,
+        steps.len(),
+        esc(last.unwrap_or("-"))
+    );
+    for n in &names {
+        let _ = write!(h, "<th>Queue {} (mean)</th>", esc(n));
+    }
+    h.push_str("<th>Last queue empty</th></tr></thead><tbody>");
+    h.push_str(&rows);
+    h.push_str("</tbody></table></section>\n");
+    h
+}
+
 fn pct(part: f64, whole: f64) -> String {
     if whole > 0.0 {
         format!("{:.1}", 100.0 * part / whole)
@@ -628,6 +742,10 @@ fn render(x: &Inputs) -> String {
     h.push_str(r#"<section id="steps"><h2>Step trace</h2>"#);
     h.push_str(&step_charts(x.steps));
     h.push_str("</section>\n");
+
+    if !r.pipeline.is_empty() {
+        h.push_str(&dataprep(r, x.steps));
+    }
 
     // Busy and free time.
     h.push_str(r#"<section id="busy"><h2>Busy and free time</h2><p class="note">The whole run, from each device's or stream's first op to its last.</p>"#);
