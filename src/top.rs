@@ -58,7 +58,7 @@ impl Window {
             let name = String::from_utf8_lossy(v.name().unwrap_or_default()).into_owned();
             self.longest
                 .push((d, name, ty.into_owned(), v.dev_id(), v.stream_id()));
-            self.longest.sort_by(|a, b| b.0.cmp(&a.0));
+            self.longest.sort_by_key(|l| std::cmp::Reverse(l.0));
             self.longest.truncate(LONGEST);
         }
     }
@@ -77,7 +77,7 @@ impl Window {
             e.1 += s.1;
         }
         self.longest.extend(o.longest.iter().cloned());
-        self.longest.sort_by(|a, b| b.0.cmp(&a.0));
+        self.longest.sort_by_key(|l| std::cmp::Reverse(l.0));
         self.longest.truncate(LONGEST);
     }
 
@@ -205,12 +205,7 @@ pub fn text(pid: u32, command: &str, w: &Window, total: &Window, dropped: u64) -
         "\n{:<28} {:>9} {:>12} {:>7}   {:>10} {:>14}",
         "Op type", "Count", "Time(us)", "Share", "Count all", "Time all(us)"
     );
-    let mut shown = 0;
-    for (k, t) in total.types_by_time() {
-        if shown == 15 {
-            break;
-        }
-        shown += 1;
+    for (k, t) in total.types_by_time().into_iter().take(15) {
         let cur = w.types.get(k).cloned().unwrap_or_default();
         let share = if all > 0 {
             100.0 * cur.total_ns as f64 / all as f64
