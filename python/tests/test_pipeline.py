@@ -47,9 +47,9 @@ def simulate(slow: str = "") -> None:
             aclprof.pipeline.queue(s, depth, 8, t0 + i * 250 * US)
 
 
-def run_pipeline(out: Path, slow: str = "") -> Path:
+def run_pipeline(out: Path, slow: str = "", wait_s: float = 0.003) -> Path:
     """The pipeline above, then 4 steps (marked as CANN's samples mark them), each waiting
-    3 ms for data before running the model."""
+    `wait_s` for data before running the model (1.5 ms)."""
     assert acl.rt.set_device(0) == 0
     stream, ret = acl.rt.create_stream()
     assert ret == 0
@@ -60,8 +60,10 @@ def run_pipeline(out: Path, slow: str = "") -> Path:
                 for _ in range(4):
                     info = acl.prof.create_step_info()
                     assert acl.prof.get_step_timestamp(info, aclprof.ACL_STEP_START, stream) == 0
+                    # The queue to the device as the step begins: empty when a stage is slow.
+                    aclprof.pipeline.queue(STAGES[-1], 0 if slow else 4, 8)
                     with aclprof.pipeline.wait():
-                        time.sleep(0.003)
+                        time.sleep(wait_s)
                     model.execute()
                     assert acl.prof.get_step_timestamp(info, aclprof.ACL_STEP_END, stream) == 0
                     acl.prof.destroy_step_info(info)
@@ -141,3 +143,23 @@ def test_analyze_pipeline_without_events_is_one_clear_error(tmp_path: Path) -> N
                          capture_output=True, text=True)
     assert out.returncode == 1 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and "no data-pipeline events" in out.stderr
+
+
+def report(prof: Path, page: Path) -> str:
+    subprocess.run([aclprof_command(), "report", str(prof), "-o", str(page)], check=True,
+                   capture_output=True)
+    return page.read_text()
+
+
+def test_the_report_shows_the_bottleneck_and_the_assistant_the_data_bound_run(tmp_path: Path) -> None:
+    slow = report(run_pipeline(tmp_path / "slow", "decode"), tmp_path / "slow.html")
+    assert 'id="bottleneck" class="advice" data-stage="decode" data-rule="queues"' in slow
+    assert 'data-rule="data-bound"' in slow  # 3 ms of each 4.5 ms step waits for data
+    # Every step had the queue to the device empty.
+    assert 'id="empty-steps">4<' in slow
+    assert slow.count('class="empty-queue"') == 4
+
+    fed = report(run_pipeline(tmp_path / "fed", wait_s=0.0001), tmp_path / "fed.html")
+    assert 'No stage holds the pipeline back.' in fed
+    assert 'data-rule="data-bound"' not in fed
+    assert 'id="empty-steps">0<' in fed
