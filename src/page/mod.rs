@@ -154,6 +154,8 @@ struct PageStep {
     id: u64,
     start: u64,
     end: u64,
+    /// The window on the records' clock (a host step may begin before the first op).
+    window: (u64, u64),
     gap: u64,
     fp_bp: u64,
     tail: u64,
@@ -174,6 +176,7 @@ fn page_steps(r: &RunStats) -> Vec<PageStep> {
             id: s.id,
             start: s.start.saturating_sub(r.first),
             end: s.end.saturating_sub(r.first),
+            window: (s.start, s.end),
             gap: s.gap,
             fp_bp: s.fp_bp,
             tail: s.tail,
@@ -529,7 +532,7 @@ fn dataprep(r: &RunStats, steps: &[PageStep]) -> String {
     let mut empty_steps = 0;
     let mut rows = String::new();
     for st in steps {
-        let (s0, s1) = (st.start + r.first, st.end + r.first);
+        let (s0, s1) = st.window;
         let wait = crate::pipeline::wait_in(&r.pipeline, s0, s1);
         let mut depth: Vec<(u64, u64)> = vec![(0, 0); names.len()];
         let mut empty = false;
