@@ -358,6 +358,53 @@ def perfetto_native(prof, what):
     return ours
 
 
+def pipeline_run():
+    """ctests/pipeline_app.c: a data pipeline reported beside a model. Its spans are in both
+    timelines (perfetto_native compares every slice), and its queues are counter tracks that
+    Perfetto reads with every value."""
+    exe = build_c("ctests/pipeline_app.c", "pipeline_app")
+    out = os.path.join(WORK, "pipeline")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    steps = 6
+    env = dict(os.environ, PROFILING_MODE="true",
+               PROFILING_OPTIONS=json.dumps({"output": out, "task_trace": "on"}))
+    env.pop("ACLPROF_DEVICE_COUNT", None)
+    run([exe, os.path.join(ROOT, "models", "resnet50.json"), str(steps)], env=env, stdout=subprocess.DEVNULL)
+    prof = glob.glob(os.path.join(out, "PROF_*"))[0]
+    events = load_json(one(prof, "msprof_*.json"))
+    pid = [e["pid"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"
+           and e["args"]["name"] == "Data Pipeline"]
+    check(len(pid) == 1, "pipeline: a Data Pipeline process in the JSON timeline")
+    counters = {}
+    for e in events:
+        if e.get("ph") == "C":
+            counters.setdefault(e["name"], []).append(e["args"]["depth"])
+    check(counters == {"Queue read": [8] * steps, "Queue decode": [s % 3 for s in range(steps)]},
+          "pipeline: one JSON counter value per queue sample (%s)" % counters)
+    slices = perfetto_native(prof, "data pipeline")
+    if slices is None:
+        return
+    want = {("Data Pipeline", "decode worker 0"): steps // 2, ("Data Pipeline", "decode worker 1"): steps // 2,
+            ("Data Pipeline", "read worker 0"): steps, ("Data Pipeline", "wait for data (training thread)"): steps}
+    got = {k: len(v) for k, v in slices.items() if k[0] == "Data Pipeline"}
+    check(got == want, "pipeline: a track per stage and worker with its spans (%s)" % got)
+    r = trace_query("data pipeline", one(prof, "msprof_*.pftrace"),
+                    "select t.name as track, count(*) as n, sum(c.value) as total from counter c "
+                    "join counter_track t on c.track_id = t.id group by 1 order by 1")
+    if r is not None:
+        code, text = r
+        rows = {}
+        for line in text.splitlines():
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) == 3 and cells[1].isdigit():
+                rows[cells[0]] = (int(cells[1]), float(cells[2]))
+        want = {"Queue decode": (steps, float(sum(s % 3 for s in range(steps)))),
+                "Queue read": (steps, 8.0 * steps)}
+        check(code == 0 and rows == want,
+              "pipeline: Perfetto reads each queue as a counter track with every value (%s)" % rows)
+
+
 def threads_run():
     """Three reporting threads on one device, busy 900 ns of every 1000: sub-µs Free gaps."""
     exe = build_c("tools/perfetto_check/threads.c", "threads")
@@ -553,6 +600,7 @@ def main():
     perfetto_replayed(replayed)
     perfetto_native(replayed, "the replayed training step")
     threads_run()
+    pipeline_run()
     if "--skip-msprof-analyze" not in sys.argv:
         msprof_analyze(prof)
         msprof_analyze_replayed(replayed)
