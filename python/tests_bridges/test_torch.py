@@ -169,29 +169,28 @@ def test_file_mode_analyze_and_report(net: torch.nn.Module, out_root: Path) -> N
 
 
 class _SlowImages(torch.utils.data.Dataset):  # type: ignore[misc]
-    """torchvision's FakeData with a deliberately slow decode: 4 ms an image."""
+    """torchvision's FakeData with a deliberately slow decode: `ms` an image."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, ms: float = 4.0) -> None:
         self.data = torchvision.datasets.FakeData(size=n, image_size=(3, 32, 32),
                                                   transform=torchvision.transforms.ToTensor())
+        self.ms = ms
 
     def __len__(self) -> int:
         return len(self.data)
 
     def __getitem__(self, i: int) -> object:
-        time.sleep(0.004)
+        time.sleep(self.ms / 1000)
         return self.data[i]
 
 
-def test_dataloader_waits_show_in_every_step(out_root: Path) -> None:
-    """A real DataLoader (2 workers, batches of 4 slow images) feeding a small net: the
-    training thread's wait for each batch is each step's data wait, the workers' fetches and
-    the prefetch queue are recorded, and `aclprof analyze --pipeline` reads them."""
+def _train(loader: object, out: Path) -> "tuple[Path, int]":
+    """Runs a small net over `loader` (wrapped by profile_loader) in file mode, one step per
+    batch marked as CANN's samples mark them; returns the result directory and the steps."""
     import acl
 
-    loader = torch.utils.data.DataLoader(_SlowImages(48), batch_size=4, num_workers=2)
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU())
-    out = out_root / "dataloader"
+    net(torch.zeros(4, 3, 32, 32))  # (the first call initialises the kernels: not a step)
     shutil.rmtree(out, ignore_errors=True)
     types = aclprof.ACL_PROF_TASK_TIME | aclprof.ACL_PROF_TRAINING_TRACE
     steps = 0
@@ -215,22 +214,42 @@ def test_dataloader_waits_show_in_every_step(out_root: Path) -> None:
                 break
     acl.rt.destroy_stream(stream)
     assert acl.rt.reset_device(0) == 0
-    assert steps == 12
     (prof,) = p.analyse(print_summary=False).result_dirs
-    (trace,) = [f for f in (prof / "mindstudio_profiler_output").glob("step_trace_*.csv")
-                if f.name != "step_trace_time.csv"]
-    import csv
-    rows = [r for r in csv.DictReader(trace.open()) if r["Iteration ID"] != str(steps + 1)]
-    assert len(rows) >= steps
-    waits = [float(r["Data Aug Bound(us)"]) for r in rows[:steps]]
-    # Each batch takes a worker 16 ms to fetch; two workers share them.
-    assert all(w > 1000 for w in waits[1:]), waits
+    return prof, steps
+
+
+def _pipeline(prof: Path) -> dict:
     cli = Path(__file__).resolve().parents[2] / "target" / "release" / "aclprof"
     shown = subprocess.run([str(cli), "analyze", str(prof), "--pipeline", "--format", "json"],
                            check=True, capture_output=True, text=True)
-    a = json.loads(shown.stdout)
+    return json.loads(shown.stdout)
+
+
+def test_dataloader_waits_show_in_every_step(out_root: Path) -> None:
+    """A real DataLoader over a deliberately slow torchvision dataset (one worker, batches
+    of four 8 ms images) feeding a small net: the training thread waits for every batch,
+    and each step's data wait in step_trace is that wait; the worker's fetches and the
+    prefetch queue are recorded, and `aclprof analyze --pipeline` reads them."""
+    loader = torch.utils.data.DataLoader(_SlowImages(48, ms=8.0), batch_size=4, num_workers=1)
+    prof, steps = _train(loader, out_root / "dataloader")
+    assert steps == 12
+    (trace,) = [f for f in (prof / "mindstudio_profiler_output").glob("step_trace_*.csv")
+                if f.name != "step_trace_time.csv"]
+    import csv
+    rows = list(csv.DictReader(trace.open()))[:steps]
+    waits = [float(r["Data Aug Bound(us)"]) for r in rows]
+    # A batch takes the worker 32 ms to fetch; a training step far less.
+    assert len(waits) == steps and all(w > 10000 for w in waits), waits
+    a = _pipeline(prof)
+    assert a["waits"] == steps
     fetch = [s for s in a["stages"] if s["stage"] == "fetch"][0]
-    assert fetch["spans"] == 12 and fetch["workers"] == 2 and fetch["queue_samples"] == 12
-    # Each fetch span covers its batch's four 4 ms images.
-    assert fetch["busy_us"] >= 12 * 4 * 4000, fetch
-    assert a["waits"] == 12
+    assert fetch["spans"] == steps and fetch["workers"] == 1 and fetch["queue_samples"] == steps
+    # Each fetch span covers its batch's four 8 ms images.
+    assert fetch["busy_us"] >= steps * 4 * 8000, fetch
+
+
+def test_dataloader_workers_are_told_apart(out_root: Path) -> None:
+    loader = torch.utils.data.DataLoader(_SlowImages(16), batch_size=4, num_workers=2)
+    prof, steps = _train(loader, out_root / "dataloader-2")
+    fetch = [s for s in _pipeline(prof)["stages"] if s["stage"] == "fetch"][0]
+    assert steps == 4 and fetch["spans"] == 4 and fetch["workers"] == 2, fetch
