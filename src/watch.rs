@@ -183,23 +183,35 @@ fn peer(s: &UnixStream) -> std::io::Result<(u32, i32)> {
     Ok((c.uid, c.pid))
 }
 
+/// A message header over one buffer (`iov`) with room for one fd's control message in
+/// `ctl` (sized by [`fd_space`]).
+fn one_fd_msg(iov: &mut libc::iovec, ctl: &mut [u8]) -> libc::msghdr {
+    // SAFETY: an all-zero msghdr is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctl.as_mut_ptr().cast();
+    msg.msg_controllen = ctl.len() as _;
+    msg
+}
+
+/// The control buffer's size for one fd.
+fn fd_space() -> usize {
+    // SAFETY: CMSG_SPACE is a pure computation.
+    unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) as usize }
+}
+
 /// Sends `line` and `fd` in one message.
 fn send_fd(s: &UnixStream, line: &[u8], fd: i32) -> std::io::Result<()> {
     let mut iov = libc::iovec {
         iov_base: line.as_ptr() as *mut libc::c_void,
         iov_len: line.len(),
     };
-    // SAFETY: CMSG_SPACE is a pure computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
-    let mut buf = vec![0u8; space];
+    let mut ctl = vec![0u8; fd_space()];
+    let msg = one_fd_msg(&mut iov, &mut ctl);
     // SAFETY: msg points at live buffers for the duration of sendmsg; the control header
-    // is written inside `buf`, which CMSG_SPACE sized for one fd.
+    // is written inside `ctl`, which fd_space sized for one fd.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = buf.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
         let c = libc::CMSG_FIRSTHDR(&msg);
         (*c).cmsg_level = libc::SOL_SOCKET;
         (*c).cmsg_type = libc::SCM_RIGHTS;
@@ -373,17 +385,11 @@ fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {
         iov_base: data.as_mut_ptr().cast(),
         iov_len: data.len(),
     };
-    // SAFETY: CMSG_SPACE is a pure computation.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<i32>() as u32) } as usize;
-    let mut buf = vec![0u8; space];
+    let mut ctl = vec![0u8; fd_space()];
+    let mut msg = one_fd_msg(&mut iov, &mut ctl);
     // SAFETY: msg points at live buffers for the duration of recvmsg; the control data is
     // read only inside what the kernel filled in.
     unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = buf.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
         let n = libc::recvmsg(s.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC);
         if n < 0 {
             return Err(std::io::Error::last_os_error());

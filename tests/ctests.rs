@@ -933,6 +933,20 @@ fn top_watches_a_running_program() {
         c.arg("top").env("ACLPROF_WATCH_DIR", &sockets);
         c
     };
+    // A viewer with these arguments, once it says it is watching; and its stderr.
+    let viewer_of = |args: &[&str], stdout: Stdio| {
+        let mut v = top()
+            .args(args)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(line.starts_with("aclprof: watching process "), "{line}");
+        (v, err)
+    };
     // Runs the target's executions once: GO, then wait for DONE.
     let go = |dir: &Path| {
         let _ = std::fs::remove_file(dir.join("DONE"));
@@ -955,25 +969,10 @@ fn top_watches_a_running_program() {
     );
 
     // One view agrees with what ran while it watched: every op, none dropped.
-    let mut viewer = top()
-        .args([
-            &pid.to_string(),
-            "--once",
-            "--format",
-            "json",
-            "--duration",
-            "4",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(viewer.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-    assert!(
-        line.starts_with(&format!("aclprof: watching process {pid}")),
-        "{line}"
+    let pid_s = pid.to_string();
+    let (viewer, _) = viewer_of(
+        &[&pid_s, "--once", "--format", "json", "--duration", "4"],
+        Stdio::piped(),
     );
     // One viewer at a time: a second is told so.
     let second = top().args([&pid.to_string(), "--once"]).output().unwrap();
@@ -1004,16 +1003,7 @@ fn top_watches_a_running_program() {
     // Viewers come and go, and one is killed while the program runs.
     let mut runs = 1;
     for i in 0..8 {
-        let mut v = top()
-            .args([&pid.to_string(), "--interval", "0.05"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(line.contains("watching process"), "{line}");
+        let (mut v, _) = viewer_of(&[&pid_s, "--interval", "0.05"], Stdio::null());
         if i % 2 == 0 {
             go(&work);
             runs += 1;
@@ -1080,15 +1070,11 @@ fn top_watches_a_running_program() {
     let pid = target.id();
     wait_for(&work2.join("READY"));
     wait_for(&sockets.join(format!("{pid}.sock")));
-    let mut v = top()
-        .args([&pid.to_string(), "--interval", "0.1", "--format", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    let pid_s = pid.to_string();
+    let (mut v, mut err) = viewer_of(
+        &[&pid_s, "--interval", "0.1", "--format", "json"],
+        Stdio::piped(),
+    );
     go(&work2);
     target.kill().unwrap();
     let _ = target.wait();

@@ -304,24 +304,26 @@ impl<W: Write> Pftrace<W> {
 
     /// A track inside process `pid` (the JSON's thread), placed by `sort`.
     pub fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
-        let parent = self.uuid(pid, u64::MAX);
-        let (uuid, new) = self.describing(pid, tid);
-        if !new {
-            return Ok(());
-        }
-        self.packet(false, |b, t| {
-            nested(b, t, PKT_TRACK_DESCRIPTOR, |d| {
-                uint(d, TD_UUID, uuid);
-                uint(d, TD_PARENT, parent);
-                bytes(d, TD_NAME, name.as_bytes());
-                uint(d, TD_SIBLING_RANK, sort.min(i32::MAX as u64));
-            })
+        self.child_track(pid, tid, name, |d| {
+            uint(d, TD_SIBLING_RANK, sort.min(i32::MAX as u64))
         })
     }
 
     /// A counter track inside process `pid` (the JSON's `"ph": "C"` series), keyed like a
     /// thread by `tid`.
     pub fn counter_track(&mut self, pid: u64, tid: u64, name: &str) -> std::io::Result<()> {
+        self.child_track(pid, tid, name, |d| bytes(d, TD_COUNTER, &[]))
+    }
+
+    /// Describes track (`pid`, `tid`) once, as a child of its process's track; `more` adds
+    /// the fields that make it a thread's or a counter's.
+    fn child_track(
+        &mut self,
+        pid: u64,
+        tid: u64,
+        name: &str,
+        more: impl FnOnce(&mut Vec<u8>),
+    ) -> std::io::Result<()> {
         let parent = self.uuid(pid, u64::MAX);
         let (uuid, new) = self.describing(pid, tid);
         if !new {
@@ -332,7 +334,7 @@ impl<W: Write> Pftrace<W> {
                 uint(d, TD_UUID, uuid);
                 uint(d, TD_PARENT, parent);
                 bytes(d, TD_NAME, name.as_bytes());
-                bytes(d, TD_COUNTER, &[]);
+                more(d);
             })
         })
     }
