@@ -430,8 +430,11 @@ impl<W: Write> Pftrace<W> {
 mod tests {
     use super::*;
 
-    /// A minimal protobuf reader for the test: (field, varint or bytes) pairs.
-    fn fields(mut b: &[u8]) -> Vec<(u32, Result<u64, Vec<u8>>)> {
+    /// A field's value: a varint, or bytes.
+    type Value = Result<u64, Vec<u8>>;
+
+    /// A minimal protobuf reader for the test: (field, value) pairs.
+    fn fields(mut b: &[u8]) -> Vec<(u32, Value)> {
         fn rd(b: &mut &[u8]) -> u64 {
             let mut v = 0u64;
             let mut s = 0;
@@ -521,7 +524,7 @@ mod tests {
             .1
             .clone()
             .unwrap_err();
-        let entries: Vec<(u32, Vec<(u32, Result<u64, Vec<u8>>)>)> = fields(&interned)
+        let entries: Vec<(u32, Vec<(u32, Value)>)> = fields(&interned)
             .into_iter()
             .map(|(table, e)| (table, fields(&e.unwrap_err())))
             .collect();
