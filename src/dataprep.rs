@@ -26,6 +26,11 @@ pub struct Stage {
     pub empty: f64,
     pub full: f64,
     pub mean_depth: f64,
+    /// Its output queue's samples, in order, and the largest capacity they gave.
+    pub depths: Vec<u32>,
+    pub capacity: u32,
+    /// The mean time between its queue samples (ns; 0 with fewer than two).
+    pub sample_interval_ns: u64,
 }
 
 /// What the pipeline analysis found.
@@ -72,6 +77,10 @@ pub fn analyze(events: &[Event]) -> Analysis {
         depth: u64,
         empty: u64,
         full: u64,
+        depths: Vec<u32>,
+        capacity: u32,
+        /// First and last sample.
+        sampled: (u64, u64),
     }
     let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
     let mut a = Analysis::default();
@@ -105,6 +114,9 @@ pub fn analyze(events: &[Event]) -> Analysis {
             depth: 0,
             empty: 0,
             full: 0,
+            depths: Vec::new(),
+            capacity: 0,
+            sampled: (u64::MAX, 0),
         });
         match e {
             Event::Span {
@@ -117,10 +129,16 @@ pub fn analyze(events: &[Event]) -> Analysis {
                 *s.workers.entry(*worker).or_default() += end - start;
             }
             Event::Queue {
-                depth, capacity, ..
+                depth,
+                capacity,
+                ns,
+                ..
             } => {
                 s.samples += 1;
                 s.depth += u64::from(*depth);
+                s.depths.push(*depth);
+                s.capacity = s.capacity.max(*capacity);
+                s.sampled = (s.sampled.0.min(*ns), s.sampled.1.max(*ns));
                 if *capacity > 0 {
                     s.fill += f64::from(*depth) / f64::from(*capacity);
                     if depth >= capacity {
@@ -154,6 +172,13 @@ pub fn analyze(events: &[Event]) -> Analysis {
             empty: s.empty as f64 / n,
             full: s.full as f64 / n,
             mean_depth: s.depth as f64 / n,
+            depths: s.depths.clone(),
+            capacity: s.capacity,
+            sample_interval_ns: if s.samples > 1 {
+                (s.sampled.1 - s.sampled.0) / (s.samples - 1)
+            } else {
+                0
+            },
         });
     }
     // Rule 1: a full queue into a stage and an empty one out of it.
@@ -215,7 +240,8 @@ pub fn analyze(events: &[Event]) -> Analysis {
     a
 }
 
-/// The pipeline analysis of every result directory under `path`, as text or JSON.
+/// The analysis as text, or as JSON (what `aclprof analyze --pipeline --format json` and
+/// aclprofExtAnalyze's `"pipeline": true` give).
 pub fn render(a: &Analysis, json: bool) -> String {
     use std::fmt::Write as _;
     if json {
@@ -226,7 +252,8 @@ pub fn render(a: &Analysis, json: bool) -> String {
                 serde_json::json!({"stage": s.name, "spans": s.spans, "busy_us": s.busy_ns as f64 / 1e3,
                 "workers": s.workers, "utilization": s.utilization, "queue_samples": s.samples,
                 "queue_fill": s.fill, "queue_empty": s.empty, "queue_full": s.full,
-                "queue_mean_depth": s.mean_depth})
+                "queue_mean_depth": s.mean_depth, "queue_depths": s.depths,
+                "queue_capacity": s.capacity, "sample_interval_ms": s.sample_interval_ns as f64 / 1e6})
             })
             .collect();
         let v = serde_json::json!({

@@ -363,7 +363,7 @@ def pipeline_run():
     timelines (perfetto_native compares every slice), and its queues are counter tracks that
     Perfetto reads with every value."""
     exe = build_c("ctests/pipeline_app.c", "pipeline_app")
-    out = os.path.join(WORK, "pipeline")
+    out = WORK + "-pipeline"  # beside WORK: cluster reads every PROF_ directory under a folder
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     steps = 6

@@ -200,16 +200,15 @@ MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
  * "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
  * "mean", "max", "min", "count"), "order_by" ("+column": ascending), "min_time" and
  * "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
- * "rank", "step", and "format" ("json" (default), "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
- * the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
+ * "rank", "step", "format" ("json" (default), "table", "csv", "markdown"), and "pipeline"
+ * (true: the data-pipeline analysis of `aclprof analyze --pipeline`, as JSON, instead).
+ * On success `*result` is the report, NUL-terminated, which the caller frees with
+ * aclprofExtFreeResult. Errors (`*result` NULL; the reason from
  * aclGetRecentErrMsg): NULL path or result, the path "-", a bad query ->
  * ACL_ERROR_INVALID_PARAM; a path
  * that cannot be read -> ACL_ERROR_INVALID_FILE.
  */
-MSVP_PROF_API
-aclError aclprofExtAnalyze(const char *path,
-                           const char *queryJson,
-                           char **result);
+MSVP_PROF_API aclError aclprofExtAnalyze(const char *path, const char *queryJson, char **result);
 
 /**
  * Compares two runs, as `aclprof diff BASE NEW` does: `base` and `newRun` are what

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _bindings
 from .errors import AclError
+from .pipeline import analyze as analyze_pipeline
 from .profiler import Analysis, Profiler as _FileMode
 from .runtime import device_count
 from .summary import _run
@@ -246,10 +247,13 @@ class Profiler:
                     cmd.append("--pretty")
                 if steps:
                     cmd += ["--steps", ",".join(map(str, steps))]
+                if self.options["data_process"] is True:
+                    cmd.append("--data-process")
                 self._analyse_process = subprocess.Popen(cmd)
                 _children.append(self._analyse_process)
                 return
-            _analyse(base, pretty is True, steps, self._rank, limit)
+            _analyse(base, pretty is True, steps, self._rank, limit,
+                     data_process=self.options["data_process"] is True)
         except (RuntimeError, OSError, TypeError, ValueError) as err:
             _log.error("Profiler analyse failed: %s", err)
 
@@ -274,7 +278,7 @@ class Profiler:
                                'containing a "profiler" directory for multi-device profiler data.')
         steps = _checked_steps(step_list)
         for d in found:
-            _analyse(d, pretty is True, steps, _rank_of(d / "profiler"), 500)
+            _analyse(d, pretty is True, steps, _rank_of(d / "profiler"), 500, data_process=True)
 
     def op_analyse(self, op_name: Union[str, List[str]], device_id: Optional[int] = None) -> str:
         """Performance data of the op types named (``"Conv2D"`` or ``["BiasAdd", "Conv2D"]``),
@@ -398,7 +402,7 @@ def _result_dirs(profiler_dir: Path) -> List[Path]:
 
 
 def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
-             timeline_limit_mb: int) -> None:
+             timeline_limit_mb: int, data_process: bool = False) -> None:
     profiler_dir = base / "profiler" if (base / "profiler").is_dir() else base
     dirs = _result_dirs(profiler_dir)
     if not dirs:
@@ -435,6 +439,79 @@ def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
             "timeline_limit_mb": timeline_limit_mb}
     (profiler_dir / f"profiler_info_{rank}.json").write_text(
         json.dumps(info, indent=4 if pretty else None))
+    if data_process:
+        _write_minddata(profiler_dir, rank, pretty)
+
+
+def _write_minddata(profiler_dir: Path, rank: int, pretty: bool) -> None:
+    """MindSpore's data-process files, from what the data pipeline reported (aclprof.pipeline,
+    the DataLoader bridge): ``minddata_pipeline_raw_<rank>.csv`` and
+    ``minddata_pipeline_summary_<rank>.json``/``.csv``, in MindSpore's columns and keys.
+    MindSpore numbers a pipeline's ops from the one nearest the device (id 0, the root) to
+    the source, each op's child being the op before it; a stage's busy share stands for its
+    CPU share, and times MindSpore measures on the device are -1. Nothing is written when the
+    run reported no pipeline (as MindSpore writes nothing without a dataset)."""
+    try:
+        a = analyze_pipeline(profiler_dir)
+    except AclError:
+        return
+    ops = list(reversed(a["stages"]))
+    if not ops:
+        return
+    n = len(ops)
+    children: List[List[int]] = [[i + 1] if i + 1 < n else [] for i in range(n)]
+    parents = [i - 1 for i in range(n)]
+
+    def mean(v: List[int]) -> float:
+        return sum(v) / len(v) if v else -1.0
+
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["op_id", "op_type", "num_workers", "output_queue_size", "output_queue_average_size",
+                "output_queue_length", "output_queue_usage_rate", "sample_interval", "parent_id",
+                "children_id"])
+    for i, s in enumerate(ops):
+        depths = s["queue_depths"]
+        avg = mean(depths) if depths else None
+        cap = s["queue_capacity"] or None
+        w.writerow([i, s["stage"], s["workers"], depths if depths else "", "" if avg is None else avg,
+                    cap or "", "" if avg is None or not cap else avg / cap,
+                    round(s["sample_interval_ms"], 3), "" if i == 0 else parents[i],
+                    children[i] or ""])
+    (profiler_dir / f"minddata_pipeline_raw_{rank}.csv").write_text(out.getvalue())
+
+    def pct(x: float) -> float:
+        return round(100 * x, 2)
+
+    summary: Dict[str, Any] = {
+        "op_ids": list(range(n)),
+        "op_names": [s["stage"] for s in ops],
+        "pipeline_ops": [f"{s['stage']}(id={i})" for i, s in enumerate(ops)],
+        "num_workers": [s["workers"] for s in ops],
+        "queue_average_size": [round(mean(s["queue_depths"]), 2) for s in ops],
+        "queue_utilization_pct": [pct(s["queue_fill"]) if s["queue_capacity"] and s["queue_depths"] else -1
+                                  for s in ops],
+        "queue_empty_freq_pct": [pct(s["queue_empty"]) if s["queue_depths"] else -1 for s in ops],
+        "children_ids": children,
+        "parent_id": parents,
+        "avg_cpu_pct": [pct(s["utilization"] * s["workers"]) for s in ops],
+        "avg_cpu_pct_per_worker": [pct(s["utilization"]) for s in ops],
+        "per_pipeline_time": [-1],
+        "per_push_queue_time": [-1],
+        "per_batch_time": [-1],
+    }
+    b = a.get("bottleneck")
+    if b:
+        i = [s["stage"] for s in ops].index(b["stage"])
+        summary["bottleneck_warning"] = [f"{b['stage']}(id={i})"]
+        summary["bottleneck_suggestion"] = [f"{b['evidence']} (rule {b['rule']})."]
+    (profiler_dir / f"minddata_pipeline_summary_{rank}.json").write_text(
+        json.dumps(summary, indent=4 if pretty else None))
+    out = io.StringIO()
+    w = csv.writer(out)
+    for key, values in summary.items():
+        w.writerow([key] + list(values))
+    (profiler_dir / f"minddata_pipeline_summary_{rank}.csv").write_text(out.getvalue())
 
 
 def _type_rows(dirs: List[Path], steps: Optional[List[int]]) -> Dict[str, Dict[str, float]]:
@@ -484,9 +561,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--timeline-limit", type=int, default=500)
     p.add_argument("--pretty", action="store_true")
     p.add_argument("--steps", default="")
+    p.add_argument("--data-process", action="store_true")
     a = p.parse_args(argv)
     steps = [int(s) for s in a.steps.split(",") if s] or None
-    _analyse(Path(a.path), a.pretty, steps, a.rank, a.timeline_limit)
+    _analyse(Path(a.path), a.pretty, steps, a.rank, a.timeline_limit, data_process=a.data_process)
     return 0
 
 

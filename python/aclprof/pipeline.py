@@ -21,11 +21,13 @@ file-mode session runs; each call then costs its argument checks.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Optional
+import json
+import os
+from typing import Any, Dict, Iterator, Optional
 
 from ._lib import load
 from .errors import check
-from .runtime import now_ns
+from .runtime import PathLike, now_ns
 
 #: The stage name of the training thread's wait for its next batch.
 WAIT = "wait"
@@ -58,3 +60,17 @@ def stage(name: str, worker: int = 0) -> Iterator[None]:
 def wait() -> "contextlib.AbstractContextManager[None]":
     """Reports the block it wraps as the training thread's wait for data."""
     return stage(WAIT)
+
+
+def analyze(path: PathLike) -> Dict[str, Any]:
+    """What ``aclprof analyze PATH --pipeline --format json`` prints, as a dict: the stages
+    in pipeline order (each with its spans, workers, busy share and output queue: samples,
+    fill, empty and full shares, the depths in order, capacity, sample interval), the
+    training thread's wait, and the bottleneck with its rule and evidence. Raises
+    :class:`AclError` when the run recorded no pipeline events."""
+    from .summary import _call
+
+    text = _call("aclprofExtAnalyze", os.fsencode(path),
+                 json.dumps({"pipeline": True}).encode())
+    result: Dict[str, Any] = json.loads(text)
+    return result

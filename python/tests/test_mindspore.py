@@ -238,3 +238,54 @@ def test_metadata_checks(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> No
     for said in ("must be string", "Invalid input key or value", "must be json format",
                  "already saved as metadata"):
         assert said in caplog.text
+
+
+def test_data_process_writes_mindspores_pipeline_files(tmp_path: Path) -> None:
+    """Profiler(data_process=True) with a data pipeline reported (read -> decode -> batch,
+    decode slow: its input queue full, its output empty): MindSpore's raw and summary files,
+    in its columns and keys, name decode as the bottleneck."""
+    out = tmp_path / "data"
+    profiler = Profiler(output_path=str(out), data_process=True)
+    t0 = aclprof.now_ns()
+    with aclprof.Model.simulate(TINY) as model:
+        for i in range(10):
+            t = t0 + i * 1_000_000
+            aclprof.pipeline.span("read", t, t + 100_000)
+            aclprof.pipeline.span("decode", t, t + 900_000, worker=i % 2)
+            aclprof.pipeline.span("batch", t, t + 100_000)
+            for stage, depth in [("read", 8), ("decode", 0), ("batch", 0)]:
+                aclprof.pipeline.queue(stage, depth, 8, t)
+            step(model)
+    profiler.analyse()
+    d = profiled_files(out)
+    with open(d / "minddata_pipeline_raw_0.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["op_id", "op_type", "num_workers", "output_queue_size",
+                             "output_queue_average_size", "output_queue_length",
+                             "output_queue_usage_rate", "sample_interval", "parent_id",
+                             "children_id"]
+    # The root (id 0) is the stage nearest the device; each op's child is the one before it.
+    assert [(r["op_id"], r["op_type"], r["parent_id"], r["children_id"]) for r in rows] == [
+        ("0", "batch", "", "[1]"), ("1", "decode", "0", "[2]"), ("2", "read", "1", "")]
+    assert rows[2]["output_queue_size"] == str([8] * 10) and float(rows[2]["output_queue_usage_rate"]) == 1.0
+    assert rows[1]["num_workers"] == "2" and float(rows[1]["sample_interval"]) == pytest.approx(1.0)
+    summary = json.loads((d / "minddata_pipeline_summary_0.json").read_text())
+    assert summary["pipeline_ops"] == ["batch(id=0)", "decode(id=1)", "read(id=2)"]
+    assert summary["queue_utilization_pct"] == [0.0, 0.0, 100.0]
+    assert summary["queue_empty_freq_pct"] == [100.0, 100.0, 0.0]
+    assert summary["parent_id"] == [-1, 0, 1] and summary["children_ids"] == [[1], [2], []]
+    assert summary["bottleneck_warning"] == ["decode(id=1)"]
+    assert "rule queues" in summary["bottleneck_suggestion"][0]
+    with open(d / "minddata_pipeline_summary_0.csv") as f:
+        table = {r[0]: r[1:] for r in csv.reader(f)}
+    assert table["pipeline_ops"] == summary["pipeline_ops"]
+
+
+def test_without_data_process_no_pipeline_files(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    profiler = Profiler(output_path=str(out))
+    with aclprof.Model.simulate(TINY) as model:
+        aclprof.pipeline.span("read", 1, 2)
+        step(model)
+    profiler.analyse()
+    assert not list(profiled_files(out).glob("minddata_pipeline_*"))

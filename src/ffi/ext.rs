@@ -256,8 +256,10 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
 /// "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
 /// "mean", "max", "min", "count"), "order_by" ("+column": ascending), "min_time" and
 /// "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
-/// "rank", "step", and "format" ("json" (default), "table", "csv", "markdown"). On success `*result` is the report, NUL-terminated, which
-/// the caller frees with aclprofExtFreeResult. Errors (`*result` NULL; the reason from
+/// "rank", "step", "format" ("json" (default), "table", "csv", "markdown"), and "pipeline"
+/// (true: the data-pipeline analysis of `aclprof analyze --pipeline`, as JSON, instead).
+/// On success `*result` is the report, NUL-terminated, which the caller frees with
+/// aclprofExtFreeResult. Errors (`*result` NULL; the reason from
 /// aclGetRecentErrMsg): NULL path or result, the path "-", a bad query ->
 /// ACL_ERROR_INVALID_PARAM; a path
 /// that cannot be read -> ACL_ERROR_INVALID_FILE.
@@ -274,7 +276,18 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
             let out = super::out(result, "result")?;
             *out = std::ptr::null_mut();
             let path = input_arg(path, "path")?;
-            let query = json_arg(queryJson, "queryJson")?;
+            let mut query = json_arg(queryJson, "queryJson")?;
+            // "pipeline": true is `--pipeline`: the data-pipeline analysis, as JSON.
+            if let Some(o) = query.as_object_mut() {
+                if let Some(p) = o.remove("pipeline") {
+                    if p.as_bool() == Some(true) {
+                        let a = crate::dataprep::analyze(&crate::dataprep::events_of(path)?);
+                        return give_text(out, crate::dataprep::render(&a, true));
+                    } else if !p.is_null() && p.as_bool() != Some(false) {
+                        return Err(invalid("queryJson: \"pipeline\" must be true or false"));
+                    }
+                }
+            }
             let (q, format) = crate::analyze::Query::from_json(&query).map_err(invalid)?;
             let report = crate::analyze::analyze(path, &q)?;
             give_text(out, crate::analyze::render(&report, format))
