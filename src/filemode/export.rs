@@ -1743,43 +1743,41 @@ fn host_events(
             Some("pipeline") => {
                 tlw(tl.process(pipep, "Data Pipeline", "CPU", 9))?;
                 let n = pipe_tracks.len() as u64;
-                match crate::pipeline::parse(&ev) {
-                    Some(crate::pipeline::Event::Span {
+                let Some(e) = crate::pipeline::parse(&ev) else {
+                    continue;
+                };
+                match &e {
+                    crate::pipeline::Event::Span {
                         stage,
                         worker,
                         start,
                         end,
                         ..
-                    }) => {
-                        let label = if stage == crate::pipeline::WAIT {
+                    } => {
+                        let wait = stage == crate::pipeline::WAIT;
+                        let label = if wait {
                             "wait for data (training thread)".to_string()
                         } else {
                             format!("{stage} worker {worker}")
                         };
-                        let tid = *pipe_tracks.entry((stage.clone(), worker)).or_insert(n + 1);
+                        let key = (stage.clone(), *worker);
+                        let tid = *pipe_tracks.entry(key).or_insert(n + 1);
                         tlw(tl.thread(pipep, tid, &label, tid))?;
-                        let args = [("Worker", Arg::U(u64::from(worker)))];
-                        tlw(tl.slice(&stage, pipep, tid, start, end - start, &args))?;
-                        if stage == crate::pipeline::WAIT {
-                            waits.push(crate::pipeline::Event::Span {
-                                stage,
-                                worker,
-                                tid,
-                                start,
-                                end,
-                            });
+                        let args = [("Worker", Arg::U(u64::from(*worker)))];
+                        tlw(tl.slice(stage, pipep, tid, *start, end - start, &args))?;
+                        if wait {
+                            waits.push(e.clone());
                         }
                     }
-                    Some(crate::pipeline::Event::Queue {
+                    crate::pipeline::Event::Queue {
                         stage, depth, ns, ..
-                    }) => {
+                    } => {
                         // (Counter tracks are keyed apart from the threads.)
                         let key = (stage.clone(), u32::MAX);
                         let tid = (1 << 32) | *pipe_tracks.entry(key).or_insert(n + 1);
                         let name = format!("Queue {stage}");
-                        tlw(tl.counter(pipep, tid, &name, ns, u64::from(depth)))?;
+                        tlw(tl.counter(pipep, tid, &name, *ns, u64::from(*depth)))?;
                     }
-                    None => {}
                 }
             }
             Some("tx") => {
