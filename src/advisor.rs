@@ -63,18 +63,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// A step id's time, and its gap: the slowest device's.
-fn steps(r: &RunStats) -> BTreeMap<u64, (u64, u64)> {
-    let mut m: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for s in &r.steps {
-        let e = m.entry(s.id).or_default();
-        if s.total() >= e.0 {
-            *e = (s.total(), s.gap);
-        }
-    }
-    m
-}
-
 /// The rules that fire for `r`, in the order of the list in docs/design.md.
 pub fn advise(r: &RunStats) -> Vec<Advice> {
     let mut out = Vec::new();
@@ -88,7 +76,12 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         .filter(|t| !r.comm_types.contains(&t.key))
         .map(|t| t.total_ns as f64)
         .sum();
-    let steps = steps(r);
+    // Step id -> (time, gap), as its slowest device saw it.
+    let steps: BTreeMap<u64, (u64, u64)> = r
+        .slowest_steps()
+        .into_iter()
+        .map(|(s, _)| (s.id, (s.total(), s.gap)))
+        .collect();
 
     let free = sum(|d| d.free);
     if e2e > 0.0 && free / e2e > FREE_SHARE {
@@ -264,8 +257,7 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         }
     }
 
-    if !r.pipeline.is_empty() {
-        let a = crate::dataprep::analyze(&r.pipeline);
+    if let Some(a) = &r.dataprep {
         let total: u64 = if steps.is_empty() {
             a.span_ns
         } else {

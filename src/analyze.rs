@@ -394,11 +394,7 @@ fn inputs(path: &Path) -> Result<Vec<Input>> {
     let meta = std::fs::metadata(path).or_else(|e| io_err(path, e))?;
     let mut v = Vec::new();
     if meta.is_file() {
-        let mut magic = [0u8; 16];
-        let is_db = std::fs::File::open(path)
-            .and_then(|mut f| f.read_exact(&mut magic))
-            .is_ok_and(|_| &magic == crate::sim::desc::SQLITE_MAGIC);
-        v.push(if is_db {
+        v.push(if crate::sim::desc::is_database(path) {
             Input::Db(path.to_path_buf())
         } else {
             Input::Raw(path.to_path_buf())

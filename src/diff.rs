@@ -120,14 +120,9 @@ fn report_map(r: &crate::analyze::Report) -> BTreeMap<String, (u64, u64)> {
 
 /// Step id -> (devices that ran it, its slowest device's step time).
 fn step_map(r: &RunStats) -> BTreeMap<String, (u64, u64)> {
-    let mut m: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for s in &r.steps {
-        let e = m.entry(s.id).or_default();
-        e.0 += 1;
-        e.1 = e.1.max(s.total());
-    }
-    m.into_iter()
-        .map(|(id, v)| (format!("step {id}"), v))
+    r.slowest_steps()
+        .into_iter()
+        .map(|(s, devices)| (format!("step {}", s.id), (devices, s.total())))
         .collect()
 }
 

@@ -112,8 +112,9 @@ pub struct RunStats {
     /// The earliest op start (0 without ops).
     pub first: u64,
     /// The data pipeline's events (`aclprof.pipeline`, aclprofExtPipelineSpan/Queue), if
-    /// it reported any.
+    /// it reported any, and their analysis.
     pub pipeline: Vec<crate::pipeline::Event>,
+    pub dataprep: Option<crate::dataprep::Analysis>,
 }
 
 /// One stream's busy time: the union of its ops' intervals (ops of a stream are reported in
@@ -179,59 +180,60 @@ impl RunStats {
     pub fn e2e(&self) -> u64 {
         self.devices.iter().map(|d| d.e2e).sum()
     }
-    /// Computing time per class (the sum of its ops' durations; comm ops are left out).
-    pub fn classes(&self) -> BTreeMap<&'static str, u64> {
-        let mut m = BTreeMap::new();
+    /// Computing per class: its ops and the sum of their durations (communication ops are
+    /// left out).
+    pub fn classes(&self) -> BTreeMap<&'static str, (u64, u64)> {
+        let mut m: BTreeMap<&'static str, (u64, u64)> = BTreeMap::new();
         for r in &self.types.rows {
             if self.comm_types.contains(&r.key) {
                 continue;
             }
             let core = self.core.get(&r.key).map_or("", String::as_str);
-            *m.entry(class_of(&r.key, core)).or_insert(0) += r.total_ns;
+            let e = m.entry(class_of(&r.key, core)).or_default();
+            e.0 += r.count;
+            e.1 += r.total_ns;
         }
         m
+    }
+
+    /// Each step as its slowest device saw it (the first of equally slow ones), in step
+    /// order, with how many devices ran it: what the diff, the report and the assistant
+    /// call a step.
+    pub fn slowest_steps(&self) -> Vec<(&StepTime, u64)> {
+        let mut m: BTreeMap<u64, (&StepTime, u64)> = BTreeMap::new();
+        for s in &self.steps {
+            let e = m.entry(s.id).or_insert((s, 0));
+            e.1 += 1;
+            if s.total() > e.0.total() {
+                e.0 = s;
+            }
+        }
+        m.into_values().collect()
     }
 
     /// The overall split, in a fixed order: E2E, computing and its classes, communication
     /// not overlapped, free; each (name, ops, ns), summed over devices (free time has no
     /// ops).
     pub fn overall(&self) -> Vec<(String, Option<u64>, u64)> {
-        let r = self;
-        let sum = |f: fn(&DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>();
-        let ops = r.ops();
-        let classes = r.classes();
-        let comm_ops: u64 = r
-            .types
-            .rows
-            .iter()
-            .filter(|t| r.comm_types.contains(&t.key))
-            .map(|t| t.count)
-            .sum();
-        let class_count = |c: &str| -> u64 {
-            r.types
-                .rows
-                .iter()
-                .filter(|t| !r.comm_types.contains(&t.key))
-                .filter(|t| class_of(&t.key, r.core.get(&t.key).map_or("", String::as_str)) == c)
-                .map(|t| t.count)
-                .sum()
-        };
+        let sum = |f: fn(&DeviceTime) -> u64| self.devices.iter().map(f).sum::<u64>();
+        let classes = self.classes();
+        let computing_ops: u64 = classes.values().map(|c| c.0).sum();
         let mut v = vec![
-            ("E2E time".to_string(), Some(ops), sum(|d| d.e2e)),
+            ("E2E time".to_string(), Some(self.ops()), sum(|d| d.e2e)),
             (
                 "Computing time".to_string(),
-                Some(ops - comm_ops),
+                Some(computing_ops),
                 sum(|d| d.computing),
             ),
         ];
         for c in CLASSES {
-            if let Some(&t) = classes.get(c) {
-                v.push((format!("Computing: {c}"), Some(class_count(c)), t));
+            if let Some(&(n, t)) = classes.get(c) {
+                v.push((format!("Computing: {c}"), Some(n), t));
             }
         }
         v.push((
             "Communication not overlapped".to_string(),
-            Some(comm_ops),
+            Some(self.ops() - computing_ops),
             sum(|d| d.not_overlapped),
         ));
         v.push(("Free time".to_string(), None, sum(|d| d.free)));
@@ -335,6 +337,7 @@ impl RunStats {
             steps,
             streams,
             first: if first == u64::MAX { 0 } else { first },
+            dataprep: (!pipeline.is_empty()).then(|| crate::dataprep::analyze(&pipeline)),
             pipeline,
         })
     }

@@ -13,7 +13,7 @@ mod site;
 use crate::advisor::{Advice, Target};
 use crate::analyze::{self, Query, Report};
 use crate::error::*;
-use crate::runstats::RunStats;
+use crate::runstats::{RunStats, StepTime};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -38,6 +38,8 @@ pub struct Written {
     pub types: usize,
     pub steps: usize,
     pub bytes: usize,
+    /// The assistant's suggestions (summed over the runs of a site).
+    pub advice: usize,
 }
 
 /// True when `out` names a directory to write a site into rather than one page: it is a
@@ -147,45 +149,6 @@ fn timelines(path: &Path, page_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(links)
 }
 
-/// One step as the page shows it: the slowest device's (ns, starts relative to the run's
-/// first op).
-#[derive(Clone, Debug, Default, PartialEq)]
-struct PageStep {
-    id: u64,
-    start: u64,
-    end: u64,
-    /// The window on the records' clock (a host step may begin before the first op).
-    window: (u64, u64),
-    gap: u64,
-    fp_bp: u64,
-    tail: u64,
-    computing: u64,
-    free: u64,
-}
-
-fn page_steps(r: &RunStats) -> Vec<PageStep> {
-    let mut m: BTreeMap<u64, &crate::runstats::StepTime> = BTreeMap::new();
-    for s in &r.steps {
-        let e = m.entry(s.id).or_insert(s);
-        if s.total() > e.total() {
-            *e = s;
-        }
-    }
-    m.into_values()
-        .map(|s| PageStep {
-            id: s.id,
-            start: s.start.saturating_sub(r.first),
-            end: s.end.saturating_sub(r.first),
-            window: (s.start, s.end),
-            gap: s.gap,
-            fp_bp: s.fp_bp,
-            tail: s.tail,
-            computing: s.computing,
-            free: s.free,
-        })
-        .collect()
-}
-
 /// The page of one run, and what it holds.
 fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Written)> {
     let links = timelines(&stats.path, page_dir)?;
@@ -197,7 +160,8 @@ fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Wri
         },
     )?;
     let advice = crate::advisor::advise(stats);
-    let steps = page_steps(stats);
+    // Each step as its slowest device saw it.
+    let steps: Vec<&StepTime> = stats.slowest_steps().into_iter().map(|(s, _)| s).collect();
     let html = render(&Inputs {
         stats,
         ops: &ops,
@@ -212,6 +176,7 @@ fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Wri
         types: stats.types.rows.len(),
         steps: steps.len(),
         bytes: html.len(),
+        advice: advice.len(),
         ..Default::default()
     };
     Ok((html, w))
@@ -220,7 +185,7 @@ fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Wri
 struct Inputs<'a> {
     stats: &'a RunStats,
     ops: &'a Report,
-    steps: &'a [PageStep],
+    steps: &'a [&'a StepTime],
     links: &'a [(String, PathBuf)],
     advice: &'a [Advice],
     nav: &'a Nav,
@@ -339,13 +304,13 @@ const PHASES: [(&str, &str); 3] = [
     ("#f28e2b", "tail"),
 ];
 
-fn phases(st: &PageStep) -> [u64; 3] {
+fn phases(st: &StepTime) -> [u64; 3] {
     [st.gap, st.fp_bp, st.tail]
 }
 
 /// One stacked bar per step (iteration gap, forward and backward, tail), and the same three
 /// as curves across steps, with a marker per step the selector highlights.
-fn step_charts(steps: &[PageStep]) -> String {
+fn step_charts(steps: &[&StepTime]) -> String {
     if steps.is_empty() {
         return r#"<p class="note">No steps: the run marked none (aclprofGetStepTimestamp) and had no fp_point op (ACL_PROF_TRAINING_TRACE with fp_point set).</p>"#.into();
     }
@@ -397,7 +362,12 @@ fn step_charts(steps: &[PageStep]) -> String {
     s.push_str("</svg>");
 
     // Curves.
-    let cmax = shown.iter().flat_map(phases).max().unwrap_or(0).max(1) as f64;
+    let cmax = shown
+        .iter()
+        .flat_map(|s| phases(s))
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
     let (cw, ch, cl) = (
         (shown.len() as f64 * 24.0).clamp(300.0, 1000.0),
         160.0,
@@ -475,9 +445,11 @@ fn step_charts(steps: &[PageStep]) -> String {
 /// MindInsight's data-preparation view: the pipeline's stages and queues, the stage that
 /// holds it back (with the rule and its evidence), and per step the training thread's wait
 /// for data and the queues' mean depth, with the steps whose last queue ran empty.
-fn dataprep(r: &RunStats, steps: &[PageStep]) -> String {
+fn dataprep(r: &RunStats, steps: &[&StepTime]) -> String {
     use crate::pipeline::Event;
-    let a = crate::dataprep::analyze(&r.pipeline);
+    let Some(a) = &r.dataprep else {
+        return String::new();
+    };
     let mut h = String::from(r#"<section id="dataprep"><h2>Data preparation</h2>"#);
     let _ = write!(
         h,
@@ -532,7 +504,8 @@ fn dataprep(r: &RunStats, steps: &[PageStep]) -> String {
     let mut empty_steps = 0;
     let mut rows = String::new();
     for st in steps {
-        let (s0, s1) = st.window;
+        // (A host step may begin before the first op.)
+        let (s0, s1) = (st.start, st.end);
         let wait = crate::pipeline::wait_in(&r.pipeline, s0, s1);
         let mut depth: Vec<(u64, u64)> = vec![(0, 0); names.len()];
         let mut empty = false;
@@ -746,9 +719,7 @@ fn render(x: &Inputs) -> String {
     h.push_str(&step_charts(x.steps));
     h.push_str("</section>\n");
 
-    if !r.pipeline.is_empty() {
-        h.push_str(&dataprep(r, x.steps));
-    }
+    h.push_str(&dataprep(r, x.steps));
 
     // Busy and free time.
     h.push_str(r#"<section id="busy"><h2>Busy and free time</h2><p class="note">The whole run, from each device's or stream's first op to its last.</p>"#);
@@ -850,10 +821,11 @@ fn render(x: &Inputs) -> String {
         .iter()
         .map(|s| {
             let f = |n: u64| n as f64 / 1000.0;
+            // Starts relative to the run's first op, as the op table's.
             serde_json::json!([
                 s.id,
-                f(s.start),
-                f(s.end),
+                f(s.start.saturating_sub(r.first)),
+                f(s.end.saturating_sub(r.first)),
                 f(s.gap),
                 f(s.fp_bp),
                 f(s.tail),

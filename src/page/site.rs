@@ -79,11 +79,8 @@ fn is_run_file(p: &Path) -> bool {
     let Ok(m) = std::fs::metadata(p) else {
         return false;
     };
-    let mut magic = [0u8; 16];
-    let db = std::fs::File::open(p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|_| &magic == crate::sim::desc::SQLITE_MAGIC);
-    db || (m.len() > 0 && m.len() % crate::record::RECORD_SIZE as u64 == 0)
+    crate::sim::desc::is_database(p)
+        || (m.len() > 0 && m.len() % crate::record::RECORD_SIZE as u64 == 0)
 }
 
 /// A page's file name for a run: its name's safe characters, unique in the site.
@@ -177,7 +174,8 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         };
         let (html, pw) = run_page(s, out, &nav)?;
         write_file(&out.join(format!("{}.html", slugs[i])), &html)?;
-        advice_counts.push(crate::advisor::advise(s).len());
+        advice_counts.push(pw.advice);
+        w.advice += pw.advice;
         w.pages += 1;
         w.ops += pw.ops;
         w.table_ops += pw.table_ops;
