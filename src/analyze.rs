@@ -20,6 +20,8 @@ pub enum Key {
     Stream,
     Model,
     Rank,
+    /// The op's name and input shapes: one group per shape an op ran with.
+    NameShape,
 }
 
 impl Key {
@@ -31,6 +33,7 @@ impl Key {
             "stream" => Key::Stream,
             "model" => Key::Model,
             "rank" => Key::Rank,
+            "name+shape" => Key::NameShape,
             _ => return None,
         })
     }
@@ -42,6 +45,7 @@ impl Key {
             Key::Stream => "Stream",
             Key::Model => "Model",
             Key::Rank => "Rank",
+            Key::NameShape => "Name",
         }
     }
 }
@@ -90,6 +94,8 @@ pub struct Query {
     pub rank: Option<u32>,
     /// Only ops that start inside this step, numbered as step_trace_time.csv numbers them.
     pub step: Option<u64>,
+    /// Only ops one of whose inputs has this data type (case-insensitive, "float16").
+    pub input_dtype: Option<String>,
 }
 
 impl Default for Query {
@@ -106,6 +112,7 @@ impl Default for Query {
             device: None,
             rank: None,
             step: None,
+            input_dtype: None,
         }
     }
 }
@@ -160,7 +167,7 @@ impl Query {
                 "aggregate_by" => {
                     q.by =
                         Some(Key::parse(&text(k, x)?).ok_or_else(|| {
-                            bad(k, "one of type, name, device, stream, model, rank")
+                            bad(k, "one of type, name, device, stream, model, rank, name+shape")
                         })?)
                 }
                 "aggregate" => {
@@ -189,6 +196,7 @@ impl Query {
                 "device" => q.device = Some(id(k, x)?),
                 "rank" => q.rank = Some(id(k, x)?),
                 "step" => q.step = Some(uint(k, x)?),
+                "input_dtype" => q.input_dtype = Some(text(k, x)?),
                 "format" => {
                     format = Format::parse(&text(k, x)?)
                         .ok_or_else(|| bad(k, "one of table, csv, json, markdown"))?
@@ -216,6 +224,13 @@ pub struct Row {
     /// This row's total over all ops' total (%), and the running sum down the rows.
     pub share: f64,
     pub cumulative: f64,
+    /// Floating-point operations and bytes moved over the row's ops, when every op's is
+    /// known.
+    pub flops: Option<u64>,
+    pub bytes: Option<u64>,
+    /// Input and output shapes (single ops and name+shape groups), when known.
+    pub in_shapes: Option<String>,
+    pub out_shapes: Option<String>,
 }
 
 impl Row {
@@ -237,6 +252,8 @@ pub struct Report {
     pub corrupt: u64,
     pub by: Option<Key>,
     pub func: Option<Func>,
+    /// Whether any op had metadata (shapes, FLOPs, bytes): the cost columns are shown.
+    pub meta: bool,
 }
 
 /// One place records come from, with what it knows about them.
@@ -251,6 +268,8 @@ enum Input {
         fp: Option<std::sync::Arc<str>>,
         /// The session's `bp_point` op name (the end of a step's backward pass).
         bp: Option<std::sync::Arc<str>>,
+        /// The op metadata its records' ids name (its `op_meta.tsv`).
+        metas: std::sync::Arc<Metas>,
     },
     Raw(PathBuf),
     /// CANN's database (`msprof_*.db`, `ascend_pytorch_profiler_*.db`): its tasks, made
@@ -330,8 +349,10 @@ fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
         } else {
             Vec::new()
         };
+        let metas = std::sync::Arc::new(crate::opmeta::read(&data.join(crate::opmeta::FILE)));
         out.push(Input::Device {
             files,
+            metas,
             rank: rank_of(&d),
             steps: steps.clone(),
             fp: fp.clone(),
@@ -457,6 +478,11 @@ enum Col {
     Max,
     Start,
     Key,
+    /// MegEngine's columns: FLOPs, FLOPs per second, bytes, bytes per second.
+    Computation,
+    Flops,
+    Memory,
+    Bandwidth,
 }
 
 /// The order a query asks for: "+col" ascending (MegEngine's profile_analyze); numbers
@@ -476,13 +502,17 @@ fn order_of(q: &Query) -> Result<(Col, bool)> {
         "min" => Col::Min,
         "max" => Col::Max,
         "start" => Col::Start,
+        "computation" => Col::Computation,
+        "flops" => Col::Flops,
+        "memory" => Col::Memory,
+        "bandwidth" => Col::Bandwidth,
         c if c == key_title || c == "name" || c == "key" => Col::Key,
         other => {
             return err(
                 ACL_ERROR_INVALID_PARAM,
                 format!(
                     "--order-by {other:?}: not a column (time, count, total, share, mean, min, \
-                     max, start, name or the --aggregate-by key)"
+                     max, start, name, computation, flops, memory, bandwidth or the --aggregate-by key)"
                 ),
             )
         }
@@ -503,21 +533,72 @@ enum Rank {
 }
 
 impl Rank {
-    fn of(col: Col, ascending: bool, v: &View<'_>) -> Rank {
+    fn of(col: Col, ascending: bool, v: &View<'_>, cost: &Cost) -> Rank {
         let n = match col {
-            Col::Start => v.start(),
+            Col::Start => Some(v.start()),
             Col::Key => {
                 return Rank::Name(std::cmp::Reverse(v.name().unwrap_or_default().to_vec()))
             }
+            Col::Computation | Col::Flops | Col::Memory | Col::Bandwidth => {
+                cost.value(col, v.duration()).map(|x| x as u64)
+            }
             // A single op's count is 1 and its total, mean, min and max its duration.
-            _ => v.duration(),
+            _ => Some(v.duration()),
         };
+        // An op whose cost is unknown comes last either way.
+        let n = n.unwrap_or(if ascending { u64::MAX } else { 0 });
         if ascending {
             Rank::Asc(std::cmp::Reverse(n))
         } else {
             Rank::Desc(n)
         }
     }
+}
+
+/// The FLOPs and bytes of an op or a group, each None unless known for all its ops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+struct Cost {
+    flops: Option<u64>,
+    bytes: Option<u64>,
+}
+
+impl Cost {
+    fn of(m: Option<&crate::opmeta::OpMeta>) -> Cost {
+        Cost {
+            flops: m.and_then(|m| m.flops),
+            bytes: m.and_then(|m| m.bytes),
+        }
+    }
+
+    /// Adds an op's cost to a group's (`first`: the group's first op).
+    fn add(&mut self, op: Cost, first: bool) {
+        let sum = |a: Option<u64>, b: Option<u64>| match first {
+            true => b,
+            false => Some(a?.saturating_add(b?)),
+        };
+        self.flops = sum(self.flops, op.flops);
+        self.bytes = sum(self.bytes, op.bytes);
+    }
+
+    /// A cost column's value over `ns` of device time; rates per second.
+    fn value(&self, col: Col, ns: u64) -> Option<f64> {
+        let rate = |x: u64| x as f64 * 1e9 / ns.max(1) as f64;
+        match col {
+            Col::Computation => self.flops.map(|f| f as f64),
+            Col::Flops => self.flops.map(rate),
+            Col::Memory => self.bytes.map(|b| b as f64),
+            Col::Bandwidth => self.bytes.map(rate),
+            _ => None,
+        }
+    }
+}
+
+/// A group's totals.
+#[derive(Default)]
+struct Group {
+    agg: Agg,
+    cost: Cost,
+    shapes: Option<(String, String)>,
 }
 
 /// A single op kept for the top-N list, ordered by its rank (then arrival, for stability).
@@ -532,9 +613,31 @@ struct Kept {
     stream: u32,
     model: u32,
     start: u64,
+    cost: Cost,
+    shapes: Option<(String, String)>,
 }
 
-fn key_text(key: Key, v: &View<'_>, rank: Option<u32>, buf: &mut Vec<u8>) {
+/// Input and output shapes as a row shows them ("N/A" where unknown), if any is known.
+fn shapes_of(m: Option<&crate::opmeta::OpMeta>) -> Option<(String, String)> {
+    let m = m?;
+    let s = |x: &str| match x {
+        "" => "N/A".to_string(),
+        x => crate::opmeta::plain_shapes(x).to_string(),
+    };
+    (!m.input_shapes.is_empty() || !m.output_shapes.is_empty())
+        .then(|| (s(&m.input_shapes), s(&m.output_shapes)))
+}
+
+/// What separates the name from the input shapes in a name+shape key.
+const SHAPE_SEP: u8 = 0x1F;
+
+fn key_text(
+    key: Key,
+    v: &View<'_>,
+    rank: Option<u32>,
+    meta: Option<&crate::opmeta::OpMeta>,
+    buf: &mut Vec<u8>,
+) {
     buf.clear();
     let mut num = |n: u32| buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     match key {
@@ -547,6 +650,12 @@ fn key_text(key: Key, v: &View<'_>, rank: Option<u32>, buf: &mut Vec<u8>) {
             Some(r) => num(r),
             None => buf.push(b'-'),
         },
+        Key::NameShape => {
+            buf.extend_from_slice(v.name().unwrap_or_default());
+            buf.push(SHAPE_SEP);
+            let shapes = meta.map_or("", |m| crate::opmeta::plain_shapes(&m.input_shapes));
+            buf.extend_from_slice(shapes.as_bytes());
+        }
     }
 }
 
@@ -555,15 +664,34 @@ pub fn analyze(path: &Path, q: &Query) -> Result<Report> {
     analyze_with_progress(path, q, &mut |_, _| {})
 }
 
+/// Op metadata by id, as a result directory's `op_meta.tsv` holds it.
+pub type Metas = HashMap<u32, std::sync::Arc<crate::opmeta::OpMeta>>;
+
 /// Where a record came from: its input's index, its rank (`rank_id` of its device's
 /// info.json), its result directory's host steps and `fp_point` (none for record files and
-/// stdin).
+/// stdin), and the op metadata its ids name.
 pub struct Origin<'a> {
     pub input: usize,
     pub rank: Option<u32>,
     pub steps: Option<&'a [(u64, u64, u64)]>,
     pub fp: Option<&'a str>,
     pub bp: Option<&'a str>,
+    pub metas: Option<&'a Metas>,
+}
+
+impl Origin<'_> {
+    /// The record's op metadata: from its directory's file, else (records of this process:
+    /// a database read here, a live subscription's) from this process's table.
+    pub fn meta(&self, v: &View<'_>) -> Option<std::sync::Arc<crate::opmeta::OpMeta>> {
+        let id = v.meta();
+        if id == 0 {
+            return None;
+        }
+        if let Some(m) = self.metas.and_then(|m| m.get(&id)) {
+            return Some(m.clone());
+        }
+        (v.pid() == std::process::id()).then(|| crate::opmeta::get(id)).flatten()
+    }
 }
 
 /// Calls `f` with every record under `path` (see [`inputs`]) whose signature verifies, and
@@ -596,6 +724,7 @@ pub fn each_op(
                 steps,
                 fp,
                 bp,
+                metas,
                 ..
             } => Origin {
                 input: i,
@@ -603,6 +732,7 @@ pub fn each_op(
                 steps: Some(steps),
                 fp: fp.as_deref(),
                 bp: bp.as_deref(),
+                metas: Some(metas),
             },
             _ => Origin {
                 input: i,
@@ -610,6 +740,7 @@ pub fn each_op(
                 steps: None,
                 fp: None,
                 bp: None,
+                metas: None,
             },
         };
         let mut on_record = |v: View<'_>| {
@@ -752,6 +883,11 @@ fn db_records(p: &Path, f: &mut dyn FnMut(View<'_>)) -> Result<()> {
             execution_time: t.end - t.start,
             dev_id: t.device,
             stream_id: t.info.stream_id.unwrap_or(0),
+            pid: std::process::id(),
+            meta: t
+                .meta
+                .and_then(|m| crate::opmeta::intern(*m))
+                .unwrap_or(0),
             ..Default::default()
         };
         rec.fill(0);
@@ -816,7 +952,8 @@ pub fn analyze_with_progress(
         ..Default::default()
     };
     let (col, ascending) = order_of(q)?;
-    let mut groups: HashMap<Box<[u8]>, Agg> = HashMap::new();
+    let mut groups: HashMap<Box<[u8]>, Group> = HashMap::new();
+    let mut any_meta = false;
     let mut heap: BinaryHeap<std::cmp::Reverse<Kept>> = BinaryHeap::new();
     let keep = if q.top == 0 {
         MAX_LISTED
@@ -854,19 +991,38 @@ pub fn analyze_with_progress(
                 return;
             }
         }
+        let meta = o.meta(&v);
+        if let Some(t) = &q.input_dtype {
+            let has = meta.as_deref().is_some_and(|m| {
+                m.input_types.split(';').any(|x| x.trim().eq_ignore_ascii_case(t))
+            });
+            if !has {
+                return;
+            }
+        }
+        any_meta |= meta.is_some();
+        let cost = Cost::of(meta.as_deref());
         ops += 1;
         total_ns = total_ns.saturating_add(d);
         match q.by {
             Some(k) => {
-                key_text(k, &v, o.rank, &mut key);
-                match groups.get_mut(key.as_slice()) {
-                    Some(a) => a.add(d),
-                    None => groups.entry(key.as_slice().into()).or_default().add(d),
-                }
+                key_text(k, &v, o.rank, meta.as_deref(), &mut key);
+                let g = match groups.get_mut(key.as_slice()) {
+                    Some(g) => g,
+                    None => {
+                        let g = groups.entry(key.as_slice().into()).or_default();
+                        if k == Key::NameShape {
+                            g.shapes = shapes_of(meta.as_deref());
+                        }
+                        g
+                    }
+                };
+                g.cost.add(cost, g.agg.count == 0);
+                g.agg.add(d);
             }
             None => {
                 let full = heap.len() >= keep;
-                let rank = Rank::of(col, ascending, &v);
+                let rank = Rank::of(col, ascending, &v, &cost);
                 // An op ranking no higher than the lowest kept arrived later: it loses.
                 if full && heap.peek().is_some_and(|m| m.0.rank >= rank) {
                     return;
@@ -882,6 +1038,8 @@ pub fn analyze_with_progress(
                     stream: v.stream_id(),
                     model: v.model_id(),
                     start: v.start(),
+                    cost,
+                    shapes: shapes_of(meta.as_deref()),
                 }));
                 if full {
                     heap.pop();
@@ -895,11 +1053,17 @@ pub fn analyze_with_progress(
     report.ops = ops;
     report.total_ns = total_ns;
     report.corrupt = corrupt;
+    report.meta = any_meta;
     let mut rows: Vec<Row> = match q.by {
         Some(_) => groups
             .into_iter()
-            .map(|(k, a)| Row {
-                key: String::from_utf8_lossy(&k).into_owned(),
+            .map(|(k, Group { agg: a, cost, shapes })| Row {
+                key: String::from_utf8_lossy(k.split(|&b| b == SHAPE_SEP).next().unwrap_or(&k))
+                    .into_owned(),
+                flops: cost.flops,
+                bytes: cost.bytes,
+                in_shapes: shapes.as_ref().map(|s| s.0.clone()),
+                out_shapes: shapes.map(|s| s.1),
                 op: None,
                 count: a.count,
                 time: match q.func {
@@ -927,6 +1091,10 @@ pub fn analyze_with_progress(
                 total_ns: k.dur,
                 min_ns: k.dur,
                 max_ns: k.dur,
+                flops: k.cost.flops,
+                bytes: k.cost.bytes,
+                in_shapes: k.shapes.as_ref().map(|s| s.0.clone()),
+                out_shapes: k.shapes.map(|s| s.1),
                 ..Default::default()
             })
             .collect(),
@@ -970,6 +1138,26 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
         Col::Min => rows.sort_by(num(|r| r.min_ns as f64)),
         Col::Max => rows.sort_by(num(|r| r.max_ns as f64)),
         Col::Start => rows.sort_by_key(|r| r.op.as_ref().map_or(0, |o| o.4)),
+        Col::Computation | Col::Flops | Col::Memory | Col::Bandwidth => {
+            // Rows whose cost is unknown come last either way.
+            let v = |r: &Row| {
+                let c = Cost {
+                    flops: r.flops,
+                    bytes: r.bytes,
+                };
+                c.value(col, r.total_ns)
+            };
+            rows.sort_by(|a, b| {
+                let o = match (v(a), v(b)) {
+                    (Some(x), Some(y)) if ascending => x.total_cmp(&y),
+                    (Some(x), Some(y)) => y.total_cmp(&x),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                };
+                o.then_with(|| a.key.cmp(&b.key))
+            })
+        }
         Col::Key => {
             // Numeric keys (device, stream, model, rank) in numeric order.
             rows.sort_by(|a, b| match (a.key.parse::<u64>(), b.key.parse::<u64>()) {
@@ -1005,6 +1193,15 @@ fn us(ns: f64) -> String {
     format!("{:.3}", ns / 1000.0)
 }
 
+/// The cost columns (MegEngine's computation, FLOPS, memory and bandwidth), shown when the
+/// ops carried metadata; `--order-by computation|flops|memory|bandwidth` sorts by them.
+pub const COST_COLUMNS: [&str; 4] = [
+    "Computation(FLOPs)",
+    "FLOPS(G/s)",
+    "Memory(bytes)",
+    "Bandwidth(GB/s)",
+];
+
 /// The report's columns and cells.
 pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
     let time_title = match r.func {
@@ -1029,6 +1226,14 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
         .collect();
     head.extend(["Share(%)".to_string(), "Cumulative(%)".to_string()]);
     head.extend(stats.iter().map(|f| format!("{f:?}(us)")));
+    // MegEngine's profile_analyze columns, when the ops carried metadata.
+    let shapes = r.meta && matches!(r.by, None | Some(Key::NameShape));
+    if r.meta {
+        head.extend(COST_COLUMNS.iter().map(|c| c.to_string()));
+    }
+    if shapes {
+        head.extend(["Input Shapes".to_string(), "Output Shapes".to_string()]);
+    }
     let rows = r
         .rows
         .iter()
@@ -1061,6 +1266,29 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
                 Func::Max => us(row.max_ns as f64),
                 _ => us(row.mean_ns()),
             }));
+            if r.meta {
+                let cost = Cost {
+                    flops: row.flops,
+                    bytes: row.bytes,
+                };
+                for (col, scale) in [
+                    (Col::Computation, 1.0),
+                    (Col::Flops, 1e-9),
+                    (Col::Memory, 1.0),
+                    (Col::Bandwidth, 1e-9),
+                ] {
+                    c.push(match cost.value(col, row.total_ns) {
+                        Some(x) if scale == 1.0 => format!("{x}"),
+                        Some(x) => format!("{:.3}", x * scale),
+                        None => "N/A".into(),
+                    });
+                }
+            }
+            if shapes {
+                let na = || "N/A".to_string();
+                c.push(row.in_shapes.clone().unwrap_or_else(na));
+                c.push(row.out_shapes.clone().unwrap_or_else(na));
+            }
             c
         })
         .collect();
@@ -1140,7 +1368,10 @@ pub fn render(r: &Report, format: Format) -> String {
                         .iter()
                         .zip(cells)
                         .map(|(h, c)| {
-                            let text = h == "Name" || h == "Type";
+                            let text = matches!(
+                                h.as_str(),
+                                "Name" | "Type" | "Input Shapes" | "Output Shapes"
+                            );
                             let v = c
                                 .parse::<u64>()
                                 .ok()

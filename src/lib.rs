@@ -16,7 +16,7 @@
 //! | [`transport`] | lanes, pipe and file writes, shared-memory rings |
 //! | [`state`], [`registry`], [`accessor`] | the state machine; the emulated runtime's models; what the `aclprofGetOp*` accessors check |
 //! | [`record`], [`signature`], [`agg`] | the 512-byte op record and CANN's signature; duration aggregates |
-//! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`clock`], [`fork`], [`sync`] | leaves |
+//! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`opmeta`], [`clock`], [`fork`], [`sync`] | leaves |
 //!
 //! `tests/layers.rs` fails on any import cycle; docs/design.md ("Layers") draws them.
 
@@ -36,6 +36,7 @@ pub mod handles;
 pub mod init;
 pub mod logging;
 pub mod names;
+pub mod opmeta;
 pub mod page;
 pub mod panic;
 pub mod pipeline;

@@ -26,7 +26,9 @@
 //!     98    6  zero
 //!    104   65  type          NUL-terminated, zero-filled
 //!    169  257  name          NUL-terminated, zero-filled
-//!    426   86  reserved      zero
+//!    426    4  metaId        the op's shapes, types, formats and cost: an id in the
+//!                            process's op metadata table (docs/design.md, "Op metadata"), or 0
+//!    430   82  reserved      zero
 //! ```
 
 pub const RECORD_SIZE: usize = 512;
@@ -54,7 +56,8 @@ pub const OFF_VERSION: usize = 96;
 pub const OFF_MARKS: usize = 97;
 pub const OFF_TYPE: usize = 104;
 pub const OFF_NAME: usize = OFF_TYPE + MAX_TYPE_LEN + 1;
-pub const OFF_RESERVED: usize = OFF_NAME + MAX_NAME_LEN + 1;
+pub const OFF_META: usize = OFF_NAME + MAX_NAME_LEN + 1;
+pub const OFF_RESERVED: usize = OFF_META + 4;
 
 pub const MARK_NAME_TRUNCATED: u8 = 1;
 pub const MARK_TYPE_TRUNCATED: u8 = 2;
@@ -64,7 +67,7 @@ pub const FLAG_OP: u32 = 0;
 pub const FLAG_OP_THREAD: u32 = 2;
 pub const FLAG_NONE: u32 = 0xFF;
 
-const _: () = assert!(OFF_RESERVED == 426 && OFF_RESERVED <= RECORD_SIZE);
+const _: () = assert!(OFF_META == 426 && OFF_RESERVED <= RECORD_SIZE);
 
 pub type Record = [u8; RECORD_SIZE];
 
@@ -76,7 +79,7 @@ pub fn crc_register(bytes: &[u8]) -> u32 {
 }
 
 /// Where a record's non-zero bytes can be: the header and the op type in `[4, e1)`, the
-/// op name in `[s2, e2)`, both whole 8-byte words (from offset 8); the rest is zero in a
+/// op name (and the metadata id, when set) in `[s2, e2)`, both whole 8-byte words (from offset 8); the rest is zero in a
 /// record built by [`encode`]. Garbage lengths give spans the signature code rejects.
 #[inline]
 fn spans(rec: &Record) -> (usize, usize, usize) {
@@ -85,7 +88,13 @@ fn spans(rec: &Record) -> (usize, usize, usize) {
     // [4, 8) is one 4-byte word, then 8-byte words: 96 header bytes, the type and its NUL.
     let e1 = 8 + (96 + tlen + 1).div_ceil(8) * 8;
     let s2 = e1.max(OFF_NAME);
-    let e2 = s2 + (OFF_NAME + nlen + 1).saturating_sub(s2).div_ceil(8) * 8;
+    // The metadata id, when set, is the last non-zero field.
+    let last = if get_u32(rec, OFF_META) != 0 {
+        OFF_RESERVED
+    } else {
+        OFF_NAME + nlen + 1
+    };
+    let e2 = s2 + last.saturating_sub(s2).div_ceil(8) * 8;
     (e1, s2, e2.min(RECORD_SIZE + 8))
 }
 
@@ -166,6 +175,8 @@ pub struct OpFields {
     /// A replayed op: 1 + its index in its simulated model, whose description says what the
     /// record has no field for (task type, block dims, task id); 0 for other ops.
     pub sim_op: u32,
+    /// The op's id in the op metadata table ([`crate::opmeta`]), or 0.
+    pub meta: u32,
 }
 
 /// The longest prefix of `s` of at most `max` bytes that does not split a UTF-8 character
@@ -200,6 +211,7 @@ pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     put_u64(rec, OFF_EXEC_TIME, f.execution_time);
     put_u32(rec, OFF_DEV_ID, f.dev_id);
     put_u32(rec, OFF_SIM_OP, f.sim_op);
+    put_u32(rec, OFF_META, f.meta);
     let t = truncate_at_char(op_type, MAX_TYPE_LEN);
     let n = truncate_at_char(name, MAX_NAME_LEN);
     put_u16(rec, OFF_TYPE_LEN, t.len() as u16);
@@ -334,6 +346,10 @@ impl<'a> View<'a> {
     /// 1 + the op's index in the simulated model it replays, or 0 (see [`OpFields::sim_op`]).
     pub fn sim_op(&self) -> u32 {
         get_u32(self.0, OFF_SIM_OP)
+    }
+    /// The op's id in the op metadata table, or 0 (see [`OpFields::meta`]).
+    pub fn meta(&self) -> u32 {
+        get_u32(self.0, OFF_META)
     }
     pub fn pid(&self) -> u32 {
         get_u32(self.0, OFF_PID)
@@ -529,6 +545,24 @@ mod tests {
         assert_eq!(v.stream_id(), 3);
         assert!(r[OFF_RESERVED..].iter().all(|&b| b == 0));
         assert!(r[76..80].iter().all(|&b| b == 0));
+    }
+
+    #[test]
+    fn the_metadata_id_is_signed_whatever_the_name_length() {
+        for n in [0, 1, 7, 8, 100, 255, 256, 300] {
+            let f = OpFields {
+                meta: 0xA1B2_C3D4,
+                ..Default::default()
+            };
+            let mut r = [0u8; RECORD_SIZE];
+            encode(&mut r, &f, "n".repeat(n).as_bytes(), b"T");
+            assert_eq!(View(&r).meta(), 0xA1B2_C3D4);
+            assert_eq!(fresh_signature_of(&r), signature_of(&r), "name of {n} bytes");
+            // A slot reused for an op without metadata holds none.
+            encode_over(&mut r, &OpFields::default(), b"x", b"T");
+            assert_eq!(View(&r).meta(), 0);
+            assert_eq!(fresh_signature_of(&r), signature_of(&r));
+        }
     }
 
     #[test]

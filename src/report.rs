@@ -307,6 +307,8 @@ pub struct Replay {
     pub stream: Option<u32>,
     /// 1 + its index in its simulated model (see [`crate::record::OpFields::sim_op`]).
     pub sim_op: u32,
+    /// The op's id in the op metadata table ([`crate::opmeta`]), or 0.
+    pub meta: u32,
 }
 
 /// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
@@ -405,6 +407,7 @@ fn report_active(
             pid: l.pid,
             stream_id: stream,
             sim_op: replay.sim_op,
+            meta: replay.meta,
         };
         let push = |d: &Option<(Arc<Sub>, usize)>| match d {
             Some((s, lane)) => s.push(*lane, &f, name, op_type),

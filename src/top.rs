@@ -275,6 +275,7 @@ mod tests {
                     pid: 1,
                     stream_id: (i % 2) as u32,
                     sim_op: 0,
+                    meta: 0,
                 },
                 format!("op{i}").as_bytes(),
                 if i < 5 { b"A" } else { b"B" },

@@ -19,6 +19,24 @@
 typedef struct aclprofExtRing aclprofExtRing;
 
 /**
+ * What an op's tensors and cost were, for aclprofExtOpMetaCreate. Strings are CANN's text
+ * as op_summary writes it: tensors separated by `;`, dimensions by `,` ("1,3,224,224;64,3,7,7"),
+ * data types ("FLOAT16;FLOAT16") and formats ("NCHW;NC1HWC0"). NULL or "" is unknown, as is
+ * 0 for `flops` (floating-point operations of one execution) and `bytes` (bytes read and
+ * written by one execution).
+ */
+typedef struct aclprofExtOpMeta {
+  const char *inputShapes;
+  const char *inputTypes;
+  const char *inputFormats;
+  const char *outputShapes;
+  const char *outputTypes;
+  const char *outputFormats;
+  uint64_t flops;
+  uint64_t bytes;
+} aclprofExtOpMeta;
+
+/**
  * Delivery statistics since the process started (all subscriptions together).
  * When nothing is in flight (after aclprofExtFlush, or once every model is unsubscribed),
  * recordsReported == recordsDelivered + recordsDropped.
@@ -117,6 +135,35 @@ aclError aclprofExtReportOp(uint32_t modelId,
                             const char *opType,
                             uint64_t startNs,
                             uint64_t endNs);
+
+/**
+ * Registers what an op's tensors and cost were and stores its id in `*metaId`, for
+ * aclprofExtReportOpMeta. Equal descriptions get the same id, so a runtime can call this
+ * for every op or once per distinct shape. Call it outside the op's timed span: it takes a
+ * lock and hashes the strings. Everything unknown -> `*metaId` = 0 (no metadata). The
+ * process keeps at most 2^20 descriptions (64 MiB); past that `*metaId` is 0, the op is
+ * recorded without them, and one warning is logged.
+ *
+ * Errors: NULL `meta` or `metaId` -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtOpMetaCreate(const struct aclprofExtOpMeta *meta,
+                                uint32_t *metaId);
+
+/**
+ * aclprofExtReportOp with the op's metadata: `metaId` from aclprofExtOpMetaCreate, or 0 for
+ * none. Costs what aclprofExtReportOp costs, plus one atomic load to check the id.
+ *
+ * Errors: those of aclprofExtReportOp; an id aclprofExtOpMetaCreate did not return ->
+ * ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtReportOpMeta(uint32_t modelId,
+                                const char *opName,
+                                const char *opType,
+                                uint64_t startNs,
+                                uint64_t endNs,
+                                uint32_t metaId);
 
 /**
  * The library's version, "MAJOR.MINOR.PATCH" (ACLPROF_VERSION of the headers it was built

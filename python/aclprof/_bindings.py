@@ -293,6 +293,20 @@ ACLPROF_VERSION_MINOR = 1
 ACLPROF_VERSION_PATCH = 0
 
 
+class aclprofExtOpMeta(Structure):
+    _fields_ = [
+        ("inputShapes", c_char_p),
+        ("inputTypes", c_char_p),
+        ("inputFormats", c_char_p),
+        ("outputShapes", c_char_p),
+        ("outputTypes", c_char_p),
+        ("outputFormats", c_char_p),
+        ("flops", c_uint64),
+        ("bytes", c_uint64),
+    ]
+
+
+
 class aclprofExtStats(Structure):
     _fields_ = [
         ("recordsReported", c_uint64),
@@ -612,6 +626,7 @@ __all__ = [
     "ACL_MEM_MALLOC_HUGE_FIRST_P2P",
     "ACL_MEM_MALLOC_HUGE_ONLY_P2P",
     "ACL_MEM_MALLOC_NORMAL_ONLY_P2P",
+    "aclprofExtOpMeta",
     "aclprofExtStats",
     "aclprofExtOp",
 ]
@@ -673,6 +688,8 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtModelLoad": (c_int, [c_char_p, c_uint32, POINTER(c_uint32)]),
     "aclprofExtModelUnload": (c_int, [c_uint32]),
     "aclprofExtReportOp": (c_int, [c_uint32, c_char_p, c_char_p, c_uint64, c_uint64]),
+    "aclprofExtOpMetaCreate": (c_int, [POINTER(aclprofExtOpMeta), POINTER(c_uint32)]),
+    "aclprofExtReportOpMeta": (c_int, [c_uint32, c_char_p, c_char_p, c_uint64, c_uint64, c_uint32]),
     "aclprofExtVersion": (c_char_p, []),
     "aclprofExtNowNs": (c_uint64, []),
     "aclprofExtFlush": (c_int, []),
@@ -792,6 +809,8 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtModelLoad": ['modelName', 'deviceId', 'modelId'],
     "aclprofExtModelUnload": ['modelId'],
     "aclprofExtReportOp": ['modelId', 'opName', 'opType', 'startNs', 'endNs'],
+    "aclprofExtOpMetaCreate": ['meta', 'metaId'],
+    "aclprofExtReportOpMeta": ['modelId', 'opName', 'opType', 'startNs', 'endNs', 'metaId'],
     "aclprofExtVersion": [],
     "aclprofExtNowNs": [],
     "aclprofExtFlush": [],
@@ -917,6 +936,8 @@ class Library(Protocol):
     def aclprofExtModelLoad(self, modelName: CharP, deviceId: int, modelId: Ptr[c_uint32], /) -> int: ...
     def aclprofExtModelUnload(self, modelId: int, /) -> int: ...
     def aclprofExtReportOp(self, modelId: int, opName: CharP, opType: CharP, startNs: int, endNs: int, /) -> int: ...
+    def aclprofExtOpMetaCreate(self, meta: Ptr[aclprofExtOpMeta], metaId: Ptr[c_uint32], /) -> int: ...
+    def aclprofExtReportOpMeta(self, modelId: int, opName: CharP, opType: CharP, startNs: int, endNs: int, metaId: int, /) -> int: ...
     def aclprofExtVersion(self, /) -> Optional[bytes]: ...
     def aclprofExtNowNs(self, /) -> int: ...
     def aclprofExtFlush(self, /) -> int: ...

@@ -21,14 +21,16 @@ struct AnalyzeArgs {
     /// Rows to show (0: all groups; single ops are listed 100 000 at most)
     #[arg(short = 't', long = "top", default_value_t = 10)]
     top: usize,
-    /// Group ops by: type, name, device, stream, model or rank (default: list single ops)
+    /// Group ops by: type, name, name+shape (name and input shapes), device, stream, model or
+    /// rank (default: list single ops)
     #[arg(long = "aggregate-by", value_parser = parse_key)]
     aggregate_by: Option<Key>,
     /// How a group's times become its time column: sum, mean, max, min or count
     #[arg(long = "aggregate", default_value = "sum", value_parser = parse_func)]
     aggregate: Func,
     /// Column to sort by (descending for numbers; +COLUMN ascending): time, count, total,
-    /// share, mean, min, max, start, name or the --aggregate-by key
+    /// share, mean, min, max, start, name, the --aggregate-by key, or, for ops that carry
+    /// their cost, computation (FLOPs), flops (per second), memory (bytes) or bandwidth
     #[arg(long = "order-by")]
     order_by: Option<String>,
     /// Leave out ops shorter than this many microseconds
@@ -53,6 +55,9 @@ struct AnalyzeArgs {
     /// aclprofGetStepTimestamp, else cut at each fp_point op (1, 2, ...)
     #[arg(long)]
     step: Option<u64>,
+    /// Only ops with an input of this data type (for example float16)
+    #[arg(long = "input-dtype")]
+    input_dtype: Option<String>,
     /// Output format: table, csv, json or markdown
     #[arg(long, default_value = "table", value_parser = parse_format)]
     format: Format,
@@ -147,7 +152,7 @@ enum Cmd {
 }
 
 fn parse_key(s: &str) -> Result<Key, String> {
-    Key::parse(s).ok_or_else(|| "one of type, name, device, stream, model, rank".into())
+    Key::parse(s).ok_or_else(|| "one of type, name, name+shape, device, stream, model, rank".into())
 }
 fn parse_func(s: &str) -> Result<Func, String> {
     Func::parse(s).ok_or_else(|| "one of sum, mean, max, min, count".into())
@@ -177,6 +182,7 @@ impl AnalyzeArgs {
             device: self.device,
             rank: self.rank,
             step: self.step,
+            input_dtype: self.input_dtype.clone(),
         })
     }
 }

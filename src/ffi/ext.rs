@@ -105,6 +105,119 @@ unsafe fn report_op_checked(
     )
 }
 
+/// What an op's tensors and cost were, for aclprofExtOpMetaCreate. Strings are CANN's text
+/// as op_summary writes it: tensors separated by `;`, dimensions by `,` ("1,3,224,224;64,3,7,7"),
+/// data types ("FLOAT16;FLOAT16") and formats ("NCHW;NC1HWC0"). NULL or "" is unknown, as is
+/// 0 for `flops` (floating-point operations of one execution) and `bytes` (bytes read and
+/// written by one execution).
+#[repr(C)]
+pub struct aclprofExtOpMeta {
+    pub inputShapes: *const c_char,
+    pub inputTypes: *const c_char,
+    pub inputFormats: *const c_char,
+    pub outputShapes: *const c_char,
+    pub outputTypes: *const c_char,
+    pub outputFormats: *const c_char,
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+/// Registers what an op's tensors and cost were and stores its id in `*metaId`, for
+/// aclprofExtReportOpMeta. Equal descriptions get the same id, so a runtime can call this
+/// for every op or once per distinct shape. Call it outside the op's timed span: it takes a
+/// lock and hashes the strings. Everything unknown -> `*metaId` = 0 (no metadata). The
+/// process keeps at most 2^20 descriptions (64 MiB); past that `*metaId` is 0, the op is
+/// recorded without them, and one warning is logged.
+///
+/// Errors: NULL `meta` or `metaId` -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtOpMetaCreate(
+    meta: *const aclprofExtOpMeta,
+    metaId: *mut u32,
+) -> aclError {
+    entry(
+        "aclprofExtOpMetaCreate",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let out = super::out(metaId, "metaId")?;
+            let m = meta
+                .as_ref()
+                .ok_or_else(|| invalid("meta is NULL"))?;
+            let text = |p: *const c_char| -> String {
+                if p.is_null() {
+                    String::new()
+                } else {
+                    String::from_utf8_lossy(std::ffi::CStr::from_ptr(p).to_bytes()).into_owned()
+                }
+            };
+            let d = crate::opmeta::OpMeta {
+                input_shapes: crate::opmeta::cann_shapes(&text(m.inputShapes)).into_owned(),
+                input_types: text(m.inputTypes),
+                input_formats: text(m.inputFormats),
+                output_shapes: crate::opmeta::cann_shapes(&text(m.outputShapes)).into_owned(),
+                output_types: text(m.outputTypes),
+                output_formats: text(m.outputFormats),
+                flops: (m.flops != 0).then_some(m.flops),
+                bytes: (m.bytes != 0).then_some(m.bytes),
+            };
+            *out = d.known().and_then(crate::opmeta::intern).unwrap_or(0);
+            Ok(())
+        },
+    )
+}
+
+/// aclprofExtReportOp with the op's metadata: `metaId` from aclprofExtOpMetaCreate, or 0 for
+/// none. Costs what aclprofExtReportOp costs, plus one atomic load to check the id.
+///
+/// Errors: those of aclprofExtReportOp; an id aclprofExtOpMetaCreate did not return ->
+/// ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtReportOpMeta(
+    modelId: u32,
+    opName: *const c_char,
+    opType: *const c_char,
+    startNs: u64,
+    endNs: u64,
+    metaId: u32,
+) -> aclError {
+    let id_ok = metaId == 0 || crate::opmeta::valid(metaId);
+    if id_ok && !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active()
+    {
+        return 0;
+    }
+    report_op_meta_checked(modelId, opName, opType, startNs, endNs, metaId, id_ok)
+}
+
+#[inline(never)]
+unsafe fn report_op_meta_checked(
+    model: u32,
+    name: *const c_char,
+    op_type: *const c_char,
+    start: u64,
+    end: u64,
+    meta: u32,
+    id_ok: bool,
+) -> aclError {
+    entry(
+        "aclprofExtReportOpMeta",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            if !id_ok {
+                return Err(invalid(format!(
+                    "metaId {meta} was not returned by aclprofExtOpMetaCreate"
+                )));
+            }
+            let name = cstr(name, "opName")?;
+            let ty = cstr(op_type, "opType")?;
+            let replay = crate::report::Replay {
+                meta,
+                ..Default::default()
+            };
+            crate::report::report_op(model, name, ty, start, end, replay)
+        },
+    )
+}
+
 /// The library's version, "MAJOR.MINOR.PATCH" (ACLPROF_VERSION of the headers it was built
 /// with): a static string, never NULL.
 #[no_mangle]

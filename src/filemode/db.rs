@@ -208,7 +208,7 @@ pub struct DbOp<'a> {
     /// Known PMU values: (column name, value as written).
     pub pmu: &'a [(&'a str, &'a str)],
     /// Its tensors' shapes, types and formats, if known.
-    pub meta: Option<&'a crate::sim::desc::OpMeta>,
+    pub meta: Option<&'a crate::opmeta::OpMeta>,
 }
 
 /// What the session knows about itself, written at the end.

@@ -548,6 +548,16 @@ fn csv_err(p: &Path, e: csv::Error) -> Error {
 
 /// Exports the result directory `dir` (a `PROF_…` directory). Safe to run again: it
 /// rewrites `mindstudio_profiler_output/`.
+/// The slice args an op's metadata gives, in op_summary's order and with its names.
+const META_ARGS: [&str; 6] = [
+    "Input Shapes",
+    "Input Data Types",
+    "Input Formats",
+    "Output Shapes",
+    "Output Data Types",
+    "Output Formats",
+];
+
 /// One op on its way to the timeline thread.
 struct TlOp {
     kind: TlKind,
@@ -562,6 +572,8 @@ struct TlOp {
     end: u64,
     /// Communication (HCCL): its own track, and its own part of Overlap Analysis.
     comm: bool,
+    /// The op's shapes, types, formats and cost, shown in its slice's args.
+    meta: Option<std::sync::Arc<crate::opmeta::OpMeta>>,
 }
 
 /// Ops in merge order, their names back to back in one string; batches go back and forth
@@ -666,15 +678,31 @@ impl TlState {
                 }
                 (hw, stream)
             };
-            let args = [
+            let mut args = [("", Arg::U(0)); 6 + META_ARGS.len() + 2];
+            args[..6].copy_from_slice(&[
                 ("Model Id", Arg::U(op.model as u64)),
                 ("Task Type", Arg::S(task_type)),
                 ("Physic Stream Id", Arg::U(stream)),
                 ("Task Id", Arg::U(op.task)),
                 ("Batch Id", Arg::U(0)),
                 ("Subtask Id", Arg::U(u32::MAX as u64)),
-            ];
-            tl.slice(name, pid, tid, op.start, op.end - op.start, &args)?;
+            ]);
+            let mut n = 6;
+            if let Some(m) = op.meta.as_deref() {
+                for (k, v) in META_ARGS.iter().zip(m.fields()) {
+                    if !v.is_empty() && v != "N/A" {
+                        args[n] = (k, Arg::S(crate::opmeta::plain_shapes(v)));
+                        n += 1;
+                    }
+                }
+                for (k, v) in [("FLOPs", m.flops), ("Bytes", m.bytes)] {
+                    if let Some(v) = v {
+                        args[n] = (k, Arg::U(v));
+                        n += 1;
+                    }
+                }
+            }
+            tl.slice(name, pid, tid, op.start, op.end - op.start, &args[..n])?;
             self.steps.op(name, op.start, op.end);
             let mut r = Ok(());
             self.overlap.op(
@@ -995,6 +1023,8 @@ struct OpRow<'a> {
     mix_block_dim: u32,
     /// The replayed op and where each PMU column is among its values.
     replayed: Option<(&'a crate::sim::desc::SimOp, &'a [Option<usize>])>,
+    /// The op's shapes, types, formats and cost, if the runtime or the replay gave them.
+    meta: Option<&'a crate::opmeta::OpMeta>,
 }
 
 impl Rows {
@@ -1051,7 +1081,7 @@ impl Rows {
         // are blank, not N/A: msprof-analyze skips an op with blank shapes but parses "N/A"
         // as a shape and logs errors.
         line.push_str(",N/A");
-        let meta = r.replayed.and_then(|(o, _)| o.meta.as_deref());
+        let meta = r.meta;
         for (k, unknown) in ["", "N/A", "N/A", "", "N/A", "N/A"].into_iter().enumerate() {
             line.push(',');
             match meta
@@ -1169,8 +1199,12 @@ fn merge_devices(
             start: 0,
             end: 0,
             comm: false,
+            meta: None,
         };
         sink.push(mark, "", "").or_else(timeline)?;
+        let data = dir.join(format!("device_{dev}/data"));
+        let mut metas = crate::opmeta::Lookup::new(&data, pid);
+        let mut meta_ids: std::collections::HashSet<u32> = Default::default();
         let mut readers: Vec<StreamReader> = Vec::new();
         for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
             let f = io("cannot open", &p, File::open(&p))?;
@@ -1201,6 +1235,13 @@ fn merge_devices(
             let v = View(readers[i].cur[..].try_into().unwrap());
             let replayed = replays.op(&v);
             let sim = replayed.map(|r| r.0);
+            let meta = match v.meta() {
+                0 => None,
+                id => {
+                    meta_ids.insert(id);
+                    metas.get(id)
+                }
+            };
             // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
             let (name, ty) = match sim {
                 Some(o) => (
@@ -1242,6 +1283,7 @@ fn merge_devices(
                 block_dim: task_info.and_then(|t| t.block_dim).unwrap_or(derived_dim),
                 mix_block_dim: task_info.and_then(|t| t.mix_block_dim).unwrap_or(0),
                 replayed,
+                meta: meta.as_deref(),
             };
             rows.write(&row)?;
             // (Empty, and not allocated, unless a replayed table carried PMU values.)
@@ -1269,7 +1311,7 @@ fn merge_devices(
                 mix_block_dim: row.mix_block_dim,
                 comm,
                 pmu: &pmu_values,
-                meta: replayed.and_then(|(o, _)| o.meta.as_deref()),
+                meta: row.meta,
             });
             overlap.op(start, end, comm, &mut |p, s, e| {
                 b.piece(dev, overlap_kind(p), wall(s), wall(e))
@@ -1291,6 +1333,7 @@ fn merge_devices(
                 start,
                 end,
                 comm,
+                meta: meta.clone(),
             };
             sink.push(op, &name, task_type).or_else(timeline)?;
             // Real runs leave communication out of op_statistic.
@@ -1317,6 +1360,12 @@ fn merge_devices(
                 let v = View(readers[i].cur[..].try_into().unwrap());
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
+        }
+        if !meta_ids.is_empty() {
+            // Another process (a re-export, `aclprof analyze`) finds the ids here.
+            let mut ids: Vec<u32> = meta_ids.into_iter().collect();
+            let path = data.join(crate::opmeta::FILE);
+            io("cannot write", &path, crate::opmeta::write(&path, &mut ids, &mut metas))?;
         }
         let b = db.batch();
         overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));

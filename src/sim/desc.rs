@@ -6,7 +6,7 @@
 //! * aclprof's JSON: `{"name": str, "device": int, "wait_us"?: number,
 //!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number,
 //!   "input_shapes"?: str, "input_types"?: str, "input_formats"?: str, "output_shapes"?: str,
-//!   "output_types"?: str, "output_formats"?: str}, ...],
+//!   "output_types"?: str, "output_formats"?: str, "flops"?: int, "bytes"?: int}, ...],
 //!   "inputs"?: [bytes, ...], "outputs"?: [bytes, ...]}`
 //! * tables real runs write, replayed row by row: msprof's `op_summary_*.csv` (CANN 6.x-8.x
 //!   column sets), torch_npu's `kernel_details.csv` (Level0/1/2), MindSpore's and
@@ -41,41 +41,15 @@ pub struct SimOp {
     pub task: Option<TaskInfo>,
     /// A replayed table's PMU values, one per [`SimModel::pmu_columns`] (text as written).
     pub pmu: Vec<String>,
-    /// What a replayed table or database said of the op's tensors; None if nothing.
+    /// What a replayed table, database or description said of the op's tensors and cost;
+    /// None if nothing.
     pub meta: Option<Box<OpMeta>>,
+    /// `meta`'s id in the process's table (see [`crate::opmeta`]) once the model is loaded;
+    /// 0 before, or without metadata.
+    pub meta_id: u32,
 }
 
-/// An op's input and output tensors as a real run wrote them: shapes, data types, formats
-/// (CANN's text, `;` between tensors; empty where unknown).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OpMeta {
-    pub input_shapes: String,
-    pub input_types: String,
-    pub input_formats: String,
-    pub output_shapes: String,
-    pub output_types: String,
-    pub output_formats: String,
-}
-
-impl OpMeta {
-    /// None if every field is empty or "N/A".
-    fn known(self) -> Option<Box<OpMeta>> {
-        let unknown = |s: &&str| s.is_empty() || *s == "N/A";
-        (!self.fields().iter().all(unknown)).then(|| Box::new(self))
-    }
-
-    /// The fields in op_summary's order: input shapes, types, formats, then output's.
-    pub fn fields(&self) -> [&str; 6] {
-        [
-            &self.input_shapes,
-            &self.input_types,
-            &self.input_formats,
-            &self.output_shapes,
-            &self.output_types,
-            &self.output_formats,
-        ]
-    }
-}
+pub use crate::opmeta::OpMeta;
 
 /// A replayed task's own details (each `None` where the input does not say).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -210,12 +184,30 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
                 Some(_) => return bad(path, format!("ops[{i}].{key} must be a string")),
             }
         }
+        // Shapes as CANN writes them, in double quotes.
+        for f in [&mut meta.input_shapes, &mut meta.output_shapes] {
+            *f = crate::opmeta::cann_shapes(f).into_owned();
+        }
+        for (key, field) in [("flops", &mut meta.flops), ("bytes", &mut meta.bytes)] {
+            match op.get(key) {
+                None => {}
+                Some(v) => match v.as_u64() {
+                    Some(n) => *field = Some(n),
+                    None => {
+                        return bad(
+                            path,
+                            format!("ops[{i}].{key} must be a non-negative integer"),
+                        )
+                    }
+                },
+            }
+        }
         out.push(SimOp {
             name: n,
             op_type: t,
             duration_ns: d,
             wait_ns: w,
-            meta: meta.known(),
+            meta: meta.known().map(Box::new),
             ..Default::default()
         });
     }
@@ -459,9 +451,12 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
                     output_shapes: m(3),
                     output_types: m(4),
                     output_formats: m(5),
+                    ..OpMeta::default()
                 }
                 .known()
+                .map(Box::new)
             },
+            meta_id: 0,
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -620,8 +615,10 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
             output_shapes: text(13)?,
             output_types: text(14)?,
             output_formats: text(15)?,
+            ..OpMeta::default()
         }
-        .known();
+        .known()
+        .map(Box::new);
         f(DbTask {
             meta,
             start: start as u64,
@@ -657,6 +654,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
             task: Some(t.info),
             pmu: Vec::new(),
             meta: t.meta,
+            meta_id: 0,
         });
         Ok(())
     })
@@ -726,6 +724,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
             }),
             pmu: Vec::new(),
             meta: None,
+            meta_id: 0,
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -884,6 +883,7 @@ mod tests {
                     input_shapes: "\"1,3,224,224\"".into(),
                     ..Default::default()
                 })),
+                meta_id: 0,
             }
         );
         assert_eq!(m.ops[1].meta, None, "N/A is unknown");
@@ -982,7 +982,7 @@ mod tests {
         )
         .unwrap();
         let a = m.ops[0].meta.as_deref().unwrap();
-        assert_eq!(a.input_shapes, "1,3,224,224;64,3,7,7");
+        assert_eq!(a.input_shapes, "\"1,3,224,224;64,3,7,7\"", "in CANN's quotes");
         assert_eq!(a.input_types, "FLOAT16;FLOAT16");
         assert_eq!(a.output_formats, "NC1HWC0");
         assert_eq!(a.output_shapes, "");

@@ -20,6 +20,13 @@ pub fn load(path: &Path) -> Result<u32> {
 pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
     let mut m = parse_file(path)?;
     m.device = device.unwrap_or(m.device);
+    for op in &mut m.ops {
+        op.meta_id = op
+            .meta
+            .as_deref()
+            .and_then(|d| crate::opmeta::intern(d.clone()))
+            .unwrap_or(0);
+    }
     let id = crate::api::model_load(&m.name, m.device)?;
     desc::insert(id, m);
     Ok(id)
@@ -51,6 +58,7 @@ pub fn execute(id: u32) -> Result<()> {
         let replay = crate::report::Replay {
             stream: op.task.as_ref().and_then(|t| t.stream_id),
             sim_op: u32::try_from(i + 1).unwrap_or(0),
+            meta: op.meta_id,
         };
         crate::report::report_op(
             id,
