@@ -26,7 +26,7 @@ from .errors import AclError, check
 from .profiler import Analysis, Profiler
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, RecordError, decode
 from .ring import RingBatch, RingReader, RingSubscription
-from .runtime import Model, Stats, flush, now_ns, report_op, stats
+from .runtime import Model, Stats, flush, now_ns, op_meta, report_op, stats
 from .subscription import Subscription
 from .summary import DiffRows, Rows, analyze, diff
 
@@ -62,5 +62,6 @@ __all__ = [
     "pipeline",
     "recent_error",
     "report_op",
+    "op_meta",
     "stats",
 ] + _bindings.__all__

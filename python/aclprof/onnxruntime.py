@@ -26,7 +26,7 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Type, Union
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
 
 try:
     import onnxruntime as ort
@@ -36,7 +36,7 @@ except ImportError as e:  # pragma: no cover - exercised where onnxruntime is ab
         "pip install 'aclprof[onnxruntime]'"
     ) from e
 
-from .runtime import Model, report_op
+from .runtime import Model, op_meta, report_op
 from .subscription import _exit_cleanup
 
 __all__ = ["InferenceSession", "NodeEvent", "node_events", "report_profile"]
@@ -53,6 +53,47 @@ class NodeEvent(NamedTuple):
     start: int
     end: int
     provider: str
+    #: The node's tensors as ORT profiled them: shapes (CANN's text, ``"1,3,224,224;64"``),
+    #: data types in CANN's names (``"FLOAT;FLOAT"``), and the bytes it read and wrote
+    #: (activations, parameters and outputs); empty or None where ORT did not say.
+    input_shapes: str = ""
+    input_types: str = ""
+    output_shapes: str = ""
+    output_types: str = ""
+    bytes: Optional[int] = None
+
+    def meta(self) -> int:
+        """The :func:`aclprof.op_meta` id of the node's tensors (0 if ORT gave none)."""
+        return op_meta(input_shapes=self.input_shapes, input_types=self.input_types,
+                       output_shapes=self.output_shapes, output_types=self.output_types,
+                       bytes=self.bytes)
+
+
+# ORT's element type names -> CANN's data type names.
+_CANN_TYPES = {"float": "FLOAT", "double": "DOUBLE", "float16": "FLOAT16", "bfloat16": "DT_BF16",
+               "bool": "BOOL"}
+
+
+def _type_shapes(v: Any) -> Tuple[str, str]:
+    """ORT's ``[{"float": [1, 3, 224, 224]}, ...]`` as CANN's shapes and types text."""
+    shapes: List[str] = []
+    types: List[str] = []
+    if not isinstance(v, list):
+        return "", ""
+    for t in v:
+        if not isinstance(t, dict) or len(t) != 1:
+            return "", ""
+        (ty, dims), = t.items()
+        shapes.append(",".join(str(int(d)) for d in dims) if isinstance(dims, list) else "")
+        types.append(_CANN_TYPES.get(ty, str(ty).upper()))
+    return ";".join(shapes), ";".join(types)
+
+
+def _bytes_of(args: Dict[str, Any]) -> Optional[int]:
+    try:
+        return sum(int(args[k]) for k in ("activation_size", "parameter_size", "output_size"))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _realtime_to_library_ns() -> int:
@@ -86,19 +127,23 @@ def node_events(profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
             continue
         args = e.get("args") or {}
         start = offset + int(round(float(e["ts"]) * 1000))
+        in_shapes, in_types = _type_shapes(args.get("input_type_shape"))
+        out_shapes, out_types = _type_shapes(args.get("output_type_shape"))
         yield NodeEvent(name[: -len(_KERNEL_SUFFIX)], str(args.get("op_name", "")), start,
-                        start + int(round(float(e["dur"]) * 1000)), str(args.get("provider", "")))
+                        start + int(round(float(e["dur"]) * 1000)), str(args.get("provider", "")),
+                        in_shapes, in_types, out_shapes, out_types, _bytes_of(args))
 
 
 def report_profile(model_id: int, profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
                    start_time_ns: int, realtime_offset_ns: Optional[int] = None) -> int:
     """Reports every node execution of an ORT profile as an op of ``model_id``; returns how
-    many. For a session you made yourself with ``enable_profiling``:
+    many, each with its shapes, data types and bytes. For a session you made yourself with
+    ``enable_profiling``:
     ``report_profile(model.id, sess.end_profiling(), sess.get_profiling_start_time_ns())``
     (see :func:`node_events` for ``realtime_offset_ns``)."""
     n = 0
     for ev in node_events(profile, start_time_ns, realtime_offset_ns):
-        report_op(model_id, ev.name, ev.type, ev.start, ev.end)
+        report_op(model_id, ev.name, ev.type, ev.start, ev.end, ev.meta())
         n += 1
     return n
 

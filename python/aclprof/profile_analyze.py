@@ -4,7 +4,11 @@ aclprof's analysis engine (the one behind ``aclprof analyze``).
 FILE is a ``chrome_timeline.json`` that :mod:`aclprof.megengine` wrote (its aclprof result
 directory is read), a ``PROF_*`` result directory, a folder of them, or a file of records a
 subscription wrote. The options are MegEngine's, times in seconds as there; what aclprof does
-not record (host times, copy times, input dtypes) is said so, never made up. Prints the
+not record (host times, copy times) is said so, never made up. Ops that carry their
+metadata (shapes, data types, FLOPs, bytes: model descriptions, replayed tables, the
+bridges, ``report_op(meta=...)``) get MegEngine's computation, FLOPS, memory, bandwidth,
+in_shapes and out_shapes columns, and ``--order-by memory`` (or computation, flops,
+bandwidth) sorts by them. Prints the
 total device time, then the top ops (or groups) as ``aclprof analyze`` does.
 """
 
@@ -22,7 +26,7 @@ from .summary import _run
 
 __all__ = ["main", "result_path"]
 
-AGGREGATE_BY = ["type", "name", "device", "stream", "model", "rank"]
+AGGREGATE_BY = ["type", "name", "name+shape", "device", "stream", "model", "rank"]
 
 
 def result_path(dump: str) -> Path:
@@ -58,8 +62,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--aggregate-by", default=None, choices=AGGREGATE_BY,
                    help="aggragate profiling result by")
     p.add_argument("--opr-name", help="filter oprs in the top list by regex of name")
-    p.add_argument("--input-dtype", help="filter oprs in the top list by input dtype "
-                   "(aclprof records no dtypes: refused)")
+    p.add_argument("--input-dtype", help="filter oprs in the top list by input dtype")
     p.add_argument("--top-end-key", default="end", choices=["end", "kern"],
                    help="how time in top is calculated (aclprof records one device time per "
                    "op: both are the same)")
@@ -98,9 +101,6 @@ def _summary(total_s: Optional[float], copy_time: bool) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
-    if args.input_dtype:
-        print("--input-dtype: aclprof records no input dtypes", file=sys.stderr)
-        return 2
     if args.aggregate_by and not args.aggregate:
         print("must specify aggregate op", file=sys.stderr)
         return 2
@@ -114,6 +114,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "max_time": None if math.isinf(args.max_time) else args.max_time * 1e6,
         "type": args.type,
         "name": ("^(?:" + args.opr_name + ")") if args.opr_name else None,
+        "input_dtype": args.input_dtype,
     }
     # MegEngine's --aggregate alone puts every op in one group, "all": made below from the
     # per-device sums, counts, minima and maxima.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import NamedTuple, Union
+from typing import Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _bindings
 from ._lib import load
@@ -49,9 +49,11 @@ class Model:
         for _ in range(times):
             check("aclprofExtSimModelExecute", lib.aclprofExtSimModelExecute(self.id))
 
-    def report_op(self, name: str, op_type: str, start_ns: int, end_ns: int) -> None:
-        """Reports one op of this model that ran from ``start_ns`` to ``end_ns`` (now_ns clock)."""
-        report_op(self.id, name, op_type, start_ns, end_ns)
+    def report_op(self, name: str, op_type: str, start_ns: int, end_ns: int,
+                  meta: int = 0) -> None:
+        """Reports one op of this model that ran from ``start_ns`` to ``end_ns`` (now_ns clock),
+        with the metadata ``meta`` (an :func:`op_meta` id) if given."""
+        report_op(self.id, name, op_type, start_ns, end_ns, meta)
 
     def unload(self) -> None:
         if self.loaded:
@@ -69,10 +71,65 @@ class Model:
         return f"<Model {self.id} ({kind}{'' if self.loaded else ', unloaded'})>"
 
 
-def report_op(model_id: int, name: str, op_type: str, start_ns: int, end_ns: int) -> None:
-    """``aclprofExtReportOp``: one op of model ``model_id`` ran from ``start_ns`` to ``end_ns``."""
-    check("aclprofExtReportOp",
-          load().aclprofExtReportOp(model_id, name.encode(), op_type.encode(), start_ns, end_ns))
+def report_op(model_id: int, name: str, op_type: str, start_ns: int, end_ns: int,
+              meta: int = 0) -> None:
+    """``aclprofExtReportOp``: one op of model ``model_id`` ran from ``start_ns`` to ``end_ns``;
+    with ``meta`` (an :func:`op_meta` id), ``aclprofExtReportOpMeta``."""
+    lib = load()
+    if meta:
+        check("aclprofExtReportOpMeta",
+              lib.aclprofExtReportOpMeta(model_id, name.encode(), op_type.encode(), start_ns,
+                                         end_ns, meta))
+    else:
+        check("aclprofExtReportOp",
+              lib.aclprofExtReportOp(model_id, name.encode(), op_type.encode(), start_ns, end_ns))
+
+
+Shapes = Union[str, Sequence[Sequence[int]], None]
+Texts = Union[str, Sequence[str], None]
+
+
+def shapes_text(shapes: Shapes) -> str:
+    """CANN's text for tensor shapes: ``[[1, 3, 224, 224], [64]]`` -> ``"1,3,224,224;64"``
+    (a string is kept as it is)."""
+    if shapes is None:
+        return ""
+    if isinstance(shapes, str):
+        return shapes
+    return ";".join(",".join(str(int(d)) for d in s) for s in shapes)
+
+
+def _texts(t: Texts) -> str:
+    if t is None:
+        return ""
+    return t if isinstance(t, str) else ";".join(str(x) for x in t)
+
+
+_META_IDS: Dict[Tuple[str, str, str, str, str, str, int, int], int] = {}
+
+
+def op_meta(input_shapes: Shapes = None, input_types: Texts = None,
+            input_formats: Texts = None, output_shapes: Shapes = None,
+            output_types: Texts = None, output_formats: Texts = None,
+            flops: Optional[int] = None, bytes: Optional[int] = None) -> int:
+    """``aclprofExtOpMetaCreate``: the id of an op's tensors (shapes as lists of dimensions
+    or CANN's text, data types and formats as lists or ``;``-separated text) and its cost
+    (FLOPs and bytes moved of one execution), for :func:`report_op`'s ``meta``. Equal
+    descriptions have one id (cached here, so calling this per op is cheap). 0 if nothing
+    is known."""
+    key = (shapes_text(input_shapes), _texts(input_types), _texts(input_formats),
+           shapes_text(output_shapes), _texts(output_types), _texts(output_formats),
+           int(flops or 0), int(bytes or 0))
+    cached = _META_IDS.get(key)
+    if cached is not None:
+        return cached
+    m = _bindings.aclprofExtOpMeta(*(k.encode() for k in key[:6]), key[6], key[7])
+    out = ctypes.c_uint32()
+    check("aclprofExtOpMetaCreate",
+          load().aclprofExtOpMetaCreate(ctypes.byref(m), ctypes.byref(out)))
+    if len(_META_IDS) < 65536:
+        _META_IDS[key] = out.value
+    return out.value
 
 
 def device_count() -> int:

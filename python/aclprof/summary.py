@@ -102,17 +102,21 @@ def analyze(
     device: Optional[int] = None,
     rank: Optional[int] = None,
     step: Optional[int] = None,
+    input_dtype: Optional[str] = None,
 ) -> Rows:
     """What ``aclprof analyze PATH`` shows, as rows: ``path`` is a result directory
     (``PROF_*``), a folder of them, a file of records a subscription wrote, or CANN's
     database (``msprof_*.db``, ``ascend_pytorch_profiler_*.db``).
 
-    ``top`` rows (0: all); ``aggregate_by`` one of ``"type"``, ``"name"``, ``"device"``,
-    ``"stream"``, ``"model"``, ``"rank"`` (default: single ops); ``aggregate`` one of
-    ``"sum"``, ``"mean"``, ``"max"``, ``"min"``, ``"count"``; ``order_by`` a column
-    (``"+time"``: ascending); ``min_time`` and ``max_time`` in µs; ``type`` one op type or
-    several; ``name`` a regular expression; ``device``, ``rank``, ``step`` filters. Raises :class:`AclError` for a bad option or an
-    unreadable path, with the library's reason."""
+    ``top`` rows (0: all); ``aggregate_by`` one of ``"type"``, ``"name"``,
+    ``"name+shape"`` (name and input shapes), ``"device"``, ``"stream"``, ``"model"``,
+    ``"rank"`` (default: single ops); ``aggregate`` one of ``"sum"``, ``"mean"``, ``"max"``,
+    ``"min"``, ``"count"``; ``order_by`` a column (``"+time"``: ascending; ``"computation"``,
+    ``"flops"``, ``"memory"``, ``"bandwidth"`` for ops that carry their cost);
+    ``min_time`` and ``max_time`` in µs; ``type`` one op type or several; ``name`` a regular
+    expression; ``device``, ``rank``, ``step`` and ``input_dtype`` (an input's data type)
+    filters. Rows of ops with metadata have the cost columns and their shapes. Raises
+    :class:`AclError` for a bad option or an unreadable path, with the library's reason."""
     query = {
         "top": top,
         "aggregate_by": aggregate_by,
@@ -125,6 +129,7 @@ def analyze(
         "device": device,
         "rank": rank,
         "step": step,
+        "input_dtype": input_dtype,
     }
     return Rows(json.loads(_run(path, query)))
 

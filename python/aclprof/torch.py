@@ -32,7 +32,7 @@ except ImportError as e:  # pragma: no cover - exercised where torch is absent
     ) from e
 
 from ._lib import load, recent_error
-from .runtime import Model
+from .runtime import Model, op_meta
 
 __all__ = ["profile", "profile_loader"]
 
@@ -121,6 +121,56 @@ class _Counts(threading.local):
         all_counts.append(self.mine)
 
 
+# torch dtypes -> CANN's data type names, as op_summary writes them.
+_CANN_TYPES = {"float32": "FLOAT", "float16": "FLOAT16", "bfloat16": "DT_BF16",
+               "float64": "DOUBLE", "int64": "INT64", "int32": "INT32", "int16": "INT16",
+               "int8": "INT8", "uint8": "UINT8", "bool": "BOOL", "complex64": "COMPLEX64"}
+
+
+def _tensors(values: Any) -> List[Any]:
+    """The tensors among an op's arguments or outputs (also inside lists, as aten::cat's)."""
+    out: List[Any] = []
+    for v in values if isinstance(values, (tuple, list)) else (values,):
+        if isinstance(v, torch.Tensor):
+            out.append(v)
+        elif isinstance(v, (tuple, list)):
+            out.extend(t for t in v if isinstance(t, torch.Tensor))
+    return out
+
+
+def _flops(op: str, ins: List[Any], out: List[Any]) -> Optional[int]:
+    """FLOPs of the matrix products and convolutions (2 per multiply-add), else None."""
+    try:
+        if op in ("aten::mm", "aten::bmm", "aten::addmm", "aten::matmul", "aten::linear"):
+            a, b = (ins[1], ins[2]) if op == "aten::addmm" else (ins[0], ins[1])
+            k = a.shape[-1]
+            return 2 * k * out[0].numel() if out else None
+        if op in ("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::conv1d"):
+            w = ins[1]
+            per_out = w.numel() // w.shape[0]  # in_channels/groups * kernel elements
+            return 2 * per_out * out[0].numel() if out else None
+    except (AttributeError, IndexError, RuntimeError):
+        return None
+    return None
+
+
+def _meta_of(op: str, args: Tuple[Any, ...], out: Any) -> int:
+    """The op_meta id of one execution's tensors: input and output shapes and data types,
+    bytes read and written, and FLOPs where :func:`_flops` knows them."""
+    ins, outs = _tensors(args), _tensors(out)
+
+    def dt(t: Any) -> str:
+        name = str(t.dtype).replace("torch.", "")
+        return _CANN_TYPES.get(name, name.upper())
+
+    nbytes = sum(t.numel() * t.element_size() for t in ins + outs)
+    return op_meta(input_shapes=[tuple(t.shape) for t in ins],
+                   input_types=[dt(t) for t in ins],
+                   output_shapes=[tuple(t.shape) for t in outs],
+                   output_types=[dt(t) for t in outs],
+                   flops=_flops(op, ins, outs), bytes=nbytes or None)
+
+
 class _Mode(TorchDispatchMode):  # type: ignore[misc]
     """Times each ATen operator around its kernel and reports it (the hot path: everything
     it needs is bound to the instance once)."""
@@ -134,6 +184,11 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
         # clock readings passed here always fit.
         report = owner._lib.aclprofExtReportOp
         self.report_op = getattr(report, "__wrapped__", report)
+        report_meta = owner._lib.aclprofExtReportOpMeta
+        self.report_op_meta = getattr(report_meta, "__wrapped__", report_meta)
+        self.record_shapes = owner.record_shapes
+        # (func, input shapes and dtypes) -> op_meta id.
+        self.metas = owner._metas
         self.counts = owner._counts
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Tuple[Any, ...] = (),
@@ -148,7 +203,18 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
             op = func._schema.name  # "aten::convolution"
             names = self.names[(where, func)] = (f"{where}/{op}".encode(), op.encode())
         counts = self.counts.mine
-        if self.report_op(self.model_id, names[0], names[1], start, end) == 0:
+        if self.record_shapes:
+            sig = (func, tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else None
+                               for a in args))
+            meta = self.metas.get(sig)
+            if meta is None:
+                meta = _meta_of(func._schema.name, args, out)
+                if len(self.metas) < 65536:  # bounded: shapes that never repeat
+                    self.metas[sig] = meta
+            rc = self.report_op_meta(self.model_id, names[0], names[1], start, end, meta)
+        else:
+            rc = self.report_op(self.model_id, names[0], names[1], start, end)
+        if rc == 0:
             counts.ok += 1
         else:
             if counts.failed == 0:
@@ -167,11 +233,20 @@ class profile(contextlib.ContextDecorator):
     profile is created (:attr:`model`, so a subscription can be made before the block) and
     unloaded by :meth:`close`. The block may be entered again, and by several threads at
     once: each thread's ops form one stream. Ops of threads that never enter it are not seen.
+
+    With ``record_shapes`` (the default) each op carries its input and output shapes and data
+    types, the bytes its tensors hold and, for matrix products and convolutions, its FLOPs:
+    op_summary, the timeline, ``aclprof analyze --aggregate-by name+shape`` and the report
+    show them. Each distinct (operator, input shapes, dtypes) is registered once; an op then
+    costs a tuple of its arguments' shapes more than without.
     """
 
-    def __init__(self, module: Optional[Any] = None, name: str = "torch", device: int = 0):
+    def __init__(self, module: Optional[Any] = None, name: str = "torch", device: int = 0,
+                 record_shapes: bool = True):
         self.module = module
         self.name = name
+        self.record_shapes = record_shapes
+        self._metas: Dict[Any, int] = {}
         self.model = Model.register(name, device)
         # The dispatch-mode machinery imports torch._dynamo on first use (seconds); pay it
         # here rather than inside the user's first profiled op.

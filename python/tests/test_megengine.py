@@ -145,7 +145,54 @@ def test_profile_analyze_with_megengines_options(tmp_path: Path) -> None:
     assert r.returncode == 2 and "must specify aggregate op" in r.stderr
     r = analyze(dump, "--aggregate", "max", "--print-only", "device")
     assert r.returncode == 0 and r.stdout.splitlines()[-1].split()[0:2] == ["all", str(4 * OPS)]
-    r = analyze(dump, "--input-dtype", "float32")
-    assert r.returncode == 2 and "no input dtypes" in r.stderr
     r = analyze(str(tmp_path / "nothing.json"))
     assert r.returncode != 0
+
+
+def test_megengines_memory_example_with_shapes_and_cost(tmp_path: Path) -> None:
+    """MegEngine's documented example: the 5 ConvolutionForward ops of at least 0.1 ms with
+    the most memory, with its computation, FLOPS, memory, bandwidth and shape columns."""
+    ops = []
+    for i, (us, mem) in enumerate([(150, 4000), (90, 9000), (200, 1000), (120, 8000),
+                                   (300, 2000), (110, 6000), (130, 5000), (100, 7000)]):
+        ops.append({"name": f"conv{i}", "type": "ConvolutionForward", "duration_us": us,
+                    "input_shapes": f"1,{i + 1},8,8;4,{i + 1},3,3", "output_shapes": "1,4,6,6",
+                    "input_types": "FLOAT32;FLOAT32", "flops": 1000 * (i + 1), "bytes": mem})
+    ops.append({"name": "relu", "type": "Relu", "duration_us": 500, "bytes": 99999})
+    desc = tmp_path / "convs.json"
+    desc.write_text(json.dumps({"name": "convs", "ops": ops}))
+    profiler = Profiler(str(tmp_path))
+    with profiler:
+        with aclprof.Model.simulate(desc) as model:
+            model.execute()
+    profiler.dump()
+    dump = str(tmp_path / f"{os.getpid()}.chrome_timeline.json")
+
+    r = analyze(dump, "-t", "5", "--order-by", "memory", "--min-time", "1e-4",
+                "--type", "ConvolutionForward")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    head = next(line for line in lines if line.startswith("Name"))
+    for col in ("Computation(FLOPs)", "FLOPS(G/s)", "Memory(bytes)", "Bandwidth(GB/s)",
+                "Input Shapes", "Output Shapes"):
+        assert col in head, head
+    rows = [line.split() for line in lines if line.startswith("conv")]
+    # conv1 (90 us) is shorter than 0.1 ms; the rest by memory, largest first.
+    assert [row[0] for row in rows] == ["conv3", "conv7", "conv5", "conv6", "conv0"]
+    conv7 = rows[1]
+    assert "7000" in conv7 and "8000" in conv7 and "1,8,8,8;4,8,3,3" in conv7, conv7
+    # 7000 bytes in 100 us is 0.07 GB/s; 8000 FLOPs in 100 us 0.08 GFLOPS.
+    assert "0.070" in conv7 and "0.080" in conv7, conv7
+
+    rows_json = aclprof.analyze(result_dir_of(dump), top=0, aggregate_by="name+shape",
+                                order_by="+memory", input_dtype="float32")
+    assert [r["Name"] for r in rows_json][:2] == ["conv2", "conv4"]
+    assert len(rows_json) == 8, "relu has no float32 input"
+    r = analyze(dump, "--input-dtype", "float32", "-t", "0")
+    assert r.returncode == 0 and sum(1 for line in r.stdout.splitlines()
+                                     if line.startswith("conv")) == 8
+
+
+def result_dir_of(dump: str) -> str:
+    from aclprof.profile_analyze import result_path
+    return str(result_path(dump))

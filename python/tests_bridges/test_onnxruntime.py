@@ -127,9 +127,26 @@ def test_file_mode(out_root: Path) -> None:
         with aclprof.onnxruntime.InferenceSession(small_model(), unoptimized(), name="small") as s:
             for _ in range(RUNS):
                 s.run(None, feed())
-    rows = p.analyse(print_summary=False).op_summary
+    analysis = p.analyse(print_summary=False)
+    rows = analysis.op_summary
     assert len(rows) == RUNS * len(NODES)
     assert {r["OP Type"] for r in rows} == {t for _, t in NODES}
+    # Each node's shapes and types as ORT profiled them, in CANN's text.
+    outputs = {"conv1": "1,8,32,32", "relu1": "1,8,32,32", "pool1": "1,8,16,16",
+               "flat": "1,2048", "fc": "1,10", "softmax": "1,10"}
+    for r in rows:
+        assert r["Output Shapes"] == f'"{outputs[r["Op Name"]]}"', r
+        assert r["Output Data Types"] == "FLOAT", r
+    conv = next(r for r in rows if r["Op Name"] == "conv1")
+    assert conv["Input Shapes"] == '"1,3,32,32;8,3,3,3"' and conv["Input Data Types"] == "FLOAT;FLOAT"
+    groups = aclprof.analyze(analysis.result_dirs[0], top=0, aggregate_by="name+shape",
+                             order_by="memory")
+    assert len(groups) == len(NODES), "one shape per node"
+    by_name = {g["Name"]: g for g in groups}
+    # ORT's activation, parameter and output sizes: Relu reads and writes 8x32x32 floats.
+    assert by_name["relu1"]["Memory(bytes)"] == RUNS * 2 * 8 * 32 * 32 * 4
+    memory = [g["Memory(bytes)"] for g in groups]
+    assert memory == sorted(memory, reverse=True) and all(m > 0 for m in memory)
 
 
 def test_missing_extra_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -148,6 +148,23 @@ def test_file_mode_analyze_and_report(net: torch.nn.Module, out_root: Path) -> N
     assert stats["aten::convolution"] == 20 * FORWARDS
     (out_root / "torch-ops").write_text(str(prof.ops))
 
+    # Each op's shapes, dtypes and cost (ResNet-18's first convolution: 64 7x7x3 filters
+    # over a 224x224 image, stride 2).
+    conv1 = [r for r in rows if r["Op Name"] == "resnet18.conv1/aten::convolution"]
+    assert len(conv1) == FORWARDS
+    assert conv1[0]["Input Shapes"] == '"1,3,224,224;64,3,7,7"'
+    assert conv1[0]["Input Data Types"] == "FLOAT;FLOAT"
+    assert conv1[0]["Output Shapes"] == '"1,64,112,112"'
+    groups = aclprof.analyze(analysis.result_dirs[0], top=0, aggregate_by="name+shape",
+                             order_by="computation")
+    first = {g["Name"]: g for g in groups}["resnet18.conv1/aten::convolution"]
+    assert first["Count"] == FORWARDS
+    assert first["Computation(FLOPs)"] == FORWARDS * 2 * (3 * 7 * 7) * (64 * 112 * 112)
+    assert first["Memory(bytes)"] == FORWARDS * 4 * (3 * 224 * 224 + 64 * 3 * 7 * 7
+                                                     + 64 * 112 * 112)
+    assert first["Input Shapes"] == "1,3,224,224;64,3,7,7"
+    assert groups[0]["Computation(FLOPs)"] >= first["Computation(FLOPs)"]
+
     # The same engine as `aclprof analyze`, from Python.
     top = aclprof.analyze(analysis.result_dirs[0], aggregate_by="type", top=3)
     assert "aten::convolution" in [r["Type"] for r in top], "convolutions dominate ResNet-18"
