@@ -21,6 +21,19 @@ impl Agg {
         self.total = self.total.saturating_add(ns);
         self.sq += (ns as f64 / 1000.0).powi(2);
     }
+    /// Adds another aggregate's durations.
+    pub fn merge(&mut self, o: &Agg) {
+        if o.count == 0 {
+            return;
+        }
+        if self.count == 0 || o.min < self.min {
+            self.min = o.min;
+        }
+        self.max = self.max.max(o.max);
+        self.count += o.count;
+        self.total = self.total.saturating_add(o.total);
+        self.sq += o.sq;
+    }
     /// The mean, in ns.
     pub fn avg(&self) -> f64 {
         self.total as f64 / self.count.max(1) as f64

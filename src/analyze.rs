@@ -96,6 +96,8 @@ pub struct Query {
     pub step: Option<u64>,
     /// Only ops one of whose inputs has this data type (case-insensitive, "float16").
     pub input_dtype: Option<String>,
+    /// Threads reading inputs (result directories' devices, files) at once; 0: one per core.
+    pub threads: usize,
 }
 
 impl Default for Query {
@@ -113,6 +115,7 @@ impl Default for Query {
             rank: None,
             step: None,
             input_dtype: None,
+            threads: 0,
         }
     }
 }
@@ -197,6 +200,7 @@ impl Query {
                 "rank" => q.rank = Some(id(k, x)?),
                 "step" => q.step = Some(uint(k, x)?),
                 "input_dtype" => q.input_dtype = Some(text(k, x)?),
+                "threads" => q.threads = uint(k, x)? as usize,
                 "format" => {
                     format = Format::parse(&text(k, x)?)
                         .ok_or_else(|| bad(k, "one of table, csv, json, markdown"))?
@@ -605,7 +609,7 @@ struct Group {
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Kept {
     rank: Rank,
-    seq: std::cmp::Reverse<u64>,
+    seq: std::cmp::Reverse<(usize, u64)>,
     dur: u64,
     name: String,
     op_type: String,
@@ -703,8 +707,27 @@ pub fn each_op(
     f: &mut dyn FnMut(&Origin<'_>, View<'_>),
 ) -> Result<u64> {
     let inputs = inputs(path)?;
+    let expected = expected_records(&inputs);
+    let mut read = 0u64;
+    let mut corrupt = 0u64;
+    progress(0, expected);
+    for (i, input) in inputs.iter().enumerate() {
+        each_input_op(i, input, &mut corrupt, &mut |o, v| {
+            read += 1;
+            if read % (1 << 18) == 0 {
+                progress(read, expected);
+            }
+            f(o, v);
+        })?;
+    }
+    progress(read, expected);
+    Ok(corrupt)
+}
+
+/// How many records the inputs' files hold (databases and standard input count 0).
+fn expected_records(inputs: &[Input]) -> u64 {
     let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());
-    let expected: u64 = inputs
+    inputs
         .iter()
         .map(|i| match i {
             Input::Device { files, .. } => files.iter().map(size).sum(),
@@ -713,68 +736,60 @@ pub fn each_op(
             Input::Stdin => 0,
         })
         .sum::<u64>()
-        / RECORD_SIZE as u64;
-    let mut read = 0u64;
-    let mut corrupt = 0u64;
-    progress(0, expected);
-    for (i, input) in inputs.iter().enumerate() {
-        let origin = match input {
-            Input::Device {
-                rank,
-                steps,
-                fp,
-                bp,
-                metas,
-                ..
-            } => Origin {
-                input: i,
-                rank: *rank,
-                steps: Some(steps),
-                fp: fp.as_deref(),
-                bp: bp.as_deref(),
-                metas: Some(metas),
-            },
-            _ => Origin {
-                input: i,
-                rank: None,
-                steps: None,
-                fp: None,
-                bp: None,
-                metas: None,
-            },
-        };
-        let mut on_record = |v: View<'_>| {
-            read += 1;
-            if read % (1 << 18) == 0 {
-                progress(read, expected);
-            }
-            f(&origin, v);
-        };
-        match input {
-            Input::Device { files, .. } => {
-                for p in files {
-                    let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-                    each_record(&mut file, p, &mut corrupt, &mut on_record)?;
-                }
-            }
-            Input::Raw(p) => {
+        / RECORD_SIZE as u64
+}
+
+/// Calls `f` with every verified record of input `i`, counting corrupt ones.
+fn each_input_op(
+    i: usize,
+    input: &Input,
+    corrupt: &mut u64,
+    f: &mut dyn FnMut(&Origin<'_>, View<'_>),
+) -> Result<()> {
+    let origin = match input {
+        Input::Device {
+            rank,
+            steps,
+            fp,
+            bp,
+            metas,
+            ..
+        } => Origin {
+            input: i,
+            rank: *rank,
+            steps: Some(steps),
+            fp: fp.as_deref(),
+            bp: bp.as_deref(),
+            metas: Some(metas),
+        },
+        _ => Origin {
+            input: i,
+            rank: None,
+            steps: None,
+            fp: None,
+            bp: None,
+            metas: None,
+        },
+    };
+    let mut on_record = |v: View<'_>| f(&origin, v);
+    match input {
+        Input::Device { files, .. } => {
+            for p in files {
                 let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-                each_record(&mut file, p, &mut corrupt, &mut on_record)?;
-            }
-            Input::Db(p) => db_records(p, &mut on_record)?,
-            Input::Stdin => {
-                let stdin = std::io::stdin();
-                each_record(
-                    &mut stdin.lock(),
-                    Path::new("-"),
-                    &mut corrupt,
-                    &mut on_record,
-                )?;
+                each_record(&mut file, p, corrupt, &mut on_record)?;
             }
         }
+        Input::Raw(p) => {
+            let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+            each_record(&mut file, p, corrupt, &mut on_record)?;
+        }
+        Input::Db(p) => db_records(p, &mut on_record)?,
+        Input::Stdin => {
+            let stdin = std::io::stdin();
+            each_record(&mut stdin.lock(), Path::new("-"), corrupt, &mut on_record)?;
+        }
     }
-    progress(read, expected);
-    Ok(corrupt)
+    Ok(())
 }
 
 /// "1 corrupt record skipped", "2 corrupt records skipped".
@@ -940,40 +955,41 @@ fn no_records(path: &Path, corrupt: u64) -> String {
     format!("{what} {looks}; {give}")
 }
 
-/// As [`analyze`], with a progress callback (see [`each_op`]).
-pub fn analyze_with_progress(
-    path: &Path,
-    q: &Query,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<Report> {
-    let mut report = Report {
-        by: q.by,
-        func: q.by.map(|_| q.func),
-        ..Default::default()
-    };
-    let (col, ascending) = order_of(q)?;
-    let mut groups: HashMap<Box<[u8]>, Group> = HashMap::new();
-    let mut any_meta = false;
-    let mut heap: BinaryHeap<std::cmp::Reverse<Kept>> = BinaryHeap::new();
-    let keep = if q.top == 0 {
-        MAX_LISTED
-    } else {
-        q.top.min(MAX_LISTED)
-    };
-    let mut key = Vec::with_capacity(256);
-    // Per input, the window of the step asked for (None: that input has no such step).
-    let windows = match q.step {
-        Some(s) => step_windows(path, s)?,
-        None => Vec::new(),
-    };
-    let (mut ops, mut total_ns, mut valid) = (0u64, 0u64, 0u64);
-    let corrupt = each_op(path, progress, &mut |o, v| {
-        valid += 1;
+/// What a scan of the records needs to know of the query.
+struct How<'a> {
+    q: &'a Query,
+    windows: &'a [Option<(u64, u64)>],
+    col: Col,
+    ascending: bool,
+    keep: usize,
+}
+
+/// What one worker found in the inputs it read: groups, or the top ops, and the totals.
+#[derive(Default)]
+struct Scan {
+    groups: HashMap<Box<[u8]>, Group>,
+    heap: BinaryHeap<std::cmp::Reverse<Kept>>,
+    any_meta: bool,
+    ops: u64,
+    total_ns: u64,
+    valid: u64,
+    corrupt: u64,
+    key: Vec<u8>,
+    /// The input being read and how many of its ops passed the filters (ties among the top
+    /// ops go to the earlier input, then the earlier op, whichever worker read them).
+    input: usize,
+    passed: u64,
+}
+
+impl Scan {
+    fn op(&mut self, h: &How<'_>, o: &Origin<'_>, v: View<'_>) {
+        let q = h.q;
+        self.valid += 1;
         if q.rank.is_some() && q.rank != o.rank {
             return;
         }
         if q.step.is_some() {
-            match windows.get(o.input).copied().flatten() {
+            match h.windows.get(o.input).copied().flatten() {
                 Some((a, b)) if v.start() >= a && v.start() < b => {}
                 _ => return,
             }
@@ -1000,17 +1016,18 @@ pub fn analyze_with_progress(
                 return;
             }
         }
-        any_meta |= meta.is_some();
+        self.any_meta |= meta.is_some();
         let cost = Cost::of(meta.as_deref());
-        ops += 1;
-        total_ns = total_ns.saturating_add(d);
+        self.ops += 1;
+        self.passed += 1;
+        self.total_ns = self.total_ns.saturating_add(d);
         match q.by {
             Some(k) => {
-                key_text(k, &v, o.rank, meta.as_deref(), &mut key);
-                let g = match groups.get_mut(key.as_slice()) {
+                key_text(k, &v, o.rank, meta.as_deref(), &mut self.key);
+                let g = match self.groups.get_mut(self.key.as_slice()) {
                     Some(g) => g,
                     None => {
-                        let g = groups.entry(key.as_slice().into()).or_default();
+                        let g = self.groups.entry(self.key.as_slice().into()).or_default();
                         if k == Key::NameShape {
                             g.shapes = shapes_of(meta.as_deref());
                         }
@@ -1021,16 +1038,16 @@ pub fn analyze_with_progress(
                 g.agg.add(d);
             }
             None => {
-                let full = heap.len() >= keep;
-                let rank = Rank::of(col, ascending, &v, &cost);
+                let full = self.heap.len() >= h.keep;
+                let rank = Rank::of(h.col, h.ascending, &v, &cost);
                 // An op ranking no higher than the lowest kept arrived later: it loses.
-                if full && heap.peek().is_some_and(|m| m.0.rank >= rank) {
+                if full && self.heap.peek().is_some_and(|m| m.0.rank >= rank) {
                     return;
                 }
                 let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                heap.push(std::cmp::Reverse(Kept {
+                self.heap.push(std::cmp::Reverse(Kept {
                     rank,
-                    seq: std::cmp::Reverse(ops),
+                    seq: std::cmp::Reverse((self.input, self.passed)),
                     dur: d,
                     name: lossy(v.name().unwrap_or_default()),
                     op_type: lossy(ty),
@@ -1042,11 +1059,167 @@ pub fn analyze_with_progress(
                     shapes: shapes_of(meta.as_deref()),
                 }));
                 if full {
-                    heap.pop();
+                    self.heap.pop();
                 }
             }
         }
-    })?;
+    }
+
+    /// Adds what another worker found.
+    fn merge(&mut self, other: Scan, keep: usize) {
+        self.any_meta |= other.any_meta;
+        self.ops += other.ops;
+        self.total_ns = self.total_ns.saturating_add(other.total_ns);
+        self.valid += other.valid;
+        self.corrupt += other.corrupt;
+        for (k, g) in other.groups {
+            match self.groups.get_mut(&k) {
+                None => {
+                    self.groups.insert(k, g);
+                }
+                Some(mine) => {
+                    mine.cost.add(g.cost, false);
+                    mine.agg.merge(&g.agg);
+                }
+            }
+        }
+        for k in other.heap {
+            self.heap.push(k);
+            if self.heap.len() > keep {
+                self.heap.pop();
+            }
+        }
+    }
+}
+
+/// The worker threads an analysis uses: `threads` (0: one per core), at most one per input.
+fn workers(threads: usize, inputs: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let t = if threads == 0 { cores } else { threads };
+    t.min(inputs).max(1)
+}
+
+/// Scans every input under `path`, on [`workers`] threads that each take the next input
+/// (so memory holds what the inputs being read need, not the whole cluster), and merges
+/// what they found in input order.
+fn scan_parallel(
+    path: &Path,
+    how: &How<'_>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Scan> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+    let inputs = inputs(path)?;
+    let expected = expected_records(&inputs);
+    progress(0, expected);
+    let n = workers(how.q.threads, inputs.len());
+    let next = AtomicUsize::new(0);
+    let read = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let main = std::thread::current();
+    let work = || -> Result<Scan> {
+        let mut scan = Scan::default();
+        let result = (|| {
+            while !failed.load(Relaxed) {
+                let i = next.fetch_add(1, Relaxed);
+                let Some(input) = inputs.get(i) else { break };
+                scan.input = i;
+                scan.passed = 0;
+                let mut corrupt = 0;
+                let mut local = 0u64;
+                each_input_op(i, input, &mut corrupt, &mut |o, v| {
+                    scan.op(how, o, v);
+                    local += 1;
+                    if local % 4096 == 0 {
+                        read.fetch_add(4096, Relaxed);
+                    }
+                })?;
+                read.fetch_add(local % 4096, Relaxed);
+                scan.corrupt += corrupt;
+            }
+            Ok(())
+        })();
+        if result.is_err() {
+            failed.store(true, Relaxed);
+        }
+        main.unpark();
+        result.map(|()| scan)
+    };
+    let scans: Vec<Result<Scan>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..n)
+            .map(|_| std::thread::Builder::new().spawn_scoped(sc, work))
+            .collect();
+        let mut last = 0;
+        while handles
+            .iter()
+            .any(|h| h.as_ref().is_ok_and(|h| !h.is_finished()))
+        {
+            std::thread::park_timeout(std::time::Duration::from_millis(100));
+            let now = read.load(Relaxed);
+            if now / (1 << 18) != last / (1 << 18) {
+                progress(now, expected);
+                last = now;
+            }
+        }
+        handles
+            .into_iter()
+            .map(|h| match h {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    err(crate::error::ACL_ERROR_INTERNAL_ERROR, "an analysis thread panicked")
+                }),
+                Err(e) => err(
+                    crate::error::ACL_ERROR_INTERNAL_ERROR,
+                    format!("cannot start an analysis thread: {e}"),
+                ),
+            })
+            .collect()
+    });
+    progress(read.load(Relaxed), expected);
+    let mut all = Scan::default();
+    for s in scans {
+        all.merge(s?, how.keep);
+    }
+    Ok(all)
+}
+
+/// As [`analyze`], with a progress callback (see [`each_op`]).
+pub fn analyze_with_progress(
+    path: &Path,
+    q: &Query,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Report> {
+    let mut report = Report {
+        by: q.by,
+        func: q.by.map(|_| q.func),
+        ..Default::default()
+    };
+    let (col, ascending) = order_of(q)?;
+    let keep = if q.top == 0 {
+        MAX_LISTED
+    } else {
+        q.top.min(MAX_LISTED)
+    };
+    // Per input, the window of the step asked for (None: that input has no such step).
+    let windows = match q.step {
+        Some(s) => step_windows(path, s)?,
+        None => Vec::new(),
+    };
+    let how = How {
+        q,
+        windows: &windows,
+        col,
+        ascending,
+        keep,
+    };
+    let Scan {
+        groups,
+        heap,
+        any_meta,
+        ops,
+        total_ns,
+        valid,
+        corrupt,
+        ..
+    } = scan_parallel(path, &how, progress)?;
     if valid == 0 {
         return err(ACL_ERROR_INVALID_FILE, no_records(path, corrupt));
     }
@@ -1680,5 +1853,73 @@ mod tests {
             assert_eq!(j["rows"][0].as_object().unwrap().len(), 7);
         }
         let _ = std::fs::remove_file(p);
+    }
+
+    /// A folder of result directories, each with devices of their own rank: `ranks` device
+    /// directories in all, `ops` ops each (durations repeat, so the top N has ties).
+    fn cluster(ranks: u32, ops: u64) -> PathBuf {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let root = std::env::temp_dir().join(format!(
+            "aclprof-cluster-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        for r in 0..ranks {
+            let dev = root.join(format!("PROF_{:06}_x/device_{}", r / 2, r % 2));
+            std::fs::create_dir_all(dev.join("data")).unwrap();
+            std::fs::write(
+                dev.join(format!("info.json.{}", r % 2)),
+                format!("{{\"rank_id\": {r}}}"),
+            )
+            .unwrap();
+            let recs: Vec<Vec<u8>> = (0..ops)
+                .map(|i| {
+                    let ty = ["Conv2D", "Relu", "MatMulV2"][(i % 3) as usize];
+                    rec(&format!("op{i}"), ty, r % 2, 1, i * 100, 10 + (i * 7 + r as u64) % 50)
+                })
+                .collect();
+            std::fs::write(dev.join("data/aclprof_ops.stream_1.bin"), recs.concat()).unwrap();
+        }
+        root
+    }
+
+    /// Any number of threads finds exactly what one does, ties among the top ops included.
+    #[test]
+    fn threads_change_nothing_but_speed() {
+        let root = cluster(7, 400);
+        for q in [
+            Query {
+                by: Some(Key::Rank),
+                top: 0,
+                ..Default::default()
+            },
+            Query {
+                by: Some(Key::Type),
+                func: Func::Max,
+                ..Default::default()
+            },
+            Query {
+                top: 25,
+                ..Default::default()
+            },
+            Query {
+                top: 25,
+                order_by: Some("+time".into()),
+                ..Default::default()
+            },
+        ] {
+            let one = analyze(&root, &Query { threads: 1, ..q.clone() }).unwrap();
+            assert_eq!(one.ops, 7 * 400);
+            assert!(one.rows.len() > 2);
+            for threads in [2, 3, 8] {
+                let many = analyze(&root, &Query { threads, ..q.clone() }).unwrap();
+                assert_eq!(many.rows, one.rows, "{threads} threads, {q:?}");
+                assert_eq!((many.ops, many.total_ns), (one.ops, one.total_ns));
+            }
+        }
+        assert_eq!(workers(0, 1), 1);
+        assert_eq!(workers(2, 100), 2);
+        assert_eq!(workers(8, 3), 3);
+        let _ = std::fs::remove_dir_all(root);
     }
 }

@@ -58,6 +58,10 @@ struct AnalyzeArgs {
     /// Only ops with an input of this data type (for example float16)
     #[arg(long = "input-dtype")]
     input_dtype: Option<String>,
+    /// Threads reading the inputs (each device of each result directory) at once; 0: one
+    /// per core
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
     /// Output format: table, csv, json or markdown
     #[arg(long, default_value = "table", value_parser = parse_format)]
     format: Format,
@@ -183,6 +187,7 @@ impl AnalyzeArgs {
             rank: self.rank,
             step: self.step,
             input_dtype: self.input_dtype.clone(),
+            threads: self.threads,
         })
     }
 }
