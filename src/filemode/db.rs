@@ -400,9 +400,12 @@ impl Db {
                 ])?;
             }
             while let Some((_, col, v)) = pmu_at.next_if(|p| p.0 == k) {
-                let col = sid(&mut self.strings, col);
+                // CANN's names, times in ns (op_summary's are in µs).
+                let (name, time) = crate::sim::desc::pmu_db_name(col);
+                let col = sid(&mut self.strings, &name);
                 // NUMERIC: SQLite keeps a number as one, text (N/A, a percentage) as text.
                 match v.parse::<f64>() {
+                    Ok(x) if time => pmu.execute(params![id, col, x * 1000.0])?,
                     Ok(x) => pmu.execute(params![id, col, x])?,
                     Err(_) => pmu.execute(params![id, col, v])?,
                 };

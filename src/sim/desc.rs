@@ -516,6 +516,8 @@ pub struct DbTask {
     pub op_type: String,
     pub info: TaskInfo,
     pub meta: Option<Box<OpMeta>>,
+    /// TASK's globalTaskId (compute tasks).
+    pub global_id: Option<i64>,
 }
 
 /// The tasks of CANN's database (`msprof_*.db`, torch_npu's `ascend_pytorch_profiler_*.db`):
@@ -565,7 +567,7 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
             .collect();
         parts.push(format!(
             "SELECT t.startNs, t.endNs, t.deviceId, t.streamId, t.taskId, n.value, o.value, \
-             k.value, {}, {}, {} FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId \
+             k.value, {}, {}, {}, t.globalTaskId FROM TASK t JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId \
              JOIN STRING_IDS n ON n.id = c.name LEFT JOIN STRING_IDS o ON o.id = c.opType \
              LEFT JOIN STRING_IDS k ON k.id = c.taskType",
             block("block"),
@@ -581,7 +583,7 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
             "SELECT p.startNs, p.endNs, coalesce((SELECT min(t.deviceId) FROM TASK t \
              WHERE t.connectionId = p.connectionId), (SELECT min(deviceId) FROM TASK)), \
              NULL, NULL, n.value, coalesce(o.value, n.value), 'COMMUNICATION', NULL, NULL, \
-             NULL, NULL, NULL, NULL, NULL, NULL FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
+             NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
              LEFT JOIN STRING_IDS o ON o.id = p.opType"
                 .to_string(),
         );
@@ -621,6 +623,7 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
         .map(Box::new);
         f(DbTask {
             meta,
+            global_id: r.get(16).map_err(fail)?,
             start: start as u64,
             end: end as u64,
             device: int(r.get(2).map_err(fail)?).unwrap_or(0),
@@ -638,13 +641,97 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
     Ok(())
 }
 
+/// An op_summary PMU column's name in CANN's database (TASK_PMU_INFO), and whether it is a
+/// time (µs in op_summary, ns in the database): `aicore_time(us)` is `aic_total_time`,
+/// `aiv_time(us)` is `aiv_total_time`, other times drop their `(us)`.
+pub fn pmu_db_name(column: &str) -> (String, bool) {
+    match column.strip_suffix("(us)") {
+        Some("aicore_time") => ("aic_total_time".into(), true),
+        Some("aiv_time") => ("aiv_total_time".into(), true),
+        Some(t) => (t.to_string(), true),
+        None => (column.to_string(), false),
+    }
+}
+
+/// The op_summary column of a TASK_PMU_INFO name (the inverse of [`pmu_db_name`]) and
+/// whether it is a time.
+pub fn pmu_column_of(db_name: &str) -> (String, bool) {
+    match db_name {
+        "aic_total_time" => ("aicore_time(us)".into(), true),
+        "aiv_total_time" => ("aiv_time(us)".into(), true),
+        n if n.ends_with("_time") => (format!("{n}(us)"), true),
+        n => (n.to_string(), false),
+    }
+}
+
+/// A database's PMU values (TASK_PMU_INFO): its names as op_summary columns, in the order
+/// they first appear, and each task's values (text, times in µs) by globalTaskId. None if
+/// it has no such table.
+fn db_pmu(
+    conn: &rusqlite::Connection,
+) -> rusqlite::Result<Option<(Vec<String>, HashMap<i64, Vec<String>>)>> {
+    let exists: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'TASK_PMU_INFO'",
+        [],
+        |r| r.get(0),
+    )?;
+    if exists == 0 {
+        return Ok(None);
+    }
+    let mut stmt = conn.prepare(
+        "SELECT p.globalTaskId, s.value, p.value FROM TASK_PMU_INFO p \
+         JOIN STRING_IDS s ON s.id = p.name ORDER BY p.rowid",
+    )?;
+    let mut rows = stmt.query([])?;
+    let (mut columns, mut at): (Vec<String>, HashMap<String, (usize, bool)>) = Default::default();
+    let mut values: HashMap<i64, Vec<String>> = HashMap::new();
+    while let Some(r) = rows.next()? {
+        let task: i64 = r.get(0)?;
+        let name: String = r.get(1)?;
+        let (k, time) = *at.entry(name).or_insert_with_key(|n| {
+            let (col, time) = pmu_column_of(n);
+            columns.push(col);
+            (columns.len() - 1, time)
+        });
+        use rusqlite::types::ValueRef;
+        let text = match r.get_ref(2)? {
+            ValueRef::Integer(i) if time => format!("{:.3}", i as f64 / 1000.0),
+            ValueRef::Real(x) if time => format!("{:.3}", x / 1000.0),
+            ValueRef::Integer(i) => i.to_string(),
+            ValueRef::Real(x) => x.to_string(),
+            ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            _ => String::new(),
+        };
+        let v = values.entry(task).or_default();
+        if v.len() <= k {
+            v.resize(k + 1, String::new());
+        }
+        v[k] = text;
+    }
+    Ok(Some((columns, values)))
+}
+
 /// A database's tasks as a model (see [`db_tasks`]).
 pub fn parse_db(path: &Path) -> Result<SimModel> {
     let (mut ops, mut starts) = (Vec::new(), Vec::new());
     let mut device = 0;
+    let pmu = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .and_then(|c| db_pmu(&c))
+    .or_else(|e| bad(path, e))?;
+    let (pmu_columns, mut pmu_values) = pmu.unwrap_or_default();
     db_tasks(path, &mut |t| {
         device = t.device;
         starts.push(Some(t.start));
+        let mut values = t
+            .global_id
+            .and_then(|id| pmu_values.remove(&id))
+            .unwrap_or_default();
+        if !values.is_empty() {
+            values.resize(pmu_columns.len(), String::new());
+        }
         ops.push(SimOp {
             name: t.name,
             op_type: t.op_type,
@@ -652,7 +739,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
             wait_ns: 0,
             offset_ns: None,
             task: Some(t.info),
-            pmu: Vec::new(),
+            pmu: values,
             meta: t.meta,
             meta_id: 0,
         });
@@ -669,7 +756,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
         ops,
         inputs: Vec::new(),
         outputs: Vec::new(),
-        pmu_columns: Vec::new(),
+        pmu_columns,
     })
 }
 
