@@ -568,6 +568,46 @@ fn analyze_and_report_read_a_real_database() {
     let (ok, said, err) = aclprof(&["report", path, "-o", page.to_str().unwrap()], None);
     let ops: u64 = want.values().map(|v| v.0).sum();
     assert!(ok && said.contains(&format!("{ops} ops")), "{said}{err}");
+
+    // export and timeline make a result directory of it, whose files say the same.
+    let out = root().join("target/cli-db-export");
+    let _ = std::fs::remove_dir_all(&out);
+    let (ok, said, err) = aclprof(&["export", path, "-o", out.to_str().unwrap()], None);
+    assert!(ok && said.contains(&format!("{ops} ops exported")), "{said}{err}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(dirs.len(), 1);
+    let (_, rows) = read_csv(&output(&dirs[0], "op_summary_"));
+    let mut got: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for r in &rows {
+        let e = got.entry(r["OP Type"].clone()).or_default();
+        e.0 += 1;
+        e.1 += us(&r["Task Duration(us)"]);
+    }
+    assert_eq!(got, want, "op_summary of the exported database, per type");
+    // Its epoch times, task types, shapes and PMU values, as the database has them.
+    let first: i64 = c
+        .query_row(
+            "SELECT min(s) FROM (SELECT t.startNs s FROM TASK t JOIN COMPUTE_TASK_INFO i \
+             ON i.globalTaskId = t.globalTaskId UNION ALL SELECT startNs FROM COMMUNICATION_OP)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let starts: Vec<u64> = rows.iter().map(|r| us(&r["Task Start Time(us)"])).collect();
+    assert_eq!(starts.iter().min().copied(), Some(first as u64));
+    assert!(rows.iter().any(|r| r["Task Type"] == "AI_VECTOR_CORE"));
+    assert!(rows.iter().any(|r| r["Input Shapes"] == "\"32,3,224,224\""));
+    assert!(rows.iter().any(|r| r.get("aic_mac_ratio").is_some_and(|v| v != "N/A")));
+    let (ok, said, err) = aclprof(&["timeline", path, "-o", out.to_str().unwrap()], None);
+    assert!(ok && said.contains(".pftrace") && said.contains(".json"), "{said}{err}");
+    let tl = said.lines().find(|l| l.contains(".json")).unwrap().split('\t').next().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tl).unwrap()).unwrap();
+    let slices = v.as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["args"]["Task Type"].is_string()).count();
+    assert_eq!(slices as u64, ops, "a slice per task in the timeline");
+    // -o belongs to databases; a result directory is exported in place.
+    let (ok, _, err) = aclprof(&["export", dirs[0].to_str().unwrap(), "-o", "/tmp/x"], None);
+    assert!(!ok && err.contains("-o is for a database"), "{err}");
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// Input with no valid op record is an error of one line that says what the input looks

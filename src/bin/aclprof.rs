@@ -84,8 +84,16 @@ enum Cmd {
     },
     /// Write mindstudio_profiler_output/ again from the raw data of a result directory, or
     /// of each in a folder (for example what a killed process left). Files keep the names
-    /// (time stamp) of the export they replace, so links to them stay valid.
-    Export { dir: PathBuf },
+    /// (time stamp) of the export they replace, so links to them stay valid. Given CANN's
+    /// database (msprof_*.db, ascend_pytorch_profiler_*.db), make a result directory from
+    /// its first device under -o DIR (default: beside it, in NAME_aclprof/) and export that.
+    Export {
+        #[arg(value_name = "PATH")]
+        dir: PathBuf,
+        /// Where a database's result directory goes
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Write the report: with -o FILE.html one self-contained page for the run at PATH; with
     /// -o DIR a site for the runs in PATH (each entry a result directory, a folder of them,
     /// a database or a file of records): an index of runs, a page per run and a page that
@@ -101,8 +109,14 @@ enum Cmd {
     },
     /// Write the timeline again, as msprof JSON and as a native Perfetto trace (.pftrace),
     /// for a result directory or every one in a folder; prints where they are. Like export,
-    /// it rewrites mindstudio_profiler_output/ under the names it had.
-    Timeline { path: PathBuf },
+    /// it rewrites mindstudio_profiler_output/ under the names it had. A database is
+    /// exported as `export` does it.
+    Timeline {
+        path: PathBuf,
+        /// Where a database's result directory goes
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// Compare two runs: the overall split of device time (computing by class of op type,
     /// communication not overlapped, free), then op types, ops (by name) and steps, each
     /// row with base, new, difference and ratio, largest change first. BASE and NEW are what
@@ -414,10 +428,31 @@ fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> 
     r.map_err(|e| e.msg)
 }
 
+/// The result directories `path` names; a database is first made one under `output`
+/// (default: beside it, `NAME_aclprof/`) and exported.
+fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+    if path.is_file() && aclprof::sim::desc::is_database(path) {
+        let out = match output {
+            Some(o) => o.to_path_buf(),
+            None => {
+                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+                path.with_file_name(format!("{stem}_aclprof"))
+            }
+        };
+        let r = aclprof::sim::import_db(path, &out, &mut progress_bar("exporting"));
+        progress_done();
+        return r.map(|d| vec![d]).map_err(|e| format!("{}: {}", path.display(), e.msg));
+    }
+    if output.is_some() {
+        return Err("-o is for a database; a result directory is exported in place".into());
+    }
+    analyze::result_dirs(path).map_err(|e| e.msg)
+}
+
 /// Re-exports every result directory in `path` (one, or a folder of them, as `timeline`
 /// takes).
-fn export(path: &Path) -> Result<ExitCode, String> {
-    for d in analyze::result_dirs(path).map_err(|e| e.msg)? {
+fn export(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
+    for d in result_dirs_of(path, output)? {
         let s = export_one(&d)?;
         let ops: u64 = s.ops.values().sum();
         println!(
@@ -435,8 +470,8 @@ fn export(path: &Path) -> Result<ExitCode, String> {
 }
 
 /// Re-exports every result directory in `path` and names its two timeline files.
-fn timeline(path: &Path) -> Result<ExitCode, String> {
-    for d in analyze::result_dirs(path).map_err(|e| e.msg)? {
+fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
+    for d in result_dirs_of(path, output)? {
         let s = export_one(&d)?;
         let out = d.join("mindstudio_profiler_output");
         println!(
@@ -475,7 +510,7 @@ fn main() -> ExitCode {
                 print!("{text}");
                 ExitCode::SUCCESS
             }),
-        Cmd::Export { dir } => export(&dir),
+        Cmd::Export { dir, output } => export(&dir, output.as_deref()),
         Cmd::Top {
             pid,
             interval,
@@ -490,7 +525,7 @@ fn main() -> ExitCode {
             format,
             fail_above,
         } => diff(&base, &new, top, format, fail_above),
-        Cmd::Timeline { path } => timeline(&path),
+        Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
         Cmd::Report { path, output } => {
             let r = aclprof::page::write(&path, &output, &mut progress_bar("reading"));
             progress_done();

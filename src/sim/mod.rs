@@ -78,3 +78,117 @@ pub fn execute(id: u32) -> Result<()> {
     });
     Ok(())
 }
+
+/// Makes a result directory under `out` from CANN's database `db` (`msprof_*.db`,
+/// `ascend_pytorch_profiler_*.db`) and exports it: op_summary, op_statistic, the timelines,
+/// step trace and our own database, from the database's first device, with its task types,
+/// block dims, streams, shapes and PMU values (the simulator's replay of it, recorded as a
+/// session of this process would record it, in the database's epoch times). Returns the
+/// result directory. `aclprof export` and `timeline` run it for a database.
+pub fn import_db(
+    db: &Path,
+    out: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<std::path::PathBuf> {
+    use crate::error::ACL_ERROR_INVALID_FILE;
+    use crate::record::{encode, sign, OpFields, FLAG_OP, RECORD_SIZE};
+    use std::io::Write;
+    if !is_database(db) {
+        return err(
+            ACL_ERROR_INVALID_FILE,
+            format!("{}: not an SQLite database", db.display()),
+        );
+    }
+    let id = load(db)?;
+    let result = (|| {
+        let m = get(id).ok_or_else(|| {
+            crate::error::Error::new(ACL_ERROR_INVALID_FILE, "the database was unloaded")
+        })?;
+        // The first task's epoch start: the replay keeps the others' offsets from it.
+        let mut base = None;
+        let _ = db_tasks(db, &mut |t| {
+            base = Some(t.start);
+            err(ACL_ERROR_INVALID_FILE, "first task read")
+        });
+        let base = base.unwrap_or(0);
+        let io = |what: &str, p: &Path, e: std::io::Error| {
+            crate::error::Error::new(
+                ACL_ERROR_INVALID_FILE,
+                format!("cannot {what} {}: {e}", p.display()),
+            )
+        };
+        let dir = out.join(format!(
+            "PROF_000001_{}_IMPORTED",
+            crate::filemode::local_stamp(true)
+        ));
+        let dev = m.device;
+        let data = dir.join(format!("device_{dev}/data"));
+        std::fs::create_dir_all(&data).map_err(|e| io("create", &data, e))?;
+        std::fs::create_dir_all(dir.join("host/data")).map_err(|e| io("create", &dir, e))?;
+        // op_summary's PMU columns: the metric group that has the most of the database's.
+        let metric = (0..9u64)
+            .max_by_key(|&g| {
+                let cols = crate::filemode::export::pmu_columns(g);
+                let n = cols.iter().filter(|c| m.pmu_columns.contains(&c.to_string())).count();
+                (n, std::cmp::Reverse(g))
+            })
+            .filter(|_| !m.pmu_columns.is_empty())
+            .unwrap_or(0xFF);
+        let session = serde_json::json!({
+            "pid": std::process::id(), "devices": [dev], "dataTypeConfig": 0x2,
+            "clockMonotonicRaw": 0, "wallClockNs": 0, "aicoreMetrics": metric,
+            "importedFrom": db.display().to_string(),
+        });
+        let sp = dir.join(crate::filemode::SESSION_FILE);
+        std::fs::write(&sp, session.to_string()).map_err(|e| io("write", &sp, e))?;
+        let info = dir.join(format!("device_{dev}/info.json.{dev}"));
+        std::fs::write(&info, serde_json::json!({"rank_id": dev}).to_string())
+            .map_err(|e| io("write", &info, e))?;
+        let mut files: std::collections::HashMap<u32, std::io::BufWriter<std::fs::File>> =
+            Default::default();
+        let mut rec = [0u8; RECORD_SIZE];
+        let pid = std::process::id();
+        for (i, op) in m.ops.iter().enumerate() {
+            let stream = op.task.as_ref().and_then(|t| t.stream_id).unwrap_or(0);
+            let start = base + op.offset_ns.unwrap_or(0);
+            let f = OpFields {
+                model_id: id,
+                flag: FLAG_OP,
+                op_index: i as u64 + 1,
+                start,
+                end: start + op.duration_ns,
+                execution_time: op.duration_ns,
+                dev_id: dev,
+                pid,
+                stream_id: stream,
+                sim_op: u32::try_from(i + 1).unwrap_or(0),
+                meta: op.meta_id,
+                ..Default::default()
+            };
+            rec.fill(0);
+            encode(
+                &mut rec,
+                &f,
+                until_nul(op.name.as_bytes()),
+                until_nul(op.op_type.as_bytes()),
+            );
+            sign(&mut rec);
+            let w = match files.entry(stream) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let p = crate::transport::StreamFiles::path(&data, stream);
+                    let f = std::fs::File::create(&p).map_err(|e| io("create", &p, e))?;
+                    v.insert(std::io::BufWriter::with_capacity(1 << 18, f))
+                }
+            };
+            w.write_all(&rec).map_err(|e| io("write", &data, e))?;
+        }
+        for w in files.values_mut() {
+            w.flush().map_err(|e| io("write", &data, e))?;
+        }
+        crate::filemode::export_quietly_with_progress(&dir, progress)?;
+        Ok(dir)
+    })();
+    let _ = crate::api::model_unload(id);
+    result
+}
