@@ -391,6 +391,29 @@ def single_page_features(b, want, total):
     b.eval("document.querySelector('#filters .chip button').click()")
 
 
+def check_shapes(b):
+    """A run whose ops carry shapes (a real torch_npu database, exported by aclprof): the op
+    table shows them, and search finds ops by an input shape."""
+    db = os.path.join(ROOT, "tests", "data", "real", "ascend_pytorch_profiler_level2_910B_msinsight.db")
+    out = os.path.join(WORK, "db-export")
+    shutil.rmtree(out, ignore_errors=True)
+    run([os.path.join(ROOT, "target", "release", "aclprof"), "export", db, "-o", out])
+    (prof,) = glob.glob(os.path.join(out, "PROF_*"))
+    page = os.path.join(WORK, "report-shapes.html")
+    run([os.path.join(ROOT, "target", "release", "aclprof"), "report", prof, "-o", page])
+    b.load("file://" + page)
+    heads = b.eval("[...document.querySelectorAll('#op-table thead th')].map(t => t.textContent)")
+    check(heads[7:] == ["Input shapes", "Output shapes", "FLOPs", "Memory (bytes)"],
+          "op table: shape and cost columns for ops that carry them (%s)" % heads)
+    ops = b.eval("JSON.parse(document.getElementById('op-data').textContent)")
+    want = {tuple(o[:2]) for o in ops if "32,3,224,224" in (o[7] or "")}
+    search_for(b, "32,3,224,224")
+    rows = all_rows(b)
+    check(want and {(r[0], r[1]) for r in rows} == want and all("32,3,224,224" in r[7] for r in rows),
+          "search '32,3,224,224' finds the ops with that input shape (%d)" % len(rows))
+    check(not b.errors(), "the shapes page has no console errors %s" % b.errors()[:3])
+
+
 def main():
     run(["cargo", "build", "--release", "-q"], cwd=ROOT)
     run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -455,6 +478,8 @@ def main():
         b.screenshot(shot)
         check(os.path.getsize(shot) > 10000, "screenshot " + shot)
         print("page: %d bytes, loaded in %.2f s" % (os.path.getsize(page), secs))
+
+        check_shapes(b)
 
         folder = os.path.join(WORK, "runs")
         runs = report_runs.make_runs(folder)

@@ -785,9 +785,14 @@ fn render(x: &Inputs) -> String {
         h,
         r#"<section id="ops"><h2>Ops</h2>{note}
 <p><input id="search" type="search" placeholder="Search names and types (l1b2conv finds layer1/block2/conv)" aria-label="search ops"> <span id="filters"></span> <span id="count"></span></p>
-<table id="op-table"><thead><tr><th data-k="0">Name</th><th data-k="1">Type</th><th data-k="2">Device</th><th data-k="3">Stream</th><th data-k="4">Model</th><th data-k="5">Start (us)</th><th data-k="6" class="sorted desc">Duration (us)</th></tr></thead><tbody></tbody></table>
+<table id="op-table"><thead><tr><th data-k="0">Name</th><th data-k="1">Type</th><th data-k="2">Device</th><th data-k="3">Stream</th><th data-k="4">Model</th><th data-k="5">Start (us)</th><th data-k="6" class="sorted desc">Duration (us)</th>{meta_heads}</tr></thead><tbody></tbody></table>
 <p id="pager"><button id="prev">&larr; previous</button> <span id="page"></span> <button id="next">next &rarr;</button></p></section>
 "#,
+        meta_heads = if x.ops.meta {
+            r#"<th data-k="7">Input shapes</th><th data-k="8">Output shapes</th><th data-k="9">FLOPs</th><th data-k="10">Memory (bytes)</th>"#
+        } else {
+            ""
+        },
         note = if (x.ops.rows.len() as u64) < r.types.ops {
             format!(
                 r#"<p class="note">The {} longest of {} ops.</p>"#,
@@ -804,7 +809,7 @@ fn render(x: &Inputs) -> String {
         .iter()
         .map(|o| {
             let (ty, dev, stream, model, start) = o.op.clone().unwrap_or_default();
-            serde_json::json!([
+            let mut row = serde_json::json!([
                 o.key,
                 ty,
                 dev,
@@ -812,7 +817,16 @@ fn render(x: &Inputs) -> String {
                 model,
                 (start.saturating_sub(r.first)) as f64 / 1000.0,
                 o.total_ns as f64 / 1000.0
-            ])
+            ]);
+            // The ops' shapes and cost, when they carried them (blank where unknown).
+            if x.ops.meta {
+                let a = row.as_array_mut().expect("an array");
+                a.push(o.in_shapes.clone().unwrap_or_default().into());
+                a.push(o.out_shapes.clone().unwrap_or_default().into());
+                a.push(o.flops.map_or(serde_json::Value::Null, Into::into));
+                a.push(o.bytes.map_or(serde_json::Value::Null, Into::into));
+            }
+            row
         })
         .collect();
     h.push_str(&json_script("op-data", &data.into()));

@@ -48,9 +48,13 @@
     return true;
   }
   function exact(term, s) { return s.toLowerCase().indexOf(term) >= 0; }
+  // Columns: name, type, device, stream, model, start, duration, and, when the ops carried
+  // them, input shapes, output shapes, FLOPs, memory.
+  var COLS = document.querySelectorAll('#op-table thead th').length;
   function matches(terms, r, match) {
     for (var i = 0; i < terms.length; i++) {
-      if (!match(terms[i], r[0]) && !match(terms[i], r[1])) return false;
+      if (!match(terms[i], r[0]) && !match(terms[i], r[1]) &&
+          !(COLS > 7 && r[7] && match(terms[i], r[7]))) return false;
     }
     return true;
   }
@@ -58,7 +62,10 @@
     for (var i = 0; i < steps.length; i++) if (String(steps[i][0]) === String(id)) return steps[i];
     return null;
   }
-  function fmt(v, k) { return k >= 5 ? v.toFixed(3) : String(v); }
+  function fmt(v, k) {
+    if (v === null || v === undefined) return '';
+    return k === 5 || k === 6 ? v.toFixed(3) : String(v);
+  }
   function chips() {
     var f = $('filters');
     f.replaceChildren();
@@ -87,7 +94,9 @@
       rows = filtered.filter(function (r) { return matches(terms, r, fuzzy); });
     }
     rows.sort(function (a, b) {
-      var x = a[key], y = b[key], c = x < y ? -1 : x > y ? 1 : 0;
+      // Unknown values (null) sort below every known one.
+      var x = a[key] === null ? -Infinity : a[key], y = b[key] === null ? -Infinity : b[key];
+      var c = x < y ? -1 : x > y ? 1 : 0;
       return desc ? -c : c;
     });
     page = 0;
@@ -100,7 +109,7 @@
     var frag = document.createDocumentFragment();
     rows.slice(page * PAGE, (page + 1) * PAGE).forEach(function (r) {
       var tr = document.createElement('tr');
-      for (var k = 0; k < 7; k++) {
+      for (var k = 0; k < COLS; k++) {
         var td = document.createElement('td');
         td.textContent = fmt(r[k], k);
         tr.appendChild(td);
