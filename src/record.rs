@@ -23,12 +23,12 @@
 //!     92    4  streamId      emulated stream the op ran on
 //!     96    1  version       RECORD_VERSION
 //!     97    1  marks         bit 0: name truncated, bit 1: type truncated
-//!     98    6  zero
+//!     98    2  zero
+//!    100    4  metaId        the op's shapes, types, formats and cost: an id in the
+//!                            process's op metadata table (docs/design.md, "Op metadata"), or 0
 //!    104   65  type          NUL-terminated, zero-filled
 //!    169  257  name          NUL-terminated, zero-filled
-//!    426    4  metaId        the op's shapes, types, formats and cost: an id in the
-//!                            process's op metadata table (docs/design.md, "Op metadata"), or 0
-//!    430   82  reserved      zero
+//!    426   86  reserved      zero
 //! ```
 
 pub const RECORD_SIZE: usize = 512;
@@ -54,10 +54,11 @@ pub const OFF_PID: usize = 88;
 pub const OFF_STREAM_ID: usize = 92;
 pub const OFF_VERSION: usize = 96;
 pub const OFF_MARKS: usize = 97;
+/// In the header's cache line, so that an op with metadata writes no more lines.
+pub const OFF_META: usize = 100;
 pub const OFF_TYPE: usize = 104;
 pub const OFF_NAME: usize = OFF_TYPE + MAX_TYPE_LEN + 1;
-pub const OFF_META: usize = OFF_NAME + MAX_NAME_LEN + 1;
-pub const OFF_RESERVED: usize = OFF_META + 4;
+pub const OFF_RESERVED: usize = OFF_NAME + MAX_NAME_LEN + 1;
 
 pub const MARK_NAME_TRUNCATED: u8 = 1;
 pub const MARK_TYPE_TRUNCATED: u8 = 2;
@@ -67,7 +68,7 @@ pub const FLAG_OP: u32 = 0;
 pub const FLAG_OP_THREAD: u32 = 2;
 pub const FLAG_NONE: u32 = 0xFF;
 
-const _: () = assert!(OFF_META == 426 && OFF_RESERVED <= RECORD_SIZE);
+const _: () = assert!(OFF_RESERVED == 426 && OFF_RESERVED <= RECORD_SIZE && OFF_META + 4 <= OFF_TYPE);
 
 pub type Record = [u8; RECORD_SIZE];
 
@@ -79,7 +80,7 @@ pub fn crc_register(bytes: &[u8]) -> u32 {
 }
 
 /// Where a record's non-zero bytes can be: the header and the op type in `[4, e1)`, the
-/// op name (and the metadata id, when set) in `[s2, e2)`, both whole 8-byte words (from offset 8); the rest is zero in a
+/// op name in `[s2, e2)`, both whole 8-byte words (from offset 8); the rest is zero in a
 /// record built by [`encode`]. Garbage lengths give spans the signature code rejects.
 #[inline]
 fn spans(rec: &Record) -> (usize, usize, usize) {
@@ -88,13 +89,7 @@ fn spans(rec: &Record) -> (usize, usize, usize) {
     // [4, 8) is one 4-byte word, then 8-byte words: 96 header bytes, the type and its NUL.
     let e1 = 8 + (96 + tlen + 1).div_ceil(8) * 8;
     let s2 = e1.max(OFF_NAME);
-    // The metadata id, when set, is the last non-zero field.
-    let last = if get_u32(rec, OFF_META) != 0 {
-        OFF_RESERVED
-    } else {
-        OFF_NAME + nlen + 1
-    };
-    let e2 = s2 + last.saturating_sub(s2).div_ceil(8) * 8;
+    let e2 = s2 + (OFF_NAME + nlen + 1).saturating_sub(s2).div_ceil(8) * 8;
     (e1, s2, e2.min(RECORD_SIZE + 8))
 }
 
