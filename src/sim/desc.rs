@@ -713,25 +713,12 @@ fn db_pmu(
 
 /// A database's tasks as a model (see [`db_tasks`]).
 pub fn parse_db(path: &Path) -> Result<SimModel> {
-    let (mut ops, mut starts) = (Vec::new(), Vec::new());
+    let (mut ops, mut starts, mut ids) = (Vec::new(), Vec::new(), Vec::new());
     let mut device = 0;
-    let pmu = rusqlite::Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .and_then(|c| db_pmu(&c))
-    .or_else(|e| bad(path, e))?;
-    let (pmu_columns, mut pmu_values) = pmu.unwrap_or_default();
     db_tasks(path, &mut |t| {
         device = t.device;
         starts.push(Some(t.start));
-        let mut values = t
-            .global_id
-            .and_then(|id| pmu_values.remove(&id))
-            .unwrap_or_default();
-        if !values.is_empty() {
-            values.resize(pmu_columns.len(), String::new());
-        }
+        ids.push(t.global_id);
         ops.push(SimOp {
             name: t.name,
             op_type: t.op_type,
@@ -739,7 +726,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
             wait_ns: 0,
             offset_ns: None,
             task: Some(t.info),
-            pmu: values,
+            pmu: Vec::new(),
             meta: t.meta,
             meta_id: 0,
         });
@@ -748,6 +735,17 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
     .or_else(|e| bad(path, e.msg))?;
     if ops.is_empty() {
         return bad(path, "the database has no compute or communication tasks");
+    }
+    // The tasks' PMU values, now that the database is known to be CANN's.
+    let pmu = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .and_then(|c| db_pmu(&c))
+        .or_else(|e| bad(path, format!("TASK_PMU_INFO: {e}")))?;
+    let (pmu_columns, mut values) = pmu.unwrap_or_default();
+    for (op, id) in ops.iter_mut().zip(&ids) {
+        if let Some(mut v) = id.and_then(|id| values.remove(&id)) {
+            v.resize(pmu_columns.len(), String::new());
+            op.pmu = v;
+        }
     }
     with_offsets(path, &mut ops, &starts)?;
     Ok(SimModel {
