@@ -204,8 +204,10 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
             names = self.names[(where, func)] = (f"{where}/{op}".encode(), op.encode())
         counts = self.counts.mine
         if self.record_shapes:
-            sig = (func, tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else None
-                               for a in args))
+            # torch.Size is a hashable tuple: no copy of the dimensions.
+            tensor = torch.Tensor
+            sig = (func, *[(a.shape, a.dtype) if isinstance(a, tensor) else None
+                           for a in args])
             meta = self.metas.get(sig)
             if meta is None:
                 meta = _meta_of(func._schema.name, args, out)

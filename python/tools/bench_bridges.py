@@ -51,6 +51,12 @@ def main() -> None:
         with prof:
             forward()
 
+    plain = aclprof.torch.profile(net, name="resnet18-noshapes", record_shapes=False)
+
+    def bridged_no_shapes() -> None:
+        with plain:
+            forward()
+
     def subscribed() -> None:
         with aclprof.Subscription(prof.model_id), prof:
             forward()
@@ -62,6 +68,7 @@ def main() -> None:
 
     base = timed(forward, rounds)
     rows = [("aclprof.torch, nobody subscribed", timed(bridged, rounds)),
+            ("  the same, record_shapes=False", timed(bridged_no_shapes, rounds)),
             ("aclprof.torch, pipe subscription", timed(subscribed, rounds)),
             ("torch.profiler (CPU), events read", timed(torch_profiler, rounds))]
     print(f"ResNet-18, batch 1, 224x224, CPU ({torch.get_num_threads()} threads): "
@@ -72,6 +79,7 @@ def main() -> None:
         print(f"  {label:36s} {wall / passes * 1e3:8.2f} ms/forward  "
               f"+{extra / base * passes * 100:5.1f} %  {extra / ops * 1e6:6.2f} us/op")
     prof.close()
+    plain.close()
     onnxruntime_overhead(net, x, passes, rounds)
 
 

@@ -678,31 +678,36 @@ impl TlState {
                 }
                 (hw, stream)
             };
-            let mut args = [("", Arg::U(0)); 6 + META_ARGS.len() + 2];
-            args[..6].copy_from_slice(&[
+            let base = [
                 ("Model Id", Arg::U(op.model as u64)),
                 ("Task Type", Arg::S(task_type)),
                 ("Physic Stream Id", Arg::U(stream)),
                 ("Task Id", Arg::U(op.task)),
                 ("Batch Id", Arg::U(0)),
                 ("Subtask Id", Arg::U(u32::MAX as u64)),
-            ]);
-            let mut n = 6;
-            if let Some(m) = op.meta.as_deref() {
-                for (k, v) in META_ARGS.iter().zip(m.fields()) {
-                    if !v.is_empty() && v != "N/A" {
-                        args[n] = (k, Arg::S(crate::opmeta::plain_shapes(v)));
-                        n += 1;
+            ];
+            match op.meta.as_deref() {
+                None => tl.slice(name, pid, tid, op.start, op.end - op.start, &base)?,
+                Some(m) => {
+                    // Then what is known of the op's tensors and cost.
+                    let mut args = [("", Arg::U(0)); 6 + META_ARGS.len() + 2];
+                    args[..6].copy_from_slice(&base);
+                    let mut n = 6;
+                    for (k, v) in META_ARGS.iter().zip(m.fields()) {
+                        if !v.is_empty() && v != "N/A" {
+                            args[n] = (k, Arg::S(crate::opmeta::plain_shapes(v)));
+                            n += 1;
+                        }
                     }
-                }
-                for (k, v) in [("FLOPs", m.flops), ("Bytes", m.bytes)] {
-                    if let Some(v) = v {
-                        args[n] = (k, Arg::U(v));
-                        n += 1;
+                    for (k, v) in [("FLOPs", m.flops), ("Bytes", m.bytes)] {
+                        if let Some(v) = v {
+                            args[n] = (k, Arg::U(v));
+                            n += 1;
+                        }
                     }
+                    tl.slice(name, pid, tid, op.start, op.end - op.start, &args[..n])?
                 }
             }
-            tl.slice(name, pid, tid, op.start, op.end - op.start, &args[..n])?;
             self.steps.op(name, op.start, op.end);
             let mut r = Ok(());
             self.overlap.op(
