@@ -546,17 +546,10 @@ fn csv_err(p: &Path, e: csv::Error) -> Error {
     )
 }
 
-/// Exports the result directory `dir` (a `PROF_…` directory). Safe to run again: it
-/// rewrites `mindstudio_profiler_output/`.
-/// The slice args an op's metadata gives, in op_summary's order and with its names.
-const META_ARGS: [&str; 6] = [
-    "Input Shapes",
-    "Input Data Types",
-    "Input Formats",
-    "Output Shapes",
-    "Output Data Types",
-    "Output Formats",
-];
+/// The slice args an op's metadata gives: op_summary's six tensor columns, in its order and
+/// with its names (Input Shapes … Output Formats).
+const META_ARGS: &[&str] = OP_SUMMARY_HEADER.split_at(14).1.split_at(6).0;
+const _: () = assert!(META_ARGS.len() == 6);
 
 /// One op on its way to the timeline thread.
 struct TlOp {
@@ -2056,6 +2049,21 @@ fn write_readme(dir: &Path, out: &Path, stamp: &str, data_type: u64, metric: u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metadata_args_are_op_summarys_tensor_columns() {
+        assert_eq!(
+            META_ARGS,
+            [
+                "Input Shapes",
+                "Input Data Types",
+                "Input Formats",
+                "Output Shapes",
+                "Output Data Types",
+                "Output Formats"
+            ]
+        );
+    }
 
     #[test]
     fn number_formats() {
