@@ -1,9 +1,10 @@
 //! `aclprof analyze --aggregate-by rank` over a synthetic cluster (512 ranks of 10 000 ops
-//! each by default: 5.1 M records, 2.6 GB), on one thread and on every core, alternating,
-//! each in a child process (the `aclprof` command) so that its peak RSS is its own. Reports
-//! the median of each, their ratio, and the peak RSS against the widest rank's raw size.
+//! each by default: 5.1 M records, 2.6 GB), then `--aggregate-by type` over one record file
+//! (ONE_FILE_OPS, default 4 M records, 2 GB), each on one thread and on every core,
+//! alternating, in a child process (the `aclprof` command) so that its peak RSS is its own.
+//! Reports the median of each, their ratio, and the peak RSS.
 //!
-//!   cargo bench --bench ranks [-- RANKS OPS_PER_RANK ROUNDS]
+//!   cargo bench --bench ranks [-- RANKS OPS_PER_RANK ROUNDS ONE_FILE_OPS]
 //!
 //! The cluster is kept in target/bench-ranks-RANKSxOPS (delete it to make it again); read
 //! from the page cache after the first round, so the figures are the analysis, not the disk.
@@ -12,6 +13,35 @@ use aclprof::record::{encode, sign, OpFields, RECORD_SIZE};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+/// One record file of `ops` records, as a subscription writes it.
+fn generate_file(path: &Path, ops: u64) {
+    if path.exists() {
+        return;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).unwrap());
+    let types = ["Conv2D", "Relu", "Add", "MatMulV2", "TransData"];
+    let mut rec = [0u8; RECORD_SIZE];
+    for i in 0..ops {
+        rec.fill(0);
+        let fields = OpFields {
+            model_id: 1,
+            op_index: i + 1,
+            start: i * 3_000,
+            end: i * 3_000 + 1_500 + (i % 7) * 100,
+            stream_id: (i % 4) as u32,
+            ..Default::default()
+        };
+        let name = format!("model/layer{}/op{}", i % 50, i % 125);
+        encode(&mut rec, &fields, name.as_bytes(), types[(i % 5) as usize].as_bytes());
+        sign(&mut rec);
+        w.write_all(&rec).unwrap();
+    }
+    w.flush().unwrap();
+    drop(w);
+    std::fs::rename(tmp, path).unwrap();
+}
 
 fn generate(root: &Path, ranks: u32, ops: u64) {
     let done = root.join(".complete");
@@ -50,9 +80,10 @@ fn generate(root: &Path, ranks: u32, ops: u64) {
 
 /// Runs the analysis on `threads` threads; returns seconds and the JSON's op count.
 fn run(root: &Path, threads: usize) -> (f64, u64) {
+    let by = if root.is_file() { "type" } else { "rank" };
     let t = Instant::now();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_aclprof"))
-        .args(["analyze", "--aggregate-by", "rank", "-t", "0", "--format", "json"])
+        .args(["analyze", "--aggregate-by", by, "-t", "0", "--format", "json"])
         .arg("--threads")
         .arg(threads.to_string())
         .arg(root)
@@ -81,22 +112,13 @@ fn main() {
     let ranks = args.first().copied().unwrap_or(512) as u32;
     let ops = args.get(1).copied().unwrap_or(10_000);
     let rounds = args.get(2).copied().unwrap_or(3);
+    let one_file = args.get(3).copied().unwrap_or(4_000_000);
     let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")
         .join(format!("bench-ranks-{ranks}x{ops}"));
     generate(&root, ranks, ops);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    run(&root, cores); // warms the page cache
-    let (mut one, mut all) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let (s, n) = run(&root, 1);
-        assert_eq!(n, ranks as u64 * ops);
-        one.push(s);
-        let (s, n) = run(&root, cores);
-        assert_eq!(n, ranks as u64 * ops);
-        all.push(s);
-    }
-    let (a, b) = (median(&mut one), median(&mut all));
+    let (a, b) = compare(&root, ranks as u64 * ops, rounds, cores);
     let total = ranks as f64 * ops as f64;
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
@@ -110,4 +132,36 @@ fn main() {
         (ops * RECORD_SIZE as u64) >> 20,
         (ranks as u64 * ops * RECORD_SIZE as u64) >> 20,
     );
+    if one_file > 0 {
+        let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join(format!("bench-one-file-{one_file}.bin"));
+        generate_file(&file, one_file);
+        let (a, b) = compare(&file, one_file, rounds, cores);
+        let total = one_file as f64;
+        println!(
+            "analyze --aggregate-by type, one file of {one_file} ops ({} MiB): 1 thread {a:.3} s ({:.2} M ops/s), \
+             {cores} threads {b:.3} s ({:.2} M ops/s): {:.2}x",
+            (one_file * RECORD_SIZE as u64) >> 20,
+            total / a / 1e6,
+            total / b / 1e6,
+            a / b,
+        );
+    }
+}
+
+/// Medians of one thread and of `cores` threads, alternating, after a run that warms the
+/// page cache.
+fn compare(path: &Path, want: u64, rounds: u64, cores: usize) -> (f64, f64) {
+    run(path, cores);
+    let (mut one, mut all) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (s, n) = run(path, 1);
+        assert_eq!(n, want);
+        one.push(s);
+        let (s, n) = run(path, cores);
+        assert_eq!(n, want);
+        all.push(s);
+    }
+    (median(&mut one), median(&mut all))
 }

@@ -739,14 +739,9 @@ fn expected_records(inputs: &[Input]) -> u64 {
         / RECORD_SIZE as u64
 }
 
-/// Calls `f` with every verified record of input `i`, counting corrupt ones.
-fn each_input_op(
-    i: usize,
-    input: &Input,
-    corrupt: &mut u64,
-    f: &mut dyn FnMut(&Origin<'_>, View<'_>),
-) -> Result<()> {
-    let origin = match input {
+/// What input `i` knows about its records.
+fn origin_of(i: usize, input: &Input) -> Origin<'_> {
+    match input {
         Input::Device {
             rank,
             steps,
@@ -770,7 +765,17 @@ fn each_input_op(
             bp: None,
             metas: None,
         },
-    };
+    }
+}
+
+/// Calls `f` with every verified record of input `i`, counting corrupt ones.
+fn each_input_op(
+    i: usize,
+    input: &Input,
+    corrupt: &mut u64,
+    f: &mut dyn FnMut(&Origin<'_>, View<'_>),
+) -> Result<()> {
+    let origin = origin_of(i, input);
     let mut on_record = |v: View<'_>| f(&origin, v);
     match input {
         Input::Device { files, .. } => {
@@ -975,9 +980,9 @@ struct Scan {
     valid: u64,
     corrupt: u64,
     key: Vec<u8>,
-    /// The input being read and how many of its ops passed the filters (ties among the top
-    /// ops go to the earlier input, then the earlier op, whichever worker read them).
-    input: usize,
+    /// The part being read and how many of its ops passed the filters (ties among the top
+    /// ops go to the earlier part, then the earlier op, whichever worker read them).
+    part: usize,
     passed: u64,
 }
 
@@ -1047,7 +1052,7 @@ impl Scan {
                 let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 self.heap.push(std::cmp::Reverse(Kept {
                     rank,
-                    seq: std::cmp::Reverse((self.input, self.passed)),
+                    seq: std::cmp::Reverse((self.part, self.passed)),
                     dur: d,
                     name: lossy(v.name().unwrap_or_default()),
                     op_type: lossy(ty),
@@ -1092,16 +1097,83 @@ impl Scan {
     }
 }
 
-/// The worker threads an analysis uses: `threads` (0: one per core), at most one per input.
+/// The worker threads an analysis uses: `threads` (0: one per core), at most one per part.
 fn workers(threads: usize, inputs: usize) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let t = if threads == 0 { cores } else { threads };
     t.min(inputs).max(1)
 }
 
-/// Scans every input under `path`, on [`workers`] threads that each take the next input
-/// (so memory holds what the inputs being read need, not the whole cluster), and merges
-/// what they found in input order.
+/// Records per piece a thread reads at a time (32 MiB): a large file is read by every core.
+/// (The unit tests cut their small files into many pieces.)
+const PART_RECORDS: u64 = if cfg!(test) { 64 } else { 1 << 16 };
+
+/// A piece of the inputs that one thread reads: input `input`'s records, all of them
+/// (databases, standard input) or those of a byte range of one of its files.
+struct Part {
+    input: usize,
+    range: Option<(usize, u64, u64)>,
+}
+
+/// The inputs cut into [`Part`]s, in input, file and offset order (the order one thread
+/// reading everything would see the records in).
+fn parts_of(inputs: &[Input]) -> Vec<Part> {
+    let mut parts = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        let files: &[PathBuf] = match input {
+            Input::Device { files, .. } => files,
+            Input::Raw(p) => std::slice::from_ref(p),
+            Input::Db(_) | Input::Stdin => {
+                parts.push(Part { input: i, range: None });
+                continue;
+            }
+        };
+        for (f, p) in files.iter().enumerate() {
+            let size = std::fs::metadata(p).map_or(0, |m| m.len());
+            let step = PART_RECORDS * RECORD_SIZE as u64;
+            let mut start = 0;
+            loop {
+                // The last piece takes the rest, a torn tail included.
+                let len = if size - start > step { step } else { size - start };
+                parts.push(Part {
+                    input: i,
+                    range: Some((f, start, len)),
+                });
+                start += len;
+                if start >= size {
+                    break;
+                }
+            }
+        }
+    }
+    parts
+}
+
+/// Calls `f` with every verified record of `part`, counting corrupt ones.
+fn each_part_op(
+    inputs: &[Input],
+    part: &Part,
+    corrupt: &mut u64,
+    f: &mut dyn FnMut(&Origin<'_>, View<'_>),
+) -> Result<()> {
+    let input = &inputs[part.input];
+    let Some((file, start, len)) = part.range else {
+        return each_input_op(part.input, input, corrupt, f);
+    };
+    let p = match input {
+        Input::Device { files, .. } => &files[file],
+        Input::Raw(p) => p,
+        _ => unreachable!("only files are cut into ranges"),
+    };
+    let origin = origin_of(part.input, input);
+    let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start)).or_else(|e| io_err(p, e))?;
+    each_record(&mut file.take(len), p, corrupt, &mut |v| f(&origin, v))
+}
+
+/// Scans every input under `path` on [`workers`] threads that each take the next
+/// [`Part`] (so a large file is read by every core, and memory holds what the pieces being
+/// read need, not the whole cluster), and merges what they found in part order.
 fn scan_parallel(
     path: &Path,
     how: &How<'_>,
@@ -1109,9 +1181,10 @@ fn scan_parallel(
 ) -> Result<Scan> {
     use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
     let inputs = inputs(path)?;
+    let parts = parts_of(&inputs);
     let expected = expected_records(&inputs);
     progress(0, expected);
-    let n = workers(how.q.threads, inputs.len());
+    let n = workers(how.q.threads, parts.len());
     let next = AtomicUsize::new(0);
     let read = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
@@ -1121,12 +1194,12 @@ fn scan_parallel(
         let result = (|| {
             while !failed.load(Relaxed) {
                 let i = next.fetch_add(1, Relaxed);
-                let Some(input) = inputs.get(i) else { break };
-                scan.input = i;
+                let Some(part) = parts.get(i) else { break };
+                scan.part = i;
                 scan.passed = 0;
                 let mut corrupt = 0;
                 let mut local = 0u64;
-                each_input_op(i, input, &mut corrupt, &mut |o, v| {
+                each_part_op(&inputs, part, &mut corrupt, &mut |o, v| {
                     scan.op(how, o, v);
                     local += 1;
                     if local % 4096 == 0 {
@@ -1917,6 +1990,26 @@ mod tests {
                 assert_eq!((many.ops, many.total_ns), (one.ops, one.total_ns));
             }
         }
+        // One file, cut into pieces, with a torn record at its end.
+        let mut recs: Vec<Vec<u8>> = (0..1000u64)
+            .map(|i| rec(&format!("op{}", i % 37), "Add", 0, 1, i * 10, 5 + i % 11))
+            .collect();
+        recs.push(vec![1u8; 100]);
+        let one = file(&recs);
+        for q in [
+            Query { top: 30, ..Default::default() },
+            Query { by: Some(Key::Name), top: 0, ..Default::default() },
+        ] {
+            let a = analyze(&one, &Query { threads: 1, ..q.clone() }).unwrap();
+            assert_eq!((a.ops, a.corrupt), (1000, 1));
+            for threads in [2, 5] {
+                let b = analyze(&one, &Query { threads, ..q.clone() }).unwrap();
+                assert_eq!(b.rows, a.rows, "{threads} threads over one file, {q:?}");
+                assert_eq!((b.ops, b.total_ns, b.corrupt), (a.ops, a.total_ns, a.corrupt));
+            }
+        }
+        assert!(parts_of(&inputs(&one).unwrap()).len() > 10, "the file is cut into pieces");
+        let _ = std::fs::remove_file(one);
         assert_eq!(workers(0, 1), 1);
         assert_eq!(workers(2, 100), 2);
         assert_eq!(workers(8, 3), 3);
