@@ -14,14 +14,11 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// One record file of `ops` records, as a subscription writes it.
-fn generate_file(path: &Path, ops: u64) {
-    if path.exists() {
-        return;
-    }
-    let tmp = path.with_extension("tmp");
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp).unwrap());
+/// Writes `ops` records to `path`, on `streams` streams, each op `extra_ns` longer than the
+/// pattern (a slower rank).
+fn write_records(path: &Path, ops: u64, extra_ns: u64, streams: u64) {
     let types = ["Conv2D", "Relu", "Add", "MatMulV2", "TransData"];
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
     let mut rec = [0u8; RECORD_SIZE];
     for i in 0..ops {
         rec.fill(0);
@@ -29,8 +26,8 @@ fn generate_file(path: &Path, ops: u64) {
             model_id: 1,
             op_index: i + 1,
             start: i * 3_000,
-            end: i * 3_000 + 1_500 + (i % 7) * 100,
-            stream_id: (i % 4) as u32,
+            end: i * 3_000 + 1_500 + (i % 7) * 100 + extra_ns,
+            stream_id: (i % streams) as u32,
             ..Default::default()
         };
         let name = format!("model/layer{}/op{}", i % 50, i % 125);
@@ -39,7 +36,15 @@ fn generate_file(path: &Path, ops: u64) {
         w.write_all(&rec).unwrap();
     }
     w.flush().unwrap();
-    drop(w);
+}
+
+/// One record file of `ops` records on 4 streams, as a subscription writes it.
+fn generate_file(path: &Path, ops: u64) {
+    if path.exists() {
+        return;
+    }
+    let tmp = path.with_extension("tmp");
+    write_records(&tmp, ops, 0, 4);
     std::fs::rename(tmp, path).unwrap();
 }
 
@@ -49,31 +54,12 @@ fn generate(root: &Path, ranks: u32, ops: u64) {
         return;
     }
     let _ = std::fs::remove_dir_all(root);
-    let types = ["Conv2D", "Relu", "Add", "MatMulV2", "TransData"];
-    let mut rec = [0u8; RECORD_SIZE];
     for r in 0..ranks {
         // One result directory per rank, one device each, as a cluster's ranks write them.
         let dev = root.join(format!("PROF_{r:06}_bench/device_0"));
         std::fs::create_dir_all(dev.join("data")).unwrap();
         std::fs::write(dev.join("info.json.0"), format!("{{\"rank_id\": {r}}}")).unwrap();
-        let f = std::fs::File::create(dev.join("data/aclprof_ops.stream_0.bin")).unwrap();
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        for i in 0..ops {
-            rec.fill(0);
-            let t = i * 3_000;
-            let fields = OpFields {
-                model_id: 1,
-                op_index: i + 1,
-                start: t,
-                end: t + 1_500 + (i % 7) * 100 + r as u64,
-                ..Default::default()
-            };
-            let name = format!("model/layer{}/op{}", i % 50, i % 125);
-            encode(&mut rec, &fields, name.as_bytes(), types[(i % 5) as usize].as_bytes());
-            sign(&mut rec);
-            w.write_all(&rec).unwrap();
-        }
-        w.flush().unwrap();
+        write_records(&dev.join("data/aclprof_ops.stream_0.bin"), ops, r as u64, 1);
     }
     std::fs::write(done, b"").unwrap();
 }
