@@ -604,6 +604,12 @@ fn analyze_and_report_read_a_real_database() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tl).unwrap()).unwrap();
     let slices = v.as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["args"]["Task Type"].is_string()).count();
     assert_eq!(slices as u64, ops, "a slice per task in the timeline");
+    // Ordering by a cost no op carries says so, once, and still lists the ops.
+    let (ok, said, err) = aclprof(&["analyze", path, "--order-by", "memory", "-t", "2"], None);
+    assert!(ok && said.lines().count() == 5, "{said}{err}");
+    assert_eq!(err.matches("none of these ops carries its bytes").count(), 1, "{err}");
+    let (ok, _, err) = aclprof(&["analyze", path, "--order-by", "time", "-t", "2"], None);
+    assert!(ok && err.is_empty(), "{err}");
     // -o belongs to databases; a result directory is exported in place.
     let (ok, _, err) = aclprof(&["export", dirs[0].to_str().unwrap(), "-o", "/tmp/x"], None);
     assert!(!ok && err.contains("-o is for a database"), "{err}");

@@ -58,8 +58,8 @@ struct AnalyzeArgs {
     /// Only ops with an input of this data type (for example float16)
     #[arg(long = "input-dtype")]
     input_dtype: Option<String>,
-    /// Threads reading the inputs (each device of each result directory) at once; 0: one
-    /// per core
+    /// Threads reading the inputs at once (each device's files, and large files in 32 MiB
+    /// pieces); 0: one per core
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Output format: table, csv, json or markdown
@@ -209,7 +209,31 @@ impl AnalyzeArgs {
 fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
     let r = analyze::analyze_with_progress(path, q, &mut progress_bar("reading"));
     progress_done();
-    r.map(|r| analyze::render(&r, format)).map_err(|e| e.msg)
+    r.map(|r| {
+        if let Some(why) = unknown_cost_order(q, &r) {
+            eprintln!("aclprof: {why}");
+        }
+        analyze::render(&r, format)
+    })
+    .map_err(|e| e.msg)
+}
+
+/// Why `--order-by` a cost column ordered nothing: no op shown carries that cost.
+fn unknown_cost_order(q: &Query, r: &analyze::Report) -> Option<String> {
+    let col = q.order_by.as_deref()?;
+    let name = col.trim_start_matches('+').to_ascii_lowercase();
+    let (known, what) = match name.as_str() {
+        "computation" | "flops" => (r.rows.iter().any(|x| x.flops.is_some()), "FLOPs"),
+        "memory" | "bandwidth" => (r.rows.iter().any(|x| x.bytes.is_some()), "bytes"),
+        _ => return None,
+    };
+    (!known && !r.rows.is_empty()).then(|| {
+        format!(
+            "--order-by {col}: none of these ops carries its {what} (a model description's \
+             \"flops\"/\"bytes\", aclprofExtOpMetaCreate or a bridge give them), so the \
+             rows are in the order they were read"
+        )
+    })
 }
 
 /// PROF_* directories directly under `dir`.
