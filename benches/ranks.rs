@@ -31,7 +31,12 @@ fn write_records(path: &Path, ops: u64, extra_ns: u64, streams: u64) {
             ..Default::default()
         };
         let name = format!("model/layer{}/op{}", i % 50, i % 125);
-        encode(&mut rec, &fields, name.as_bytes(), types[(i % 5) as usize].as_bytes());
+        encode(
+            &mut rec,
+            &fields,
+            name.as_bytes(),
+            types[(i % 5) as usize].as_bytes(),
+        );
         sign(&mut rec);
         w.write_all(&rec).unwrap();
     }
@@ -69,14 +74,26 @@ fn run(root: &Path, threads: usize) -> (f64, u64) {
     let by = if root.is_file() { "type" } else { "rank" };
     let t = Instant::now();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_aclprof"))
-        .args(["analyze", "--aggregate-by", by, "-t", "0", "--format", "json"])
+        .args([
+            "analyze",
+            "--aggregate-by",
+            by,
+            "-t",
+            "0",
+            "--format",
+            "json",
+        ])
         .arg("--threads")
         .arg(threads.to_string())
         .arg(root)
         .output()
         .unwrap();
     let secs = t.elapsed().as_secs_f64();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     (secs, v["ops"].as_u64().unwrap())
 }

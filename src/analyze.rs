@@ -168,10 +168,12 @@ impl Query {
             match k.as_str() {
                 "top" => q.top = uint(k, x)? as usize,
                 "aggregate_by" => {
-                    q.by =
-                        Some(Key::parse(&text(k, x)?).ok_or_else(|| {
-                            bad(k, "one of type, name, device, stream, model, rank, name+shape")
-                        })?)
+                    q.by = Some(Key::parse(&text(k, x)?).ok_or_else(|| {
+                        bad(
+                            k,
+                            "one of type, name, device, stream, model, rank, name+shape",
+                        )
+                    })?)
                 }
                 "aggregate" => {
                     q.func = Func::parse(&text(k, x)?)
@@ -694,7 +696,9 @@ impl Origin<'_> {
         if let Some(m) = self.metas.and_then(|m| m.get(&id)) {
             return Some(m.clone());
         }
-        (v.pid() == std::process::id()).then(|| crate::opmeta::get(id)).flatten()
+        (v.pid() == std::process::id())
+            .then(|| crate::opmeta::get(id))
+            .flatten()
     }
 }
 
@@ -904,10 +908,7 @@ fn db_records(p: &Path, f: &mut dyn FnMut(View<'_>)) -> Result<()> {
             dev_id: t.device,
             stream_id: t.info.stream_id.unwrap_or(0),
             pid: std::process::id(),
-            meta: t
-                .meta
-                .and_then(|m| crate::opmeta::intern(*m))
-                .unwrap_or(0),
+            meta: t.meta.and_then(|m| crate::opmeta::intern(*m)).unwrap_or(0),
             ..Default::default()
         };
         rec.fill(0);
@@ -1015,7 +1016,9 @@ impl Scan {
         let meta = o.meta(&v);
         if let Some(t) = &q.input_dtype {
             let has = meta.as_deref().is_some_and(|m| {
-                m.input_types.split(';').any(|x| x.trim().eq_ignore_ascii_case(t))
+                m.input_types
+                    .split(';')
+                    .any(|x| x.trim().eq_ignore_ascii_case(t))
             });
             if !has {
                 return;
@@ -1124,7 +1127,10 @@ fn parts_of(inputs: &[Input]) -> Vec<Part> {
             Input::Device { files, .. } => files,
             Input::Raw(p) => std::slice::from_ref(p),
             Input::Db(_) | Input::Stdin => {
-                parts.push(Part { input: i, range: None });
+                parts.push(Part {
+                    input: i,
+                    range: None,
+                });
                 continue;
             }
         };
@@ -1134,7 +1140,11 @@ fn parts_of(inputs: &[Input]) -> Vec<Part> {
             let mut start = 0;
             loop {
                 // The last piece takes the rest, a torn tail included.
-                let len = if size - start > step { step } else { size - start };
+                let len = if size - start > step {
+                    step
+                } else {
+                    size - start
+                };
                 parts.push(Part {
                     input: i,
                     range: Some((f, start, len)),
@@ -1174,11 +1184,7 @@ fn each_part_op(
 /// Scans every input under `path` on [`workers`] threads that each take the next
 /// [`Part`] (so a large file is read by every core, and memory holds what the pieces being
 /// read need, not the whole cluster), and merges what they found in part order.
-fn scan_parallel(
-    path: &Path,
-    how: &How<'_>,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<Scan> {
+fn scan_parallel(path: &Path, how: &How<'_>, progress: &mut dyn FnMut(u64, u64)) -> Result<Scan> {
     use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
     let inputs = inputs(path)?;
     let parts = parts_of(&inputs);
@@ -1237,7 +1243,10 @@ fn scan_parallel(
             .into_iter()
             .map(|h| match h {
                 Ok(h) => h.join().unwrap_or_else(|_| {
-                    err(crate::error::ACL_ERROR_INTERNAL_ERROR, "an analysis thread panicked")
+                    err(
+                        crate::error::ACL_ERROR_INTERNAL_ERROR,
+                        "an analysis thread panicked",
+                    )
                 }),
                 Err(e) => err(
                     crate::error::ACL_ERROR_INTERNAL_ERROR,
@@ -1303,27 +1312,36 @@ pub fn analyze_with_progress(
     let mut rows: Vec<Row> = match q.by {
         Some(_) => groups
             .into_iter()
-            .map(|(k, Group { agg: a, cost, shapes })| Row {
-                key: String::from_utf8_lossy(k.split(|&b| b == SHAPE_SEP).next().unwrap_or(&k))
-                    .into_owned(),
-                flops: cost.flops,
-                bytes: cost.bytes,
-                in_shapes: shapes.as_ref().map(|s| s.0.clone()),
-                out_shapes: shapes.map(|s| s.1),
-                op: None,
-                count: a.count,
-                time: match q.func {
-                    Func::Sum => a.total as f64,
-                    Func::Mean => a.avg(),
-                    Func::Max => a.max as f64,
-                    Func::Min => a.min as f64,
-                    Func::Count => a.count as f64,
+            .map(
+                |(
+                    k,
+                    Group {
+                        agg: a,
+                        cost,
+                        shapes,
+                    },
+                )| Row {
+                    key: String::from_utf8_lossy(k.split(|&b| b == SHAPE_SEP).next().unwrap_or(&k))
+                        .into_owned(),
+                    flops: cost.flops,
+                    bytes: cost.bytes,
+                    in_shapes: shapes.as_ref().map(|s| s.0.clone()),
+                    out_shapes: shapes.map(|s| s.1),
+                    op: None,
+                    count: a.count,
+                    time: match q.func {
+                        Func::Sum => a.total as f64,
+                        Func::Mean => a.avg(),
+                        Func::Max => a.max as f64,
+                        Func::Min => a.min as f64,
+                        Func::Count => a.count as f64,
+                    },
+                    total_ns: a.total,
+                    min_ns: a.min,
+                    max_ns: a.max,
+                    ..Default::default()
                 },
-                total_ns: a.total,
-                min_ns: a.min,
-                max_ns: a.max,
-                ..Default::default()
-            })
+            )
             .collect(),
         // Best first, ties in arrival order, for the stable sort below.
         None => heap
@@ -1948,7 +1966,14 @@ mod tests {
             let recs: Vec<Vec<u8>> = (0..ops)
                 .map(|i| {
                     let ty = ["Conv2D", "Relu", "MatMulV2"][(i % 3) as usize];
-                    rec(&format!("op{i}"), ty, r % 2, 1, i * 100, 10 + (i * 7 + r as u64) % 50)
+                    rec(
+                        &format!("op{i}"),
+                        ty,
+                        r % 2,
+                        1,
+                        i * 100,
+                        10 + (i * 7 + r as u64) % 50,
+                    )
                 })
                 .collect();
             std::fs::write(dev.join("data/aclprof_ops.stream_1.bin"), recs.concat()).unwrap();
@@ -1981,11 +2006,25 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            let one = analyze(&root, &Query { threads: 1, ..q.clone() }).unwrap();
+            let one = analyze(
+                &root,
+                &Query {
+                    threads: 1,
+                    ..q.clone()
+                },
+            )
+            .unwrap();
             assert_eq!(one.ops, 7 * 400);
             assert!(one.rows.len() > 2);
             for threads in [2, 3, 8] {
-                let many = analyze(&root, &Query { threads, ..q.clone() }).unwrap();
+                let many = analyze(
+                    &root,
+                    &Query {
+                        threads,
+                        ..q.clone()
+                    },
+                )
+                .unwrap();
                 assert_eq!(many.rows, one.rows, "{threads} threads, {q:?}");
                 assert_eq!((many.ops, many.total_ns), (one.ops, one.total_ns));
             }
@@ -1997,18 +2036,45 @@ mod tests {
         recs.push(vec![1u8; 100]);
         let one = file(&recs);
         for q in [
-            Query { top: 30, ..Default::default() },
-            Query { by: Some(Key::Name), top: 0, ..Default::default() },
+            Query {
+                top: 30,
+                ..Default::default()
+            },
+            Query {
+                by: Some(Key::Name),
+                top: 0,
+                ..Default::default()
+            },
         ] {
-            let a = analyze(&one, &Query { threads: 1, ..q.clone() }).unwrap();
+            let a = analyze(
+                &one,
+                &Query {
+                    threads: 1,
+                    ..q.clone()
+                },
+            )
+            .unwrap();
             assert_eq!((a.ops, a.corrupt), (1000, 1));
             for threads in [2, 5] {
-                let b = analyze(&one, &Query { threads, ..q.clone() }).unwrap();
+                let b = analyze(
+                    &one,
+                    &Query {
+                        threads,
+                        ..q.clone()
+                    },
+                )
+                .unwrap();
                 assert_eq!(b.rows, a.rows, "{threads} threads over one file, {q:?}");
-                assert_eq!((b.ops, b.total_ns, b.corrupt), (a.ops, a.total_ns, a.corrupt));
+                assert_eq!(
+                    (b.ops, b.total_ns, b.corrupt),
+                    (a.ops, a.total_ns, a.corrupt)
+                );
             }
         }
-        assert!(parts_of(&inputs(&one).unwrap()).len() > 10, "the file is cut into pieces");
+        assert!(
+            parts_of(&inputs(&one).unwrap()).len() > 10,
+            "the file is cut into pieces"
+        );
         let _ = std::fs::remove_file(one);
         assert_eq!(workers(0, 1), 1);
         assert_eq!(workers(2, 100), 2);

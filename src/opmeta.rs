@@ -30,7 +30,8 @@ impl OpMeta {
     /// None if every field is unknown (empty or "N/A").
     pub fn known(self) -> Option<OpMeta> {
         let unknown = |s: &&str| s.is_empty() || *s == "N/A";
-        let any = !self.fields().iter().all(unknown) || self.flops.is_some() || self.bytes.is_some();
+        let any =
+            !self.fields().iter().all(unknown) || self.flops.is_some() || self.bytes.is_some();
         any.then_some(self)
     }
 

@@ -68,7 +68,8 @@ pub const FLAG_OP: u32 = 0;
 pub const FLAG_OP_THREAD: u32 = 2;
 pub const FLAG_NONE: u32 = 0xFF;
 
-const _: () = assert!(OFF_RESERVED == 426 && OFF_RESERVED <= RECORD_SIZE && OFF_META + 4 <= OFF_TYPE);
+const _: () =
+    assert!(OFF_RESERVED == 426 && OFF_RESERVED <= RECORD_SIZE && OFF_META + 4 <= OFF_TYPE);
 
 pub type Record = [u8; RECORD_SIZE];
 
@@ -552,7 +553,11 @@ mod tests {
             let mut r = [0u8; RECORD_SIZE];
             encode(&mut r, &f, "n".repeat(n).as_bytes(), b"T");
             assert_eq!(View(&r).meta(), 0xA1B2_C3D4);
-            assert_eq!(fresh_signature_of(&r), signature_of(&r), "name of {n} bytes");
+            assert_eq!(
+                fresh_signature_of(&r),
+                signature_of(&r),
+                "name of {n} bytes"
+            );
             // A slot reused for an op without metadata holds none.
             encode_over(&mut r, &OpFields::default(), b"x", b"T");
             assert_eq!(View(&r).meta(), 0);

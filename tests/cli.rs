@@ -573,8 +573,14 @@ fn analyze_and_report_read_a_real_database() {
     let out = root().join("target/cli-db-export");
     let _ = std::fs::remove_dir_all(&out);
     let (ok, said, err) = aclprof(&["export", path, "-o", out.to_str().unwrap()], None);
-    assert!(ok && said.contains(&format!("{ops} ops exported")), "{said}{err}");
-    let dirs: Vec<PathBuf> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(
+        ok && said.contains(&format!("{ops} ops exported")),
+        "{said}{err}"
+    );
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     assert_eq!(dirs.len(), 1);
     let (_, rows) = read_csv(&output(&dirs[0], "op_summary_"));
     let mut got: BTreeMap<String, (u64, u64)> = BTreeMap::new();
@@ -597,17 +603,37 @@ fn analyze_and_report_read_a_real_database() {
     assert_eq!(starts.iter().min().copied(), Some(first as u64));
     assert!(rows.iter().any(|r| r["Task Type"] == "AI_VECTOR_CORE"));
     assert!(rows.iter().any(|r| r["Input Shapes"] == "\"32,3,224,224\""));
-    assert!(rows.iter().any(|r| r.get("aic_mac_ratio").is_some_and(|v| v != "N/A")));
+    assert!(rows
+        .iter()
+        .any(|r| r.get("aic_mac_ratio").is_some_and(|v| v != "N/A")));
     let (ok, said, err) = aclprof(&["timeline", path, "-o", out.to_str().unwrap()], None);
-    assert!(ok && said.contains(".pftrace") && said.contains(".json"), "{said}{err}");
-    let tl = said.lines().find(|l| l.contains(".json")).unwrap().split('\t').next().unwrap();
+    assert!(
+        ok && said.contains(".pftrace") && said.contains(".json"),
+        "{said}{err}"
+    );
+    let tl = said
+        .lines()
+        .find(|l| l.contains(".json"))
+        .unwrap()
+        .split('\t')
+        .next()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(tl).unwrap()).unwrap();
-    let slices = v.as_array().unwrap().iter().filter(|e| e["ph"] == "X" && e["args"]["Task Type"].is_string()).count();
+    let slices = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["args"]["Task Type"].is_string())
+        .count();
     assert_eq!(slices as u64, ops, "a slice per task in the timeline");
     // Ordering by a cost no op carries says so, once, and still lists the ops.
     let (ok, said, err) = aclprof(&["analyze", path, "--order-by", "memory", "-t", "2"], None);
     assert!(ok && said.lines().count() == 5, "{said}{err}");
-    assert_eq!(err.matches("none of these ops carries its bytes").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("none of these ops carries its bytes").count(),
+        1,
+        "{err}"
+    );
     let (ok, _, err) = aclprof(&["analyze", path, "--order-by", "time", "-t", "2"], None);
     assert!(ok && err.is_empty(), "{err}");
     // -o belongs to databases; a result directory is exported in place.

@@ -76,20 +76,52 @@ fn metadata_reaches_every_output() {
 
     let c = |s: &str| CString::new(s).unwrap();
     let (f16, nchw) = (c("FLOAT16;FLOAT16"), c("NCHW;NCHW"));
-    let small = meta_of(&c("1,3,8,8;4,3,3,3"), &f16, &nchw, &c("1,4,6,6"), 3_888, 1_000);
-    let big = meta_of(&c("1,3,16,16;4,3,3,3"), &f16, &nchw, &c("1,4,14,14"), 21_168, 8_000);
+    let small = meta_of(
+        &c("1,3,8,8;4,3,3,3"),
+        &f16,
+        &nchw,
+        &c("1,4,6,6"),
+        3_888,
+        1_000,
+    );
+    let big = meta_of(
+        &c("1,3,16,16;4,3,3,3"),
+        &f16,
+        &nchw,
+        &c("1,4,14,14"),
+        21_168,
+        8_000,
+    );
     assert_eq!(
-        meta_of(&c("1,3,8,8;4,3,3,3"), &f16, &nchw, &c("1,4,6,6"), 3_888, 1_000),
+        meta_of(
+            &c("1,3,8,8;4,3,3,3"),
+            &f16,
+            &nchw,
+            &c("1,4,6,6"),
+            3_888,
+            1_000
+        ),
         small,
         "an equal description has the same id"
     );
     assert_ne!(small, 0);
     assert_ne!(small, big);
-    assert_eq!(meta_of(&c(""), &c(""), &c(""), &c(""), 0, 0), 0, "nothing known");
+    assert_eq!(
+        meta_of(&c(""), &c(""), &c(""), &c(""), 0, 0),
+        0,
+        "nothing known"
+    );
 
     let t = aclprofExtNowNs();
     let report = |name: &std::ffi::CStr, ty: &std::ffi::CStr, at: u64, dur: u64, meta: u32| unsafe {
-        aclprofExtReportOpMeta(model, name.as_ptr(), ty.as_ptr(), t + at, t + at + dur, meta)
+        aclprofExtReportOpMeta(
+            model,
+            name.as_ptr(),
+            ty.as_ptr(),
+            t + at,
+            t + at + dur,
+            meta,
+        )
     };
     // conv ran twice with the small input and once with the big one.
     assert_eq!(report(c"conv", c"Conv2D", 0, 1_000, small), 0);
@@ -98,7 +130,15 @@ fn metadata_reaches_every_output() {
     // Without metadata, either call.
     assert_eq!(report(c"relu", c"Relu", 9_000, 500, 0), 0);
     assert_eq!(
-        unsafe { aclprofExtReportOp(model, c"add".as_ptr(), c"Add".as_ptr(), t + 10_000, t + 10_100) },
+        unsafe {
+            aclprofExtReportOp(
+                model,
+                c"add".as_ptr(),
+                c"Add".as_ptr(),
+                t + 10_000,
+                t + 10_100,
+            )
+        },
         0
     );
     // An id nobody created: refused, and not recorded.
@@ -139,7 +179,8 @@ fn metadata_reaches_every_output() {
         .iter()
         .filter(|e| e["ph"] == "X" && e["args"]["Task Type"].is_string())
         .collect();
-    let args = |name: &str, n: usize| &slices.iter().filter(|e| e["name"] == name).nth(n).unwrap()["args"];
+    let args =
+        |name: &str, n: usize| &slices.iter().filter(|e| e["name"] == name).nth(n).unwrap()["args"];
     assert_eq!(args("conv", 2)["Input Shapes"], "1,3,16,16;4,3,3,3");
     assert_eq!(args("conv", 2)["FLOPs"], 21_168);
     assert_eq!(args("conv", 2)["Bytes"], 8_000);
@@ -167,7 +208,11 @@ fn metadata_reaches_every_output() {
     shapes.sort();
     assert_eq!(
         shapes,
-        ["\"1,3,16,16;4,3,3,3\"", "\"1,3,8,8;4,3,3,3\"", "\"1,3,8,8;4,3,3,3\""]
+        [
+            "\"1,3,16,16;4,3,3,3\"",
+            "\"1,3,8,8;4,3,3,3\"",
+            "\"1,3,8,8;4,3,3,3\""
+        ]
     );
 
     // op_meta.tsv beside the records, with the ids they use.
@@ -192,15 +237,24 @@ fn metadata_reaches_every_output() {
     assert_eq!(
         keys,
         [
-            ("conv".into(), Some("1,3,16,16;4,3,3,3".into()), Some(8_000), 1),
-            ("conv".into(), Some("1,3,8,8;4,3,3,3".into()), Some(2_000), 2),
+            (
+                "conv".into(),
+                Some("1,3,16,16;4,3,3,3".into()),
+                Some(8_000),
+                1
+            ),
+            (
+                "conv".into(),
+                Some("1,3,8,8;4,3,3,3".into()),
+                Some(2_000),
+                2
+            ),
             ("fc".into(), Some("16,32;32,8".into()), Some(1_824), 1),
             ("add".into(), None, None, 1),
             ("relu".into(), None, None, 1),
         ]
     );
-    let json: serde_json::Value =
-        serde_json::from_str(&analyze::render(&r, Format::Json)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&analyze::render(&r, Format::Json)).unwrap();
     let first = &json["rows"][0];
     assert_eq!(first["Computation(FLOPs)"], 21_168);
     assert_eq!(first["Memory(bytes)"], 8_000);

@@ -317,7 +317,11 @@ fn check_db_pmu(what: &str, input: &Path, dir: &Path, ours: &Path) -> usize {
     // Ours under CANN's names and units, for every column op_summary shows.
     let mine = db_pmu(ours);
     for (name, values) in &mine {
-        assert_eq!(Some(values), theirs.get(name), "{what}: our TASK_PMU_INFO {name}");
+        assert_eq!(
+            Some(values),
+            theirs.get(name),
+            "{what}: our TASK_PMU_INFO {name}"
+        );
     }
     assert_eq!(mine.len(), compared, "{what}: our TASK_PMU_INFO names");
     compared

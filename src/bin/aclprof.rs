@@ -465,7 +465,9 @@ fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, St
         };
         let r = aclprof::sim::import_db(path, &out, &mut progress_bar("exporting"));
         progress_done();
-        return r.map(|d| vec![d]).map_err(|e| format!("{}: {}", path.display(), e.msg));
+        return r
+            .map(|d| vec![d])
+            .map_err(|e| format!("{}: {}", path.display(), e.msg));
     }
     if output.is_some() {
         return Err("-o is for a database; a result directory is exported in place".into());

@@ -140,9 +140,7 @@ pub unsafe extern "C" fn aclprofExtOpMetaCreate(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             let out = super::out(metaId, "metaId")?;
-            let m = meta
-                .as_ref()
-                .ok_or_else(|| invalid("meta is NULL"))?;
+            let m = meta.as_ref().ok_or_else(|| invalid("meta is NULL"))?;
             let text = |p: *const c_char| -> String {
                 if p.is_null() {
                     String::new()
@@ -181,7 +179,11 @@ pub unsafe extern "C" fn aclprofExtReportOpMeta(
     metaId: u32,
 ) -> aclError {
     let id_ok = metaId == 0 || crate::opmeta::valid(metaId);
-    if id_ok && !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active()
+    if id_ok
+        && !opName.is_null()
+        && !opType.is_null()
+        && startNs <= endNs
+        && !crate::report::active()
     {
         return 0;
     }

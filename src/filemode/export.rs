@@ -1363,7 +1363,11 @@ fn merge_devices(
             // Another process (a re-export, `aclprof analyze`) finds the ids here.
             let mut ids: Vec<u32> = meta_ids.into_iter().collect();
             let path = data.join(crate::opmeta::FILE);
-            io("cannot write", &path, crate::opmeta::write(&path, &mut ids, &mut metas))?;
+            io(
+                "cannot write",
+                &path,
+                crate::opmeta::write(&path, &mut ids, &mut metas),
+            )?;
         }
         let b = db.batch();
         overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));

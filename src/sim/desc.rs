@@ -737,9 +737,10 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
         return bad(path, "the database has no compute or communication tasks");
     }
     // The tasks' PMU values, now that the database is known to be CANN's.
-    let pmu = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .and_then(|c| db_pmu(&c))
-        .or_else(|e| bad(path, format!("TASK_PMU_INFO: {e}")))?;
+    let pmu =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|c| db_pmu(&c))
+            .or_else(|e| bad(path, format!("TASK_PMU_INFO: {e}")))?;
     let (pmu_columns, mut values) = pmu.unwrap_or_default();
     for (op, id) in ops.iter_mut().zip(&ids) {
         if let Some(mut v) = id.and_then(|id| values.remove(&id)) {
@@ -1067,7 +1068,10 @@ mod tests {
         )
         .unwrap();
         let a = m.ops[0].meta.as_deref().unwrap();
-        assert_eq!(a.input_shapes, "\"1,3,224,224;64,3,7,7\"", "in CANN's quotes");
+        assert_eq!(
+            a.input_shapes, "\"1,3,224,224;64,3,7,7\"",
+            "in CANN's quotes"
+        );
         assert_eq!(a.input_types, "FLOAT16;FLOAT16");
         assert_eq!(a.output_formats, "NC1HWC0");
         assert_eq!(a.output_shapes, "");

@@ -129,7 +129,10 @@ pub fn import_db(
         let metric = (0..9u64)
             .max_by_key(|&g| {
                 let cols = crate::filemode::export::pmu_columns(g);
-                let n = cols.iter().filter(|c| m.pmu_columns.contains(&c.to_string())).count();
+                let n = cols
+                    .iter()
+                    .filter(|c| m.pmu_columns.contains(&c.to_string()))
+                    .count();
                 (n, std::cmp::Reverse(g))
             })
             .filter(|_| !m.pmu_columns.is_empty())
