@@ -670,8 +670,7 @@ pub fn analyze(path: &Path, q: &Query) -> Result<Report> {
     analyze_with_progress(path, q, &mut |_, _| {})
 }
 
-/// Op metadata by id, as a result directory's `op_meta.tsv` holds it.
-pub type Metas = HashMap<u32, std::sync::Arc<crate::opmeta::OpMeta>>;
+pub use crate::opmeta::Metas;
 
 /// Where a record came from: its input's index, its rank (`rank_id` of its device's
 /// info.json), its result directory's host steps and `fp_point` (none for record files and
@@ -689,16 +688,7 @@ impl Origin<'_> {
     /// The record's op metadata: from its directory's file, else (records of this process:
     /// a database read here, a live subscription's) from this process's table.
     pub fn meta(&self, v: &View<'_>) -> Option<std::sync::Arc<crate::opmeta::OpMeta>> {
-        let id = v.meta();
-        if id == 0 {
-            return None;
-        }
-        if let Some(m) = self.metas.and_then(|m| m.get(&id)) {
-            return Some(m.clone());
-        }
-        (v.pid() == std::process::id())
-            .then(|| crate::opmeta::get(id))
-            .flatten()
+        crate::opmeta::find(self.metas, v.meta(), v.pid())
     }
 }
 

@@ -188,14 +188,11 @@ fn unescape(s: &str) -> String {
     out
 }
 
-/// Writes the descriptions `ids` name (each once) to `path`, replacing it atomically.
-pub fn write(path: &Path, ids: &mut Vec<u32>, lookup: &mut Lookup) -> std::io::Result<()> {
-    ids.sort_unstable();
-    ids.dedup();
+/// Writes `metas` (by id) to `path`, replacing it atomically.
+pub fn write(path: &Path, metas: &[(u32, Arc<OpMeta>)]) -> std::io::Result<()> {
     let mut text = String::from(HEADER);
     text.push('\n');
-    for &id in ids.iter() {
-        let Some(m) = lookup.get(id) else { continue };
+    for (id, m) in metas {
         text.push_str(&id.to_string());
         for f in m.fields() {
             text.push('\t');
@@ -217,7 +214,7 @@ pub fn write(path: &Path, ids: &mut Vec<u32>, lookup: &mut Lookup) -> std::io::R
 }
 
 /// Reads a file [`write`] wrote; lines that do not parse are skipped.
-pub fn read(path: &Path) -> HashMap<u32, Arc<OpMeta>> {
+pub fn read(path: &Path) -> Metas {
     let mut out = HashMap::new();
     let Ok(f) = std::fs::File::open(path) else {
         return out;
@@ -242,31 +239,38 @@ pub fn read(path: &Path) -> HashMap<u32, Arc<OpMeta>> {
     out
 }
 
-/// Finds the descriptions of one directory's records: from its `op_meta.tsv` when there is
-/// one, else from this process's table when the records are this process's.
+/// Descriptions by id, as a directory's `op_meta.tsv` holds them.
+pub type Metas = HashMap<u32, Arc<OpMeta>>;
+
+/// The description record id `id` names: from `file` (the records' directory's
+/// `op_meta.tsv`) when it has it, else from this process's table when `pid` (the process that
+/// wrote the records) is this one.
+pub fn find(file: Option<&Metas>, id: u32, pid: u32) -> Option<Arc<OpMeta>> {
+    if id == 0 {
+        return None;
+    }
+    if let Some(m) = file.and_then(|f| f.get(&id)) {
+        return Some(m.clone());
+    }
+    (pid == std::process::id()).then(|| get(id)).flatten()
+}
+
+/// [`find`] for one directory's records, each id looked up once; remembers the ids found,
+/// for [`Lookup::write`].
 pub struct Lookup {
-    file: Option<HashMap<u32, Arc<OpMeta>>>,
-    same_process: bool,
-    cache: HashMap<u32, Option<Arc<OpMeta>>>,
+    file: Option<Metas>,
+    pid: u32,
+    found: HashMap<u32, Option<Arc<OpMeta>>>,
 }
 
 impl Lookup {
     /// For records in `dir` written by process `pid`.
-    pub fn new(dir: &Path, pid: u64) -> Lookup {
+    pub fn new(dir: &Path, pid: u32) -> Lookup {
         let p = dir.join(FILE);
         Lookup {
             file: p.exists().then(|| read(&p)),
-            same_process: pid == std::process::id() as u64,
-            cache: HashMap::new(),
-        }
-    }
-
-    /// A lookup over this process's table only.
-    pub fn this_process() -> Lookup {
-        Lookup {
-            file: None,
-            same_process: true,
-            cache: HashMap::new(),
+            pid,
+            found: HashMap::new(),
         }
     }
 
@@ -274,15 +278,25 @@ impl Lookup {
         if id == 0 {
             return None;
         }
-        if let Some(f) = &self.file {
-            if let Some(m) = f.get(&id) {
-                return Some(m.clone());
-            }
+        let (file, pid) = (self.file.as_ref(), self.pid);
+        self.found
+            .entry(id)
+            .or_insert_with(|| find(file, id, pid))
+            .clone()
+    }
+
+    /// Writes the descriptions looked up so far to `path` (if any), ordered by id.
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        let mut metas: Vec<(u32, Arc<OpMeta>)> = self
+            .found
+            .iter()
+            .filter_map(|(&id, m)| Some((id, m.clone()?)))
+            .collect();
+        if metas.is_empty() {
+            return Ok(());
         }
-        if !self.same_process {
-            return None;
-        }
-        self.cache.entry(id).or_insert_with(|| get(id)).clone()
+        metas.sort_unstable_by_key(|m| m.0);
+        write(path, &metas)
     }
 }
 
@@ -326,16 +340,19 @@ mod tests {
         odd.input_shapes = "a\tb\\c\nd".into();
         odd.bytes = None;
         let ids = [intern(conv()).unwrap(), intern(odd.clone()).unwrap()];
-        let mut list = vec![ids[1], ids[0], ids[1], 0];
-        write(&dir.join(FILE), &mut list, &mut Lookup::this_process()).unwrap();
+        let mut here = Lookup::new(&dir, std::process::id());
+        for id in [ids[1], ids[0], ids[1], 0] {
+            here.get(id);
+        }
+        here.write(&dir.join(FILE)).unwrap();
         let back = read(&dir.join(FILE));
         assert_eq!(back.len(), 2);
         assert_eq!(*back[&ids[0]], conv());
         assert_eq!(*back[&ids[1]], odd);
         // Another process's records find them through the file only.
-        let mut other = Lookup::new(&dir, u64::MAX);
+        let mut other = Lookup::new(&dir, u32::MAX);
         assert_eq!(other.get(ids[1]).as_deref(), Some(&odd));
-        assert_eq!(Lookup::new(&dir.join("none"), u64::MAX).get(ids[0]), None);
+        assert_eq!(Lookup::new(&dir.join("none"), u32::MAX).get(ids[0]), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

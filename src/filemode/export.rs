@@ -1201,8 +1201,7 @@ fn merge_devices(
         };
         sink.push(mark, "", "").or_else(timeline)?;
         let data = dir.join(format!("device_{dev}/data"));
-        let mut metas = crate::opmeta::Lookup::new(&data, pid);
-        let mut meta_ids: std::collections::HashSet<u32> = Default::default();
+        let mut metas = crate::opmeta::Lookup::new(&data, pid as u32);
         let mut readers: Vec<StreamReader> = Vec::new();
         for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
             let f = io("cannot open", &p, File::open(&p))?;
@@ -1233,13 +1232,7 @@ fn merge_devices(
             let v = View(readers[i].cur[..].try_into().unwrap());
             let replayed = replays.op(&v);
             let sim = replayed.map(|r| r.0);
-            let meta = match v.meta() {
-                0 => None,
-                id => {
-                    meta_ids.insert(id);
-                    metas.get(id)
-                }
-            };
+            let meta = metas.get(v.meta());
             // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
             let (name, ty) = match sim {
                 Some(o) => (
@@ -1359,16 +1352,9 @@ fn merge_devices(
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
         }
-        if !meta_ids.is_empty() {
-            // Another process (a re-export, `aclprof analyze`) finds the ids here.
-            let mut ids: Vec<u32> = meta_ids.into_iter().collect();
-            let path = data.join(crate::opmeta::FILE);
-            io(
-                "cannot write",
-                &path,
-                crate::opmeta::write(&path, &mut ids, &mut metas),
-            )?;
-        }
+        // Another process (a re-export, `aclprof analyze`) finds the ids here.
+        let path = data.join(crate::opmeta::FILE);
+        io("cannot write", &path, metas.write(&path))?;
         let b = db.batch();
         overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));
         summary.ops.insert(dev, n);
