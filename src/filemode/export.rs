@@ -214,13 +214,8 @@ impl Timeline {
         let r = self.pf.counter(pid, tid, wall, value);
         self.pf_err(r)?;
         let mut b = String::with_capacity(128);
-        b.push_str("{\"name\":");
-        push_json_str(&mut b, name);
-        b.push_str(",\"pid\":");
-        push_u64(&mut b, pid, 1);
-        b.push_str(",\"tid\":0,\"ts\":\"");
-        push_us(&mut b, wall, 3);
-        b.push_str("\",\"ph\":\"C\",\"args\":{\"depth\":");
+        push_event_head(&mut b, name, pid, 0, wall);
+        b.push_str(",\"ph\":\"C\",\"args\":{\"depth\":");
         push_u64(&mut b, value, 1);
         b.push_str("}}");
         self.event(&b)
@@ -243,15 +238,8 @@ impl Timeline {
             b.push_str(",\n");
         }
         self.first = false;
-        b.push_str("{\"name\":");
-        push_json_str(&mut b, name);
-        b.push_str(",\"pid\":");
-        push_u64(&mut b, pid, 1);
-        b.push_str(",\"tid\":");
-        push_u64(&mut b, tid, 1);
-        b.push_str(",\"ts\":\"");
-        push_us(&mut b, wall, 3);
-        b.push_str("\",\"dur\":");
+        push_event_head(&mut b, name, pid, tid, wall);
+        b.push_str(",\"dur\":");
         push_us_trim(&mut b, dur_ns);
         b.push_str(",\"ph\":\"X\",\"args\":{");
         for (i, (k, v)) in args.iter().enumerate() {
@@ -544,6 +532,19 @@ fn csv_err(p: &Path, e: csv::Error) -> Error {
         ACL_ERROR_INVALID_FILE,
         format!("cannot write {}: {e}", p.display()),
     )
+}
+
+/// The start of a JSON trace event: `{"name":…,"pid":…,"tid":…,"ts":"<µs>"`.
+fn push_event_head(b: &mut String, name: &str, pid: u64, tid: u64, wall: u64) {
+    b.push_str("{\"name\":");
+    push_json_str(b, name);
+    b.push_str(",\"pid\":");
+    push_u64(b, pid, 1);
+    b.push_str(",\"tid\":");
+    push_u64(b, tid, 1);
+    b.push_str(",\"ts\":\"");
+    push_us(b, wall, 3);
+    b.push('"');
 }
 
 /// The slice args an op's metadata gives: op_summary's six tensor columns, in its order and
