@@ -705,8 +705,8 @@ pub fn each_op(
     let mut read = 0u64;
     let mut corrupt = 0u64;
     progress(0, expected);
-    for (i, input) in inputs.iter().enumerate() {
-        each_input_op(i, input, &mut corrupt, &mut |o, v| {
+    for part in parts_of(&inputs) {
+        each_part_op(&inputs, &part, &mut corrupt, &mut |o, v| {
             read += 1;
             if read % (1 << 18) == 0 {
                 progress(read, expected);
@@ -760,35 +760,6 @@ fn origin_of(i: usize, input: &Input) -> Origin<'_> {
             metas: None,
         },
     }
-}
-
-/// Calls `f` with every verified record of input `i`, counting corrupt ones.
-fn each_input_op(
-    i: usize,
-    input: &Input,
-    corrupt: &mut u64,
-    f: &mut dyn FnMut(&Origin<'_>, View<'_>),
-) -> Result<()> {
-    let origin = origin_of(i, input);
-    let mut on_record = |v: View<'_>| f(&origin, v);
-    match input {
-        Input::Device { files, .. } => {
-            for p in files {
-                let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-                each_record(&mut file, p, corrupt, &mut on_record)?;
-            }
-        }
-        Input::Raw(p) => {
-            let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-            each_record(&mut file, p, corrupt, &mut on_record)?;
-        }
-        Input::Db(p) => db_records(p, &mut on_record)?,
-        Input::Stdin => {
-            let stdin = std::io::stdin();
-            each_record(&mut stdin.lock(), Path::new("-"), corrupt, &mut on_record)?;
-        }
-    }
-    Ok(())
 }
 
 /// "1 corrupt record skipped", "2 corrupt records skipped".
@@ -1102,7 +1073,8 @@ fn workers(threads: usize, inputs: usize) -> usize {
 const PART_RECORDS: u64 = if cfg!(test) { 64 } else { 1 << 16 };
 
 /// A piece of the inputs that one thread reads: input `input`'s records, all of them
-/// (databases, standard input) or those of a byte range of one of its files.
+/// (databases, standard input) or those of a byte range (file, start, length) of one of its
+/// files.
 struct Part {
     input: usize,
     range: Option<(usize, u64, u64)>,
@@ -1157,18 +1129,26 @@ fn each_part_op(
     f: &mut dyn FnMut(&Origin<'_>, View<'_>),
 ) -> Result<()> {
     let input = &inputs[part.input];
-    let Some((file, start, len)) = part.range else {
-        return each_input_op(part.input, input, corrupt, f);
-    };
-    let p = match input {
-        Input::Device { files, .. } => &files[file],
-        Input::Raw(p) => p,
-        _ => unreachable!("only files are cut into ranges"),
-    };
     let origin = origin_of(part.input, input);
+    let mut on_record = |v: View<'_>| f(&origin, v);
+    let (p, start, len) = match (input, part.range) {
+        (Input::Db(p), _) => return db_records(p, &mut on_record),
+        (Input::Stdin, _) => {
+            let stdin = std::io::stdin();
+            return each_record(&mut stdin.lock(), Path::new("-"), corrupt, &mut on_record);
+        }
+        (Input::Device { files, .. }, Some((f, start, len))) => (&files[f], start, len),
+        (Input::Raw(p), Some((_, start, len))) => (p, start, len),
+        _ => {
+            return err(
+                crate::error::ACL_ERROR_INTERNAL_ERROR,
+                "a record file without a byte range to read",
+            )
+        }
+    };
     let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
     std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start)).or_else(|e| io_err(p, e))?;
-    each_record(&mut file.take(len), p, corrupt, &mut |v| f(&origin, v))
+    each_record(&mut file.take(len), p, corrupt, &mut on_record)
 }
 
 /// Scans every input under `path` on [`workers`] threads that each take the next
