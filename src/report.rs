@@ -178,12 +178,15 @@ static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 /// Holds the route tables across `fork()`. A child routes nothing it inherited: the
 /// subscriptions and file-mode sinks are the parent's (see [`crate::fork`]).
 pub(crate) fn fork_prepare() -> crate::fork::Release {
+    // First: [`publish`] takes it before the tables.
+    let listeners = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
     let mut subs = SUBS.write().unwrap_or_else(|p| p.into_inner());
     let mut sinks = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
     let mut tap = TAP.write().unwrap_or_else(|p| p.into_inner());
     let free = FREE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
     Box::new(move |child| {
         drop(free);
+        drop(listeners);
         if child {
             std::mem::forget(subs.take());
             std::mem::forget(sinks.take());
@@ -242,8 +245,10 @@ pub fn set_tap(sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
     old
 }
 
-/// Reporting is active while any subscription, file-mode sink or watcher exists.
+/// Reporting is active while any subscription, file-mode sink or watcher exists. The
+/// listeners hear of each change, in order: the state is decided and told under one lock.
 fn publish() {
+    let listeners = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
     let any = |m: &RwLock<Option<HashMap<u32, Arc<Sub>>>>| {
         m.read()
             .unwrap_or_else(|p| p.into_inner())
@@ -251,7 +256,84 @@ fn publish() {
             .is_some_and(|m| !m.is_empty())
     };
     let tap = TAP.read().unwrap_or_else(|p| p.into_inner()).is_some();
-    ACTIVE.store(any(&SUBS) || any(&FILE_SINKS) || tap, Ordering::Release);
+    let now = any(&SUBS) || any(&FILE_SINKS) || tap;
+    if ACTIVE.swap(now, Ordering::AcqRel) != now {
+        for l in listeners.iter() {
+            l.call(now);
+        }
+    }
+}
+
+/// A function told whether anyone listens for reported ops (see [`listen`]).
+pub type ListenFn = unsafe extern "C" fn(listening: i32, user: *mut std::ffi::c_void);
+
+/// A registered listener: the function and its argument (an address, kept as a number).
+#[derive(Clone, Copy)]
+struct Listener(ListenFn, usize);
+
+impl PartialEq for Listener {
+    fn eq(&self, o: &Self) -> bool {
+        // The pair the caller registered, compared as the addresses it passed.
+        (self.0 as usize, self.1) == (o.0 as usize, o.1)
+    }
+}
+
+impl Listener {
+    fn call(self, listening: bool) {
+        // A listener that unwinds must not take the thread that changed the routes with it.
+        let r = std::panic::catch_unwind(|| {
+            // SAFETY: the registrant promised a function callable with its own argument.
+            unsafe { (self.0)(i32::from(listening), self.1 as *mut std::ffi::c_void) }
+        });
+        if r.is_err() {
+            log::error!("aclprof: a listening callback panicked; ignored");
+        }
+    }
+}
+
+/// At most this many listeners: each costs every subscribe and unsubscribe a call.
+pub const MAX_LISTENERS: usize = 16;
+static LISTENERS: std::sync::Mutex<Vec<Listener>> = std::sync::Mutex::new(Vec::new());
+
+/// Calls `f(listening, user)` now, with whether anyone listens for reported ops, and again
+/// each time that changes, from the thread that changed it (a subscribe, an unsubscribe,
+/// a file-mode start or stop, a watcher attaching or leaving). A runtime that reports ops
+/// through callbacks of its own installs them only while someone listens. `f` must not
+/// call back into the library (it runs under the lock that orders the calls).
+pub fn listen(f: ListenFn, user: *mut std::ffi::c_void) -> Result<()> {
+    let mut l = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
+    let me = Listener(f, user as usize);
+    if l.contains(&me) {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "this callback and argument already listen",
+        );
+    }
+    if l.len() == MAX_LISTENERS {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("at most {MAX_LISTENERS} listening callbacks"),
+        );
+    }
+    l.push(me);
+    me.call(active());
+    Ok(())
+}
+
+/// Undoes [`listen`]; `f` is not called again once this returns.
+pub fn unlisten(f: ListenFn, user: *mut std::ffi::c_void) -> Result<()> {
+    let mut l = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
+    let me = Listener(f, user as usize);
+    match l.iter().position(|x| *x == me) {
+        Some(i) => {
+            l.remove(i);
+            Ok(())
+        }
+        None => err(
+            ACL_ERROR_INVALID_PARAM,
+            "this callback and argument do not listen",
+        ),
+    }
 }
 
 /// The destinations of one model's ops: [primary, also, tap].

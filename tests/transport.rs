@@ -285,3 +285,46 @@ fn two_subscriptions_share_a_stream_socket_with_partial_writes() {
         aclprofDestroySubscribeConfig(c);
     }
 }
+
+/// What a listener was told, in order.
+static HEARD: std::sync::Mutex<Vec<(c_int, usize)>> = std::sync::Mutex::new(Vec::new());
+
+unsafe extern "C" fn heard(listening: c_int, user: *mut std::ffi::c_void) {
+    HEARD.lock().unwrap().push((listening, user as usize));
+}
+
+#[test]
+fn a_listener_hears_each_change_of_whether_anyone_listens() {
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let user = 7usize as *mut std::ffi::c_void;
+    HEARD.lock().unwrap().clear();
+    assert_eq!(unsafe { aclprofExtListen(Some(heard), user) }, 0);
+    // The pair once only; NULL refused.
+    assert_eq!(unsafe { aclprofExtListen(Some(heard), user) }, 100000);
+    assert_eq!(unsafe { aclprofExtListen(None, user) }, 100000);
+    let (a, b) = (model("listened-a"), model("listened-b"));
+    let mut fds = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    let mut w: c_int = fds[1];
+    let cfg = unsafe {
+        aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), (&mut w as *mut c_int).cast())
+    };
+    // Two subscriptions: one change on the first, one when the last goes.
+    assert_eq!(aclprofModelSubscribe(a, cfg), 0);
+    assert_eq!(aclprofModelSubscribe(b, cfg), 0);
+    assert_eq!(aclprofModelUnSubscribe(a), 0);
+    assert_eq!(aclprofModelUnSubscribe(b), 0);
+    assert_eq!(unsafe { aclprofExtUnlisten(Some(heard), user) }, 0);
+    assert_eq!(unsafe { aclprofExtUnlisten(Some(heard), user) }, 100000);
+    // (The unsubscribe closed the pipe's write end: another for the next subscription.)
+    let mut fds2 = [0; 2];
+    assert_eq!(unsafe { libc::pipe(fds2.as_mut_ptr()) }, 0);
+    w = fds2[1];
+    assert_eq!(aclprofModelSubscribe(a, cfg), 0, "unheard once unlistened");
+    assert_eq!(aclprofModelUnSubscribe(a), 0);
+    aclprofDestroySubscribeConfig(cfg);
+    unsafe { libc::close(fds[0]) };
+    unsafe { libc::close(fds2[0]) };
+    let heard = HEARD.lock().unwrap().clone();
+    assert_eq!(heard, [(0, 7), (1, 7), (0, 7)]);
+}

@@ -37,6 +37,11 @@ typedef struct aclprofExtOpMeta {
 } aclprofExtOpMeta;
 
 /**
+ * Told whether anyone listens for reported ops: see aclprofExtListen.
+ */
+typedef void (*aclprofExtListenCallback)(int listening, void *user);
+
+/**
  * Delivery statistics since the process started (all subscriptions together).
  * When nothing is in flight (after aclprofExtFlush, or once every model is unsubscribed),
  * recordsReported == recordsDelivered + recordsDropped.
@@ -182,6 +187,25 @@ MSVP_PROF_API uint64_t aclprofExtNowNs(void);
  * -> ACL_ERROR_PROFILING_FAILURE (nothing is dropped by the flush itself).
  */
 MSVP_PROF_API aclError aclprofExtFlush(void);
+
+/**
+ * Calls `callback(listening, user)` at once, with 1 if anyone listens for reported ops (a
+ * subscription, a file-mode session, a watcher) and 0 if not, and again each time that
+ * changes, from the thread that changed it. For a runtime that reports through hooks of its
+ * own: it installs them only while someone listens, so that profiling nobody reads costs
+ * nothing. `callback` runs under a lock that keeps the calls in order: it must return
+ * soon and must not call aclprof functions. At most 16 callbacks.
+ *
+ * Errors: NULL `callback`, the pair already listening, or 16 listening ->
+ * ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API aclError aclprofExtListen(aclprofExtListenCallback callback, void *user);
+
+/**
+ * Stops the calls aclprofExtListen started for this `callback` and `user`; none runs
+ * after this returns. Not listening -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API aclError aclprofExtUnlisten(aclprofExtListenCallback callback, void *user);
 
 /**
  * Fills `*stats` with the delivery statistics. NULL -> ACL_ERROR_INVALID_PARAM.

@@ -693,6 +693,8 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtVersion": (c_char_p, []),
     "aclprofExtNowNs": (c_uint64, []),
     "aclprofExtFlush": (c_int, []),
+    "aclprofExtListen": (c_int, [c_void_p, c_void_p]),
+    "aclprofExtUnlisten": (c_int, [c_void_p, c_void_p]),
     "aclprofExtGetStats": (c_int, [POINTER(aclprofExtStats)]),
     "aclprofExtSimModelLoad": (c_int, [c_char_p, POINTER(c_uint32)]),
     "aclprofExtSimModelExecute": (c_int, [c_uint32]),
@@ -814,6 +816,8 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtVersion": [],
     "aclprofExtNowNs": [],
     "aclprofExtFlush": [],
+    "aclprofExtListen": ['callback', 'user'],
+    "aclprofExtUnlisten": ['callback', 'user'],
     "aclprofExtGetStats": ['stats'],
     "aclprofExtSimModelLoad": ['path', 'modelId'],
     "aclprofExtSimModelExecute": ['modelId'],
@@ -941,6 +945,8 @@ class Library(Protocol):
     def aclprofExtVersion(self, /) -> Optional[bytes]: ...
     def aclprofExtNowNs(self, /) -> int: ...
     def aclprofExtFlush(self, /) -> int: ...
+    def aclprofExtListen(self, callback: VoidP, user: VoidP, /) -> int: ...
+    def aclprofExtUnlisten(self, callback: VoidP, user: VoidP, /) -> int: ...
     def aclprofExtGetStats(self, stats: Ptr[aclprofExtStats], /) -> int: ...
     def aclprofExtSimModelLoad(self, path: CharP, modelId: Ptr[c_uint32], /) -> int: ...
     def aclprofExtSimModelExecute(self, modelId: int, /) -> int: ...

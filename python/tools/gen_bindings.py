@@ -190,6 +190,12 @@ class Parser:
             h.opaque.append(m.group(2))
             self.opaque.add(m.group(2))
             return
+        m = re.fullmatch(r"typedef .+? \(\*(\w+)\)\(.*\);", stmt)
+        if m:
+            # A callback: passed as its address (ctypes.cast of a CFUNCTYPE object).
+            h.aliases[m.group(1)] = "c_void_p"
+            self.types[m.group(1)] = "c_void_p"
+            return
         m = re.fullmatch(r"typedef (.+?)\s*(\w+);", stmt)
         if m:
             ct = self.ctype(m.group(1), m.group(2))

@@ -245,6 +245,49 @@ pub extern "C" fn aclprofExtFlush() -> aclError {
     )
 }
 
+/// Told whether anyone listens for reported ops: see aclprofExtListen.
+pub type aclprofExtListenCallback =
+    Option<unsafe extern "C" fn(listening: std::ffi::c_int, user: *mut c_void)>;
+
+/// Calls `callback(listening, user)` at once, with 1 if anyone listens for reported ops (a
+/// subscription, a file-mode session, a watcher) and 0 if not, and again each time that
+/// changes, from the thread that changed it. For a runtime that reports through hooks of its
+/// own: it installs them only while someone listens, so that profiling nobody reads costs
+/// nothing. `callback` runs under a lock that keeps the calls in order: it must return
+/// soon and must not call aclprof functions. At most 16 callbacks.
+///
+/// Errors: NULL `callback`, the pair already listening, or 16 listening ->
+/// ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtListen(
+    callback: aclprofExtListenCallback,
+    user: *mut c_void,
+) -> aclError {
+    entry(
+        "aclprofExtListen",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || crate::report::listen(non_null_callback(callback)?, user),
+    )
+}
+
+/// Stops the calls aclprofExtListen started for this `callback` and `user`; none runs
+/// after this returns. Not listening -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtUnlisten(
+    callback: aclprofExtListenCallback,
+    user: *mut c_void,
+) -> aclError {
+    entry(
+        "aclprofExtUnlisten",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || crate::report::unlisten(non_null_callback(callback)?, user),
+    )
+}
+
+fn non_null_callback(f: aclprofExtListenCallback) -> crate::error::Result<crate::report::ListenFn> {
+    f.ok_or_else(|| invalid("callback is NULL"))
+}
+
 /// Fills `*stats` with the delivery statistics. NULL -> ACL_ERROR_INVALID_PARAM.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclError {
