@@ -16,10 +16,19 @@ Needs the ``torch`` extra: ``pip install 'aclprof[torch]'``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
+import hashlib
 import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
 
@@ -55,9 +64,9 @@ _scope = _Scope()
 _hook_lock = threading.Lock()
 _hook_users = 0
 _hook_handles: List[Any] = []
-# Module object id -> its path, for every module of every active profile's root module,
-# and how many active blocks named it.
-_paths: Dict[int, str] = {}
+# Module object id -> its path, for every module of every active profile's root module
+# (with the compiled path: the path's address there), and how many active blocks named it.
+_paths: Dict[int, Any] = {}
 _path_refs: Dict[int, int] = {}
 
 
@@ -72,18 +81,176 @@ def _post_hook(module: Any, args: Any, output: Any) -> None:
         _scope.stack.pop()
 
 
-def _hooks_acquire(root: Optional[Any], root_name: str) -> None:
-    global _hook_users
+# ---- the compiled reporting path ----------------------------------------------------------
+
+_SOURCE = Path(__file__).with_name("_torch_ext.cpp")
+_ext_lock = threading.Lock()
+_ext_state: List[Optional[ctypes.CDLL]] = []  # [] until tried; then [the library or None]
+# Module path -> its address in the compiled path (kept there for the process's life).
+_scope_ids: Dict[str, int] = {}
+
+
+def _ext_dir() -> Path:
+    explicit = os.environ.get("ACLPROF_TORCH_EXT_DIR")
+    if explicit:
+        return Path(explicit)
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "aclprof" / "torch"
+
+
+def _build_ext() -> Path:
+    """The compiled path for this torch, built if not cached (raises if it cannot be)."""
+    tdir = Path(torch.__file__).parent
+    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    flags = ["-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC",
+             f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
+    key = hashlib.sha256(b"\0".join([
+        _SOURCE.read_bytes(), torch.__version__.encode(), str(tdir).encode(),
+        " ".join(flags).encode(), sys.version.encode()])).hexdigest()[:16]
+    so = _ext_dir() / f"aclprof_torch_{key}.so"
+    if so.exists():
+        return so
+    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        raise OSError("no C++ compiler (c++, g++ or $CXX)")
+    so.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=so.parent)
+    os.close(fd)
+    lib = tdir / "lib"
+    cmd = [cxx, *flags, f"-I{tdir / 'include'}", f"-I{tdir / 'include/torch/csrc/api/include'}",
+           str(_SOURCE), "-o", tmp, f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise OSError(f"{cxx} failed: {last}")
+        os.replace(tmp, so)  # whole or not at all, if two processes build at once
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return so
+
+
+def _ext() -> Optional[ctypes.CDLL]:
+    """The compiled reporting path (``_torch_ext.cpp``), built at first use and cached under
+    ``$ACLPROF_TORCH_EXT_DIR`` (default ``~/.cache/aclprof/torch``); None where it cannot be
+    built, or with ``ACLPROF_TORCH_CPP=0``: the Python dispatch mode reports instead."""
+    with _ext_lock:
+        if _ext_state:
+            return _ext_state[0]
+        ext: Optional[ctypes.CDLL] = None
+        if os.environ.get("ACLPROF_TORCH_CPP", "1") != "0":
+            try:
+                ext = ctypes.CDLL(str(_build_ext()))
+                vp, u32, u64p = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)
+                for name, args in [("aclprof_torch_init", [vp] * 4),
+                                   ("aclprof_torch_profile_new", [u32, ctypes.c_char_p, ctypes.c_int]),
+                                   ("aclprof_torch_profile_free", [vp]),
+                                   ("aclprof_torch_counts", [vp, u64p, u64p]),
+                                   ("aclprof_torch_enter", [vp]), ("aclprof_torch_exit", []),
+                                   ("aclprof_torch_scope", [ctypes.c_char_p]),
+                                   ("aclprof_torch_push", [vp]), ("aclprof_torch_pop", []),
+                                   ("aclprof_torch_clear", []),
+                                   ("aclprof_torch_enabled", [])]:
+                    getattr(ext, name).argtypes = args
+                    getattr(ext, name).restype = None
+                ext.aclprof_torch_init.restype = ctypes.c_int
+                ext.aclprof_torch_profile_new.restype = vp
+                ext.aclprof_torch_scope.restype = vp
+                ext.aclprof_torch_enabled.restype = ctypes.c_int
+                lib = load()
+
+                def addr(f: str) -> Optional[int]:
+                    raw = getattr(lib, f)
+                    return ctypes.cast(getattr(raw, "__wrapped__", raw), vp).value
+
+                rc = ext.aclprof_torch_init(addr("aclprofExtReportOp"),
+                                            addr("aclprofExtReportOpMeta"),
+                                            addr("aclprofExtOpMetaCreate"),
+                                            addr("aclprofExtListen"))
+                if rc != 0:
+                    raise OSError(f"aclprofExtListen failed: {recent_error()}")
+                listener = ctypes.cast(_LISTENER, vp).value
+                if lib.aclprofExtListen(listener, None) != 0:
+                    raise OSError(f"aclprofExtListen failed: {recent_error()}")
+                # No call into Python once the interpreter is going away.
+                atexit.register(lib.aclprofExtUnlisten, listener, None)
+            except OSError as e:
+                _log.warning("aclprof.torch: the compiled reporting path is unavailable (%s); "
+                             "ops are reported through a Python dispatch mode, slower", e)
+                ext = None
+        _ext_state.append(ext)
+        return ext
+
+
+def _ext_pre_hook(module: Any, args: Any) -> None:
+    path = _paths.get(id(module))
+    if path is not None:
+        _ext_push(path)
+
+
+def _ext_post_hook(module: Any, args: Any, output: Any) -> None:
+    if id(module) in _paths:
+        _ext_pop()
+
+
+def _ext_push(scope: int) -> None:  # replaced by the compiled function once loaded
+    raise AssertionError("the compiled path is not loaded")
+
+
+def _ext_pop() -> None:
+    raise AssertionError("the compiled path is not loaded")
+
+
+def _hooks_acquire(root: Optional[Any], root_name: str, ext: Optional[ctypes.CDLL]) -> None:
+    global _hook_users, _ext_push, _ext_pop
     with _hook_lock:
         if root is not None:
             for path, m in root.named_modules():
-                _paths[id(m)] = f"{root_name}.{path}" if path else root_name
+                full = f"{root_name}.{path}" if path else root_name
+                if ext is not None:
+                    if full not in _scope_ids:
+                        _scope_ids[full] = ext.aclprof_torch_scope(full.encode())
+                    _paths[id(m)] = _scope_ids[full]
+                else:
+                    _paths[id(m)] = full
                 _path_refs[id(m)] = _path_refs.get(id(m), 0) + 1
-        if _hook_users == 0:
-            reg = torch.nn.modules.module
-            _hook_handles.append(reg.register_module_forward_pre_hook(_pre_hook))
-            _hook_handles.append(reg.register_module_forward_hook(_post_hook, always_call=True))
+        if ext is not None:
+            _ext_push, _ext_pop = ext.aclprof_torch_push, ext.aclprof_torch_pop
         _hook_users += 1
+        _sync_hooks(ext is not None)
+
+
+# With the compiled path: whether the library last said anyone listens. The module hooks
+# (which slow every module call down) are installed only then; the library tells us of a
+# subscription that starts in the middle of a block (aclprofExtListen).
+_listening = False
+
+
+def _sync_hooks(compiled: bool) -> None:
+    """Under _hook_lock: the module hooks installed while a block is open and, with the
+    compiled path, someone listens."""
+    want = _hook_users > 0 and (_listening or not compiled)
+    if want and not _hook_handles:
+        reg = torch.nn.modules.module
+        pre, post = (_ext_pre_hook, _ext_post_hook) if compiled else (_pre_hook, _post_hook)
+        _hook_handles.append(reg.register_module_forward_pre_hook(pre))
+        _hook_handles.append(reg.register_module_forward_hook(post, always_call=True))
+    elif not want and _hook_handles:
+        for h in _hook_handles:
+            h.remove()
+        _hook_handles.clear()
+
+
+def _on_listening(on: int, user: Any) -> None:
+    global _listening
+    with _hook_lock:
+        _listening = bool(on)
+        _sync_hooks(True)
+
+
+# Kept for the process's life: the library holds its address.
+_LISTENER = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p)(_on_listening)
 
 
 def _hooks_release(root: Optional[Any]) -> None:
@@ -97,10 +264,7 @@ def _hooks_release(root: Optional[Any]) -> None:
                     _path_refs[id(m)] = left
                 else:
                     _paths.pop(id(m), None)
-        if _hook_users == 0:
-            for h in _hook_handles:
-                h.remove()
-            _hook_handles.clear()
+        _sync_hooks(_ext_state[0] is not None if _ext_state else False)
 
 
 class _Count:
@@ -250,10 +414,19 @@ class profile(contextlib.ContextDecorator):
         self.record_shapes = record_shapes
         self._metas: Dict[Any, int] = {}
         self.model = Model.register(name, device)
-        # The dispatch-mode machinery imports torch._dynamo on first use (seconds); pay it
-        # here rather than inside the user's first profiled op.
-        import torch._dynamo  # noqa: F401
         self._lib = load()
+        self._ext = _ext()
+        self._handle: Optional[int] = None
+        if self._ext is not None:
+            self._handle = self._ext.aclprof_torch_profile_new(self.model.id, name.encode(),
+                                                               int(record_shapes))
+        else:
+            # The dispatch-mode machinery imports torch._dynamo on first use (seconds); pay
+            # it here rather than inside the user's first profiled op.
+            import torch._dynamo  # noqa: F401
+        self._entered = 0
+        self._failed_told = 0
+        self._final = (0, 0)  # the compiled path's counts, once closed
         self._names: Dict[Tuple[str, Any], Tuple[bytes, bytes]] = {}
         self._active = threading.local()
         self._all_counts: List[_Count] = []
@@ -263,22 +436,35 @@ class profile(contextlib.ContextDecorator):
     def model_id(self) -> int:
         return self.model.id
 
+    def _compiled_counts(self) -> Tuple[int, int]:
+        if self._ext is None or self._handle is None:
+            return self._final
+        ok, failed = ctypes.c_uint64(), ctypes.c_uint64()
+        self._ext.aclprof_torch_counts(self._handle, ctypes.byref(ok), ctypes.byref(failed))
+        return ok.value, failed.value
+
     @property
     def ops(self) -> int:
         """Ops reported so far, all threads together."""
-        return sum(c.ok for c in self._all_counts)
+        return sum(c.ok for c in self._all_counts) + self._compiled_counts()[0]
 
     @property
     def failed(self) -> int:
-        """Ops whose report the library refused (each thread logs its first one)."""
-        return sum(c.failed for c in self._all_counts)
+        """Ops whose report the library refused (logged once per block that had some)."""
+        return sum(c.failed for c in self._all_counts) + self._compiled_counts()[1]
 
     def __enter__(self) -> "profile":
         if not self.model.loaded:
             raise RuntimeError("this aclprof.torch.profile was closed")
+        _hooks_acquire(self.module, self.name, self._ext)
+        if self._ext is not None:
+            # The callbacks run only while someone listens: nothing is installed per op.
+            with _hook_lock:
+                self._entered += 1
+            self._ext.aclprof_torch_enter(self._handle)
+            return self
         modes: List[_Mode] = getattr(self._active, "modes", [])
         self._active.modes = modes
-        _hooks_acquire(self.module, self.name)
         try:
             mode = _Mode(self)
             mode.__enter__()
@@ -290,8 +476,20 @@ class profile(contextlib.ContextDecorator):
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        mode = self._active.modes.pop()
-        mode.__exit__(exc_type, exc, tb)
+        if self._ext is not None:
+            self._ext.aclprof_torch_exit()
+            with _hook_lock:
+                self._entered -= 1
+            if exc_type is not None:
+                self._ext.aclprof_torch_clear()
+            failed = self._compiled_counts()[1]
+            if failed > self._failed_told:
+                _log.warning("aclprof.torch: the library refused %d ops of %s (%s)",
+                             failed - self._failed_told, self.name, recent_error())
+                self._failed_told = failed
+        else:
+            mode = self._active.modes.pop()
+            mode.__exit__(exc_type, exc, tb)
         _hooks_release(self.module)
         if exc_type is not None:
             _scope.stack.clear()  # a forward that raised left its modules on the stack
@@ -302,6 +500,12 @@ class profile(contextlib.ContextDecorator):
     def close(self) -> None:
         """Unloads the aclprof model (a subscription to it stays until unsubscribed)."""
         self.model.unload()
+        with _hook_lock:
+            if self._ext is not None and self._handle is not None and self._entered == 0:
+                # (Kept, not freed, if a thread is still inside the block.)
+                self._final = self._compiled_counts()
+                self._ext.aclprof_torch_profile_free(self._handle)
+                self._handle = None
 
     def __repr__(self) -> str:
         return f"<aclprof.torch.profile {self.name!r}: model {self.model.id}, {self.ops} ops>"

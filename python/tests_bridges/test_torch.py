@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -127,10 +128,68 @@ def test_outside_the_block_nothing_is_reported(net: torch.nn.Module) -> None:
 
 
 def test_without_a_module_ops_are_named_by_operator() -> None:
-    with aclprof.torch.profile(name="bare") as prof:
+    prof = aclprof.torch.profile(name="bare")
+    with aclprof.Subscription(prof.model_id) as sub, prof:
         torch.ones(3) + torch.ones(3)
     prof.close()
-    assert prof.ops >= 3
+    assert prof.ops == len(sub.records) >= 3
+    assert "bare/aten::add" in [r.name for r in sub.records]
+    assert {r.name for r in sub.records} == {"bare/" + r.type for r in sub.records}
+
+
+def test_nobody_listening_reports_nothing_until_a_subscription_starts(
+        net: torch.nn.Module) -> None:
+    prof = aclprof.torch.profile(net, name="late")
+    ext = aclprof.torch._ext()
+    try:
+        with prof:
+            forward(net, 1)
+            assert prof.ops == 0, "nobody listens: nothing reported"
+            if ext is not None:
+                assert ext.aclprof_torch_enabled() == 0, "no callback runs per op"
+            # A subscription made in the middle of the block is heard at once.
+            with aclprof.Subscription(prof.model_id) as sub:
+                forward(net, 1)
+            per_forward = len(sub.records)
+            assert per_forward >= 60 and prof.ops == per_forward
+            forward(net, 1)
+            assert prof.ops == per_forward, "nobody listens again"
+        if ext is not None:
+            assert ext.aclprof_torch_enabled() == 0
+    finally:
+        prof.close()
+
+
+def test_the_compiled_path_and_the_dispatch_mode_report_the_same_ops(
+        net: torch.nn.Module) -> None:
+    """Where no compiler is found the Python dispatch mode reports instead: the same ops,
+    names, types and shapes."""
+    if aclprof.torch._ext() is None:
+        pytest.skip("the compiled path is unavailable here")
+    script = """
+import json, sys, torch, torchvision, aclprof, aclprof.torch
+torch.manual_seed(0)
+net = torchvision.models.resnet18(weights=None).eval()
+prof = aclprof.torch.profile(net, name="same")
+assert aclprof.torch._ext() is None
+x = torch.randn(1, 3, 224, 224)
+with aclprof.Subscription(prof.model_id) as sub, prof, torch.no_grad():
+    net(x)
+json.dump([[r.name, r.type] for r in sub.records], sys.stdout)
+"""
+    env = dict(os.environ, ACLPROF_TORCH_CPP="0")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    fallback = [tuple(x) for x in json.loads(out)]
+    prof = aclprof.torch.profile(net, name="same")
+    try:
+        with aclprof.Subscription(prof.model_id) as sub, prof:
+            forward(net, 1)
+    finally:
+        prof.close()
+    compiled = [(r.name, r.type) for r in sub.records]
+    assert len(compiled) >= 60
+    assert compiled == fallback
 
 
 def test_file_mode_analyze_and_report(net: torch.nn.Module, out_root: Path) -> None:

@@ -1,17 +1,20 @@
 """The bridges' overhead. PyTorch: a torchvision ResNet-18 (random weights) on CPU, wall time
 of N forward passes without profiling, under aclprof.torch (nobody subscribed, and with a pipe
 subscription reading every op), and under torch.profiler (CPU activity, events read back),
-the other mechanism the bridge could have used. ONNX Runtime: the same ResNet-18 exported to
+the other mechanism the bridge could have used; then the same rows for the Python dispatch
+mode, the bridge's fallback where no C++ compiler is found. ONNX Runtime: the same ResNet-18 exported to
 ONNX, N runs of a plain session against aclprof.onnxruntime's (ORT's profiler on, every node
 reported at the end). Run: scripts/test-bridges --bench."""
 
 from __future__ import annotations
 
 import io
+import os
 import statistics
+import subprocess
 import sys
 import time
-from typing import Callable, List
+from typing import Callable, Dict, List
 
 import torch
 import torchvision
@@ -29,9 +32,22 @@ def timed(run: Callable[[], None], rounds: int) -> float:
     return statistics.median(walls)
 
 
+def interleaved(runs: Dict[str, Callable[[], None]], rounds: int) -> Dict[str, float]:
+    """Median wall time of each run, the runs taking turns round after round, so that the
+    machine's drift (this guest's is several %) falls on all of them alike."""
+    walls: Dict[str, List[float]] = {k: [] for k in runs}
+    for _ in range(rounds):
+        for label, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            walls[label].append(time.perf_counter() - t0)
+    return {k: statistics.median(v) for k, v in walls.items()}
+
+
 def main() -> None:
     passes = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    fallback = os.environ.get("ACLPROF_TORCH_CPP") == "0"
     torch.manual_seed(0)
     net = torchvision.models.resnet18(weights=None).eval()
     x = torch.randn(1, 3, 224, 224)
@@ -43,15 +59,14 @@ def main() -> None:
 
     forward()  # warm up kernels and allocator
     prof = aclprof.torch.profile(net, name="resnet18")
-    with prof:
+    with aclprof.Subscription(prof.model_id), prof:  # (nothing is reported unheard)
         forward()
     ops = prof.ops // passes
+    plain = aclprof.torch.profile(net, name="resnet18-noshapes", record_shapes=False)
 
     def bridged() -> None:
         with prof:
             forward()
-
-    plain = aclprof.torch.profile(net, name="resnet18-noshapes", record_shapes=False)
 
     def bridged_no_shapes() -> None:
         with plain:
@@ -61,25 +76,43 @@ def main() -> None:
         with aclprof.Subscription(prof.model_id), prof:
             forward()
 
+    def subscribed_no_shapes() -> None:
+        with aclprof.Subscription(plain.model_id), plain:
+            forward()
+
     def torch_profiler() -> None:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as p:
             forward()
         sum(1 for _ in p.events())
 
-    base = timed(forward, rounds)
-    rows = [("aclprof.torch, nobody subscribed", timed(bridged, rounds)),
-            ("  the same, record_shapes=False", timed(bridged_no_shapes, rounds)),
-            ("aclprof.torch, pipe subscription", timed(subscribed, rounds)),
-            ("torch.profiler (CPU), events read", timed(torch_profiler, rounds))]
-    print(f"ResNet-18, batch 1, 224x224, CPU ({torch.get_num_threads()} threads): "
-          f"{ops} ATen ops per forward, {passes} forwards, median of {rounds} rounds")
+    runs: Dict[str, Callable[[], None]] = {
+        "no profiling": forward,
+        "aclprof.torch, nobody subscribed": bridged,
+        "  the same, record_shapes=False": bridged_no_shapes,
+        "aclprof.torch, pipe subscription": subscribed,
+        "  the same, record_shapes=False ": subscribed_no_shapes,
+    }
+    if not fallback:
+        runs["torch.profiler (CPU), events read"] = torch_profiler
+    walls = interleaved(runs, rounds)
+    base = walls.pop("no profiling")
+    how = ("the Python dispatch mode (ACLPROF_TORCH_CPP=0)" if fallback
+           else "the compiled RecordFunction path")
+    print(f"ResNet-18, batch 1, 224x224, CPU ({torch.get_num_threads()} threads), {how}: "
+          f"{ops} ATen ops per forward, {passes} forwards, median of {rounds} interleaved rounds")
     print(f"  {'no profiling':36s} {base / passes * 1e3:8.2f} ms/forward")
-    for label, wall in rows:
+    for label, wall in walls.items():
         extra = (wall - base) / passes
-        print(f"  {label:36s} {wall / passes * 1e3:8.2f} ms/forward  "
-              f"+{extra / base * passes * 100:5.1f} %  {extra / ops * 1e6:6.2f} us/op")
+        print(f"  {label.rstrip():36s} {wall / passes * 1e3:8.2f} ms/forward  "
+              f"{extra / base * passes * 100:+6.1f} %  {extra / ops * 1e6:6.2f} us/op")
     prof.close()
     plain.close()
+    if fallback:
+        return
+    sys.stdout.flush()
+    # The fallback's rows, from a process that never loads the compiled path.
+    subprocess.run([sys.executable, *sys.argv], env=dict(os.environ, ACLPROF_TORCH_CPP="0"),
+                   check=True)
     onnxruntime_overhead(net, x, passes, rounds)
 
 

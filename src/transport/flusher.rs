@@ -1,4 +1,4 @@
-//! The flusher: one library thread that writes partial batches about a millisecond after a
+//! The flusher: one library thread that writes partial batches about 10 ms after a
 //! reporting thread leaves them. It sleeps on a condition variable while nothing waits to
 //! be written, so idle subscriptions cost nothing; it runs only while records wait.
 //!

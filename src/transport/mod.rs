@@ -7,7 +7,7 @@
 //!      │ ring: the lane is in the shared mapping ───┴──▶ reader (any process) signs what it
 //!      │                                                acquires and decodes it in place
 //!      │ pipe: batches of 64 records (32 KiB) ───────────▶ write() by the flusher thread,
-//!      │ file mode: batches of 128 records ──────────────▶ ~1 ms later, while records wait;
+//!      │ file mode: batches of 128 records ──────────────▶ ~10 ms later, while records wait;
 //!      └ a lane half full ──▶ the reporting thread writes it itself
 //! ```
 //!
@@ -58,7 +58,7 @@ const FILE_BATCH: u64 = 128;
 /// (Four under loom: the models need a few, and each is state to explore.)
 const HEAP_LANES: usize = if cfg!(loom) { 4 } else { 16 };
 /// How long a partial batch may wait before the flusher writes it.
-pub const FLUSH_DELAY: Duration = Duration::from_millis(1);
+pub const FLUSH_DELAY: Duration = Duration::from_millis(10);
 /// How long past its deadline closing waits for a push still under way (one blocked on a
 /// full lane gives up at the deadline).
 const CLOSE_GRACE: Duration = Duration::from_millis(500);
