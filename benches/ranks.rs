@@ -1,6 +1,6 @@
 //! `aclprof analyze --aggregate-by rank` over a synthetic cluster (512 ranks of 10 000 ops
 //! each by default: 5.1 M records, 2.6 GB), then `--aggregate-by type` over one record file
-//! (ONE_FILE_OPS, default 4 M records, 2 GB), each on one thread and on every core,
+//! (ONE_FILE_OPS, default 10 M records, 4.9 GB), each on one thread and on every core,
 //! alternating, in a child process (the `aclprof` command) so that its peak RSS is its own.
 //! Reports the median of each, their ratio, and the peak RSS.
 //!
@@ -115,7 +115,7 @@ fn main() {
     let ranks = args.first().copied().unwrap_or(512) as u32;
     let ops = args.get(1).copied().unwrap_or(10_000);
     let rounds = args.get(2).copied().unwrap_or(3);
-    let one_file = args.get(3).copied().unwrap_or(4_000_000);
+    let one_file = args.get(3).copied().unwrap_or(10_000_000);
     let root: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("target")
         .join(format!("bench-ranks-{ranks}x{ops}"));
