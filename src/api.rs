@@ -251,6 +251,7 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
             fd,
             user: sc.fd,
             raises,
+            splice: transport::splice_pipes() && transport::is_pipe(fd),
         })
     })
     .map(|_| ())

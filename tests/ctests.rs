@@ -880,6 +880,19 @@ fn every_record_exactly_once_under_churn() {
             }
         }
     }
+    // Pipes are written with vmsplice() unless ACLPROF_PIPE_SPLICE=0: the write() path too.
+    for (mode, rounds) in [("pipe", "100"), ("drop", "100"), ("stall", "20")] {
+        let dir = fresh_dir(&format!("churn-{mode}-write"));
+        let out = exec(
+            &builds[0].0,
+            &[Path::new(mode), Path::new(rounds), &dir],
+            &[("ACLPROF_PIPE_SPLICE", "0")],
+        );
+        assert!(
+            out.contains(&format!("PASSED {mode}")) && !out.contains("FAILED"),
+            "{mode} with write(): {out}"
+        );
+    }
 }
 
 /// `aclprof top` on a running C program that subscribes to its own model and runs under

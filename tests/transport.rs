@@ -320,6 +320,7 @@ fn a_listener_hears_each_change_of_whether_anyone_listens() {
     let mut fds2 = [0; 2];
     assert_eq!(unsafe { libc::pipe(fds2.as_mut_ptr()) }, 0);
     w = fds2[1];
+    assert_eq!(w, fds2[1]); // (the config holds `&mut w`)
     assert_eq!(aclprofModelSubscribe(a, cfg), 0, "unheard once unlistened");
     assert_eq!(aclprofModelUnSubscribe(a), 0);
     aclprofDestroySubscribeConfig(cfg);

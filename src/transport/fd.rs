@@ -93,8 +93,60 @@ pub enum WriteError {
 
 /// Writers of one fd take its stripe of these locks for a whole `write_records` call: a
 /// write can stop anywhere, and two subscriptions sharing the fd must not interleave inside
-/// a record.
-static FD_LOCKS: [std::sync::Mutex<()>; 16] = [const { std::sync::Mutex::new(()) }; 16];
+/// a record. Each stripe also counts, for each fd written through it, the bytes the library
+/// has put into that fd in all (see [`read_position`]); one entry per fd number ever used.
+static FD_LOCKS: [std::sync::Mutex<Vec<(c_int, u64)>>; 16] =
+    [const { std::sync::Mutex::new(Vec::new()) }; 16];
+
+fn stripe(fd: c_int) -> std::sync::MutexGuard<'static, Vec<(c_int, u64)>> {
+    FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The bytes written to `fd` so far, in its stripe's table.
+fn written_of(table: &mut Vec<(c_int, u64)>, fd: c_int) -> &mut u64 {
+    let i = match table.iter().position(|e| e.0 == fd) {
+        Some(i) => i,
+        None => {
+            table.push((fd, 0));
+            table.len() - 1
+        }
+    };
+    &mut table[i].1
+}
+
+/// Whether records go into pipes by `vmsplice()` (docs/design.md, "Pipes without a copy"):
+/// on, unless ACLPROF_PIPE_SPLICE=0. Never under loom, whose models check the lane protocol
+/// with the consumer freeing what it wrote at once.
+pub fn splice_pipes() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    !cfg!(loom)
+        && *ON.get_or_init(|| std::env::var("ACLPROF_PIPE_SPLICE").map_or(true, |v| v != "0"))
+}
+
+/// Whether `fd` is a pipe or FIFO (the only files `vmsplice()` writes to).
+pub fn is_pipe(fd: c_int) -> bool {
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: st is a valid out-pointer.
+    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO }
+}
+
+/// How many of the bytes the library wrote to the pipe `fd` its reader has read: all
+/// written, less what the pipe still holds (`FIONREAD`). Bytes others put into the pipe
+/// count as unread, so the answer errs low, never high. None if the pipe cannot say.
+pub fn read_position(fd: c_int) -> Option<u64> {
+    let mut table = stripe(fd);
+    let written = *written_of(&mut table, fd);
+    let mut unread: c_int = 0;
+    // SAFETY: FIONREAD stores an int through the pointer.
+    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) } != 0 || unread < 0 {
+        return None;
+    }
+    // (Held across the ioctl: no write of ours lands between the two readings.)
+    drop(table);
+    Some(written.saturating_sub(unread as u64))
+}
 
 /// Holds every fd stripe across `fork()` (see [`crate::fork`]).
 pub(crate) fn fork_prepare() -> crate::fork::Release {
@@ -110,23 +162,38 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
 /// short inside a record (a socket; a pipe cuts only at its 4 KiB pages, which hold whole
 /// records) is finished, waiting for room, before the fd's lock is released, so nothing else
 /// is written to the fd in the middle of a record. Retries `EINTR`; never raises `SIGPIPE`.
+///
+/// With `splice` (a pipe) the records are not copied: `vmsplice()` hands the pipe their
+/// pages, and the caller must not write those slots again before the reader has read them
+/// ([`read_position`]). Returns the bytes taken and the fd's total written after them.
 pub fn write_records(
     fd: c_int,
     raises: Signals,
     buf: &[u8],
-) -> std::result::Result<usize, WriteError> {
-    let _whole = FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
+    splice: bool,
+) -> std::result::Result<(usize, u64), WriteError> {
+    let mut table = stripe(fd);
+    let written = written_of(&mut table, fd);
     let mut off = 0;
     while off < buf.len() {
         let rest = &buf[off..];
         let n = quietly(raises, || {
-            // SAFETY: rest is a valid readable slice.
-            unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }
+            if splice {
+                let iov = libc::iovec {
+                    iov_base: rest.as_ptr() as *mut libc::c_void,
+                    iov_len: rest.len(),
+                };
+                // SAFETY: iov describes a valid readable slice; the pipe keeps references to
+                // its pages, and the caller keeps the records there until they are read.
+                unsafe { libc::vmsplice(fd, &iov, 1, libc::SPLICE_F_NONBLOCK) }
+            } else {
+                // SAFETY: rest is a valid readable slice.
+                unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }
+            }
         });
         if n >= 0 {
             off += n as usize;
+            *written += n as u64;
             continue;
         }
         let e = std::io::Error::last_os_error();
@@ -144,7 +211,7 @@ pub fn write_records(
             _ => return Err(WriteError::Broken(format!("write() failed: {e}"))),
         }
     }
-    Ok(off)
+    Ok((off, *written))
 }
 
 /// Waits up to `ms` for `fd` to take more bytes.

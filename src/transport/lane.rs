@@ -218,12 +218,20 @@ impl Mem {
         self.ctl().head.store(p.head, Ordering::Release);
     }
 
-    /// Consumer: how many published records wait, and how many of them (at most `max`)
-    /// are contiguous from slot `c.slot`.
+    /// Consumer: how many published records wait to be written out, and how many of them
+    /// (at most `max`) are contiguous from slot `c.sent_slot`.
     #[inline]
     pub fn available(&self, c: &Cons, max: u64) -> (u64, u64) {
-        let avail = self.ctl().head.load(Ordering::Acquire) - c.tail;
-        (avail, avail.min(max).min(self.cap - c.slot))
+        let avail = self.ctl().head.load(Ordering::Acquire) - c.sent;
+        (avail, avail.min(max).min(self.cap - c.sent_slot))
+    }
+
+    /// Consumer: the `n` oldest unsent records were written out (their slots stay taken
+    /// until [`Mem::consume`]).
+    #[inline]
+    pub fn mark_sent(&self, c: &mut Cons, n: u64) {
+        c.sent += n;
+        c.sent_slot = (c.sent_slot + n) % self.cap;
     }
 
     /// Consumer: frees the `n` oldest records (read or written out).
@@ -246,8 +254,16 @@ pub struct Prod {
 /// The consumer's private view (under the consumer lock).
 #[derive(Default)]
 pub struct Cons {
+    /// The oldest slot not yet free for the producer (`tail`), and its index.
     pub tail: u64,
     pub slot: u64,
+    /// The oldest record not yet written out, and its slot. Equal to `tail` but for records
+    /// spliced into a pipe that its reader has not read yet (their slots stay taken).
+    pub sent: u64,
+    pub sent_slot: u64,
+    /// Spliced records not yet freed, oldest first: the pipe's total written after them
+    /// ([`super::fd::read_position`]) and how many. A few entries: a pipe holds 16 pages.
+    pub in_pipe: std::collections::VecDeque<(u64, u64)>,
     /// Slots from the start whose pages the flusher faulted in, and the producer's head at
     /// that pass ([`Mem::prefault`]).
     pub prefaulted: u64,
@@ -266,6 +282,9 @@ pub struct Lane {
     #[cfg(loom)]
     prod_shadow: loom::cell::UnsafeCell<u64>,
     cons: Mutex<Cons>,
+    /// Records written out of this lane so far (`Cons::sent`, for the counts, which must not
+    /// wait for the consumer lock).
+    pub sent_total: AtomicU64,
 }
 
 // SAFETY: `prod` is only touched by the thread that owns the lane (claimed through
@@ -283,6 +302,7 @@ impl Lane {
             #[cfg(loom)]
             prod_shadow: loom::cell::UnsafeCell::new(0),
             cons: Mutex::new(Cons::default()),
+            sent_total: AtomicU64::new(0),
         };
         if let Some(m) = mem {
             let _ = l.mem.set(Some(m));

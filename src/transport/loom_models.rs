@@ -27,6 +27,7 @@ fn pipe_sub_with(cap: usize) -> (Arc<Sub>, c_int, c_int) {
         fd: fds[1],
         user,
         raises,
+        splice: false, // the models check the protocol that frees what is written at once
     };
     let sub = Sub::start_with_stall(9, 0, dest, cap, OnFull::Block, Duration::from_secs(5))
         .expect("a subscription");

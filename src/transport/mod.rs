@@ -33,7 +33,7 @@ pub(crate) mod lane;
 mod loom_models;
 pub mod ring;
 
-pub use fd::{prepare_fd, UserFd};
+pub use fd::{is_pipe, prepare_fd, splice_pipes, UserFd};
 pub use files::StreamFiles;
 
 use crate::error::Result;
@@ -98,6 +98,9 @@ pub enum Dest {
         user: UserFd,
         /// What a write to it can raise (from [`prepare_fd`]).
         raises: fd::Signals,
+        /// A pipe written with `vmsplice()` ([`fd::splice_pipes`]): records leave without a
+        /// copy, and their slots are freed only once the reader has read them.
+        splice: bool,
     },
     /// File mode: per-stream raw files.
     Files(Mutex<StreamFiles>),
@@ -407,7 +410,10 @@ impl Sub {
     /// Pipe and file mode: write full batches now; leave a partial one to the flusher.
     #[inline]
     fn after_publish(self: &Arc<Self>, lane: usize, p: &mut Prod) {
-        if p.head - p.cached_tail >= self.inline_at {
+        // (Spliced records keep their slots until read: what counts is what is unsent.)
+        if p.head - p.cached_tail >= self.inline_at
+            && p.head - self.lanes[lane].sent_total.load(Ordering::Relaxed) >= self.inline_at
+        {
             if let Some(mut c) = self.lanes[lane].try_cons() {
                 self.drain(lane, &mut c, true, Wait::No);
             }
@@ -470,6 +476,17 @@ impl Sub {
                 };
                 let mut c = self.lanes[lane].cons();
                 self.drain(lane, &mut c, false, wait);
+                if let Wait::Backpressure(give_up) = wait {
+                    // Everything is in the pipe, but spliced records keep their slots until
+                    // the reader has read them.
+                    while !m.has_room(p) && !c.in_pipe.is_empty() && !self.is_broken() {
+                        if self.deadline_passed() || Instant::now() >= give_up {
+                            break;
+                        }
+                        std::thread::sleep(Duration::from_micros(50));
+                        self.reclaim(m, &mut c);
+                    }
+                }
                 drop(c);
                 let room = m.has_room(p);
                 if !room && !stalled && self.policy == OnFull::Block {
@@ -513,27 +530,39 @@ impl Sub {
         if self.finished() {
             return true;
         }
+        self.reclaim(m, c);
         loop {
             let (avail, n) = m.available(c, self.batch);
             if avail == 0 || (full_only && avail < self.batch) {
                 return avail == 0;
             }
-            m.track_read(c.slot, n);
-            // SAFETY: records [tail, tail + n) are published and contiguous from c.slot; the
-            // producer does not reuse them until the tail moves past them.
-            let bytes =
-                unsafe { std::slice::from_raw_parts(m.slot(c.slot), n as usize * RECORD_SIZE) };
+            m.track_read(c.sent_slot, n);
+            // SAFETY: records [sent, sent + n) are published and contiguous from
+            // c.sent_slot; the producer does not reuse them until the tail moves past them.
+            let bytes = unsafe {
+                std::slice::from_raw_parts(m.slot(c.sent_slot), n as usize * RECORD_SIZE)
+            };
             // Records taken off the lane, how many of them reached the destination (the rest
-            // are lost), and whether the fd is full with records still waiting.
+            // are lost), whether the fd is full with records still waiting, and (spliced
+            // into a pipe) the pipe's total written after them.
+            let mut spliced_to = None;
             let (taken, arrived, full) = if self.is_broken() {
                 (n, 0, false)
             } else {
                 match &self.dest {
-                    Dest::Fd { fd, raises, .. } => match self.write_fd(*fd, *raises, bytes, wait) {
-                        (k, Written::All) => (k, k, false),
-                        (k, Written::Full) => (k, k, true),
-                        (k, Written::Broken) => (n, k, false),
-                    },
+                    Dest::Fd {
+                        fd, raises, splice, ..
+                    } => {
+                        let (k, how, end) = self.write_fd(*fd, *raises, *splice, bytes, wait);
+                        if *splice {
+                            spliced_to = Some(end);
+                        }
+                        match how {
+                            Written::All => (k, k, false),
+                            Written::Full => (k, k, true),
+                            Written::Broken => (n, k, false),
+                        }
+                    }
                     Dest::Files(files) => {
                         match files.lock().unwrap_or_else(|p| p.into_inner()).write(bytes) {
                             Ok(k) => {
@@ -555,35 +584,81 @@ impl Sub {
             if arrived < taken {
                 self.lost.fetch_add(taken - arrived, Ordering::Relaxed);
             }
-            m.consume(c, taken);
+            m.mark_sent(c, taken);
+            self.lanes[lane].sent_total.store(c.sent, Ordering::Release);
+            match spliced_to {
+                // In the pipe, unread: freed by `reclaim` once read.
+                Some(end) if !self.is_broken() => {
+                    c.in_pipe.push_back((end, taken));
+                    self.reclaim(m, c);
+                }
+                _ => {
+                    c.in_pipe.clear(); // (broken: nothing of ours will be read any more)
+                    m.consume(c, c.sent - c.tail);
+                }
+            }
             if full {
                 return false; // not waiting: the rest stays in the lane
             }
         }
     }
 
+    /// Frees the slots of spliced records the pipe's reader has read (the consumer lock is
+    /// held). A pipe that cannot say how far it was read frees nothing: the slots wait.
+    fn reclaim(&self, m: &Mem, c: &mut Cons) {
+        let Some(&(first, _)) = c.in_pipe.front() else {
+            return;
+        };
+        let Dest::Fd { fd, .. } = &self.dest else {
+            return;
+        };
+        let Some(read) = fd::read_position(*fd) else {
+            return;
+        };
+        if read < first {
+            return;
+        }
+        while let Some(&(end, n)) = c.in_pipe.front() {
+            if end > read {
+                break;
+            }
+            c.in_pipe.pop_front();
+            m.consume(c, n);
+        }
+    }
+
     /// Whole records to the fd, as many as it takes (waiting as `wait` says): how many
     /// went out, and whether that was all of them, the fd is full, or the subscription
     /// broke (its reader is gone, or did not drain in time).
-    fn write_fd(&self, fd: c_int, raises: fd::Signals, bytes: &[u8], wait: Wait) -> (u64, Written) {
+    /// Also returns the fd's total written after the last of them (see `fd::read_position`).
+    fn write_fd(
+        &self,
+        fd: c_int,
+        raises: fd::Signals,
+        splice: bool,
+        bytes: &[u8],
+        wait: Wait,
+    ) -> (u64, Written, u64) {
         let n = (bytes.len() / RECORD_SIZE) as u64;
         let mut done = 0u64;
+        let mut end = 0;
         loop {
-            match fd::write_records(fd, raises, &bytes[done as usize * RECORD_SIZE..]) {
-                Ok(b) => {
+            match fd::write_records(fd, raises, &bytes[done as usize * RECORD_SIZE..], splice) {
+                Ok((b, total)) => {
                     done += (b / RECORD_SIZE) as u64;
+                    end = total;
                     if done == n {
-                        return (done, Written::All);
+                        return (done, Written::All, end);
                     }
                 }
                 Err(fd::WriteError::Broken(why)) => {
                     self.set_broken(&why);
-                    return (done, Written::Broken);
+                    return (done, Written::Broken, end);
                 }
                 Err(fd::WriteError::Full) => {}
             }
             let give_up = match wait {
-                Wait::No => return (done, Written::Full),
+                Wait::No => return (done, Written::Full, end),
                 Wait::Until(t) => Instant::now() >= t,
                 Wait::Backpressure(t) => self.deadline_passed() || Instant::now() >= t,
             };
@@ -593,9 +668,9 @@ impl Sub {
                         "the reader did not drain the pipe before the unsubscribe \
                          timeout (ACLPROF_UNSUBSCRIBE_TIMEOUT_MS)",
                     );
-                    return (done, Written::Broken);
+                    return (done, Written::Broken, end);
                 }
-                return (done, Written::Full);
+                return (done, Written::Full, end);
             }
             fd::wait_writable(fd, 20);
         }
@@ -611,9 +686,9 @@ impl Sub {
             }
             match l.try_cons() {
                 Some(mut c) => {
-                    let before = c.tail;
+                    let before = c.sent;
                     empty &= self.drain(i, &mut c, false, Wait::No);
-                    wrote |= c.tail != before;
+                    wrote |= c.sent != before;
                     if let Some(m) = l.used() {
                         let c = &mut *c;
                         m.prefault(&mut c.prefaulted, &mut c.prefault_seen);
@@ -694,7 +769,7 @@ impl Sub {
                 c.dropped += d;
                 consumed += match self.dest {
                     Dest::Ring(_) => h,
-                    _ => ctl.tail.load(Ordering::Acquire),
+                    _ => l.sent_total.load(Ordering::Acquire),
                 };
             }
         }
@@ -799,6 +874,7 @@ mod tests {
             fd: w,
             user: unsafe { UserFd::new(slot) },
             raises,
+            splice: fd::splice_pipes() && fd::is_pipe(w),
         };
         Sub::start(9, 0, dest, capacity, policy).unwrap()
     }
