@@ -246,12 +246,12 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
     };
     subscribe_with(model, sc.time_info, sc.aicore_metrics, || {
         let fd = sc.fd.get();
-        let raises = transport::prepare_fd(fd)?;
+        let (raises, splice) = transport::prepare_fd(fd)?;
         Ok(Dest::Fd {
             fd,
             user: sc.fd,
             raises,
-            splice: transport::splice_pipes() && transport::is_pipe(fd),
+            splice,
         })
     })
     .map(|_| ())

@@ -27,8 +27,9 @@ impl UserFd {
 }
 
 /// Checks that `fd` can take our records, and makes pipes and sockets non-blocking.
-/// Returns what writes to it can raise.
-pub fn prepare_fd(fd: c_int) -> Result<Signals> {
+/// Returns what writes to it can raise, and whether records go into it by `vmsplice()` (a
+/// pipe or FIFO, and [`splice_pipes`]).
+pub fn prepare_fd(fd: c_int) -> Result<(Signals, bool)> {
     if fd < 0 {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -75,11 +76,12 @@ pub fn prepare_fd(fd: c_int) -> Result<Signals> {
             );
         }
     }
-    Ok(match kind {
+    let raises = match kind {
         libc::S_IFIFO | libc::S_IFSOCK => Signals::PIPE,
         libc::S_IFREG => Signals::FSIZE,
         _ => Signals::BOTH,
-    })
+    };
+    Ok((raises, kind == libc::S_IFIFO && splice_pipes()))
 }
 
 /// Why a write stopped.
@@ -123,13 +125,6 @@ pub fn splice_pipes() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     !cfg!(loom)
         && *ON.get_or_init(|| std::env::var("ACLPROF_PIPE_SPLICE").map_or(true, |v| v != "0"))
-}
-
-/// Whether `fd` is a pipe or FIFO (the only files `vmsplice()` writes to).
-pub fn is_pipe(fd: c_int) -> bool {
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: st is a valid out-pointer.
-    unsafe { libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO }
 }
 
 /// How many of the bytes the library wrote to the pipe `fd` its reader has read: all

@@ -33,7 +33,7 @@ pub(crate) mod lane;
 mod loom_models;
 pub mod ring;
 
-pub use fd::{is_pipe, prepare_fd, splice_pipes, UserFd};
+pub use fd::{prepare_fd, UserFd};
 pub use files::StreamFiles;
 
 use crate::error::Result;
@@ -98,7 +98,7 @@ pub enum Dest {
         user: UserFd,
         /// What a write to it can raise (from [`prepare_fd`]).
         raises: fd::Signals,
-        /// A pipe written with `vmsplice()` ([`fd::splice_pipes`]): records leave without a
+        /// A pipe written with `vmsplice()` (from [`prepare_fd`]): records leave without a
         /// copy, and their slots are freed only once the reader has read them.
         splice: bool,
     },
@@ -868,13 +868,13 @@ mod tests {
 
     /// A subscription writing to `w` (its user fd slot lives for the whole test run).
     fn started(w: c_int, capacity: usize, policy: OnFull) -> Arc<Sub> {
-        let raises = prepare_fd(w).unwrap();
+        let (raises, splice) = prepare_fd(w).unwrap();
         let slot: &'static mut c_int = Box::leak(Box::new(w));
         let dest = Dest::Fd {
             fd: w,
             user: unsafe { UserFd::new(slot) },
             raises,
-            splice: fd::splice_pipes() && fd::is_pipe(w),
+            splice,
         };
         Sub::start(9, 0, dest, capacity, policy).unwrap()
     }
