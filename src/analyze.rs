@@ -1072,44 +1072,53 @@ fn workers(threads: usize, inputs: usize) -> usize {
 /// (The unit tests cut their small files into many pieces.)
 const PART_RECORDS: u64 = if cfg!(test) { 64 } else { 1 << 16 };
 
-/// A piece of the inputs that one thread reads: input `input`'s records, all of them
-/// (databases, standard input) or those of a byte range (file, start, length) of one of its
-/// files.
-struct Part {
+/// A piece of the inputs that one thread reads, from input `input`.
+struct Part<'a> {
     input: usize,
-    range: Option<(usize, u64, u64)>,
+    piece: Piece<'a>,
+}
+
+enum Piece<'a> {
+    /// A database, read whole.
+    Db(&'a Path),
+    Stdin,
+    /// `len` bytes of a record file from `start`.
+    Bytes(&'a Path, u64, u64),
 }
 
 /// The inputs cut into [`Part`]s, in input, file and offset order (the order one thread
 /// reading everything would see the records in).
-fn parts_of(inputs: &[Input]) -> Vec<Part> {
+fn parts_of(inputs: &[Input]) -> Vec<Part<'_>> {
+    let step = PART_RECORDS * RECORD_SIZE as u64;
     let mut parts = Vec::new();
-    for (i, input) in inputs.iter().enumerate() {
-        let files: &[PathBuf] = match input {
+    for (input, i) in inputs.iter().enumerate() {
+        let files: &[PathBuf] = match i {
             Input::Device { files, .. } => files,
             Input::Raw(p) => std::slice::from_ref(p),
-            Input::Db(_) | Input::Stdin => {
+            Input::Db(p) => {
                 parts.push(Part {
-                    input: i,
-                    range: None,
+                    input,
+                    piece: Piece::Db(p),
+                });
+                continue;
+            }
+            Input::Stdin => {
+                parts.push(Part {
+                    input,
+                    piece: Piece::Stdin,
                 });
                 continue;
             }
         };
-        for (f, p) in files.iter().enumerate() {
+        for p in files {
             let size = std::fs::metadata(p).map_or(0, |m| m.len());
-            let step = PART_RECORDS * RECORD_SIZE as u64;
             let mut start = 0;
             loop {
                 // The last piece takes the rest, a torn tail included.
-                let len = if size - start > step {
-                    step
-                } else {
-                    size - start
-                };
+                let len = (size - start).min(step);
                 parts.push(Part {
-                    input: i,
-                    range: Some((f, start, len)),
+                    input,
+                    piece: Piece::Bytes(p, start, len),
                 });
                 start += len;
                 if start >= size {
@@ -1124,31 +1133,26 @@ fn parts_of(inputs: &[Input]) -> Vec<Part> {
 /// Calls `f` with every verified record of `part`, counting corrupt ones.
 fn each_part_op(
     inputs: &[Input],
-    part: &Part,
+    part: &Part<'_>,
     corrupt: &mut u64,
     f: &mut dyn FnMut(&Origin<'_>, View<'_>),
 ) -> Result<()> {
     let input = &inputs[part.input];
     let origin = origin_of(part.input, input);
     let mut on_record = |v: View<'_>| f(&origin, v);
-    let (p, start, len) = match (input, part.range) {
-        (Input::Db(p), _) => return db_records(p, &mut on_record),
-        (Input::Stdin, _) => {
+    match part.piece {
+        Piece::Bytes(p, start, len) => {
+            let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))
+                .or_else(|e| io_err(p, e))?;
+            each_record(&mut file.take(len), p, corrupt, &mut on_record)
+        }
+        Piece::Db(p) => db_records(p, &mut on_record),
+        Piece::Stdin => {
             let stdin = std::io::stdin();
-            return each_record(&mut stdin.lock(), Path::new("-"), corrupt, &mut on_record);
+            each_record(&mut stdin.lock(), Path::new("-"), corrupt, &mut on_record)
         }
-        (Input::Device { files, .. }, Some((f, start, len))) => (&files[f], start, len),
-        (Input::Raw(p), Some((_, start, len))) => (p, start, len),
-        _ => {
-            return err(
-                crate::error::ACL_ERROR_INTERNAL_ERROR,
-                "a record file without a byte range to read",
-            )
-        }
-    };
-    let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start)).or_else(|e| io_err(p, e))?;
-    each_record(&mut file.take(len), p, corrupt, &mut on_record)
+    }
 }
 
 /// Scans every input under `path` on [`workers`] threads that each take the next
@@ -1952,6 +1956,18 @@ mod tests {
     }
 
     /// Any number of threads finds exactly what one does, ties among the top ops included.
+    /// `q` analysed on `threads` threads.
+    fn on_threads(path: &Path, q: &Query, threads: usize) -> Report {
+        analyze(
+            path,
+            &Query {
+                threads,
+                ..q.clone()
+            },
+        )
+        .unwrap()
+    }
+
     #[test]
     fn threads_change_nothing_but_speed() {
         let root = cluster(7, 400);
@@ -1976,25 +1992,11 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            let one = analyze(
-                &root,
-                &Query {
-                    threads: 1,
-                    ..q.clone()
-                },
-            )
-            .unwrap();
+            let one = on_threads(&root, &q, 1);
             assert_eq!(one.ops, 7 * 400);
             assert!(one.rows.len() > 2);
             for threads in [2, 3, 8] {
-                let many = analyze(
-                    &root,
-                    &Query {
-                        threads,
-                        ..q.clone()
-                    },
-                )
-                .unwrap();
+                let many = on_threads(&root, &q, threads);
                 assert_eq!(many.rows, one.rows, "{threads} threads, {q:?}");
                 assert_eq!((many.ops, many.total_ns), (one.ops, one.total_ns));
             }
@@ -2016,24 +2018,10 @@ mod tests {
                 ..Default::default()
             },
         ] {
-            let a = analyze(
-                &one,
-                &Query {
-                    threads: 1,
-                    ..q.clone()
-                },
-            )
-            .unwrap();
+            let a = on_threads(&one, &q, 1);
             assert_eq!((a.ops, a.corrupt), (1000, 1));
             for threads in [2, 5] {
-                let b = analyze(
-                    &one,
-                    &Query {
-                        threads,
-                        ..q.clone()
-                    },
-                )
-                .unwrap();
+                let b = on_threads(&one, &q, threads);
                 assert_eq!(b.rows, a.rows, "{threads} threads over one file, {q:?}");
                 assert_eq!(
                     (b.ops, b.total_ns, b.corrupt),
