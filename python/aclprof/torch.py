@@ -135,6 +135,7 @@ def _ext() -> Optional[ctypes.CDLL]:
     """The compiled reporting path (``_torch_ext.cpp``), built at first use and cached under
     ``$ACLPROF_TORCH_EXT_DIR`` (default ``~/.cache/aclprof/torch``); None where it cannot be
     built, or with ``ACLPROF_TORCH_CPP=0``: the Python dispatch mode reports instead."""
+    global _ext_push, _ext_pop
     with _ext_lock:
         if _ext_state:
             return _ext_state[0]
@@ -170,6 +171,7 @@ def _ext() -> Optional[ctypes.CDLL]:
                                             addr("aclprofExtListen"))
                 if rc != 0:
                     raise OSError(f"aclprofExtListen failed: {recent_error()}")
+                _ext_push, _ext_pop = ext.aclprof_torch_push, ext.aclprof_torch_pop
                 listener = ctypes.cast(_LISTENER, vp).value
                 if lib.aclprofExtListen(listener, None) != 0:
                     raise OSError(f"aclprofExtListen failed: {recent_error()}")
@@ -194,7 +196,7 @@ def _ext_post_hook(module: Any, args: Any, output: Any) -> None:
         _ext_pop()
 
 
-def _ext_push(scope: int) -> None:  # replaced by the compiled function once loaded
+def _ext_push(scope: int) -> None:  # replaced by the compiled function when _ext loads it
     raise AssertionError("the compiled path is not loaded")
 
 
@@ -202,8 +204,14 @@ def _ext_pop() -> None:
     raise AssertionError("the compiled path is not loaded")
 
 
-def _hooks_acquire(root: Optional[Any], root_name: str, ext: Optional[ctypes.CDLL]) -> None:
-    global _hook_users, _ext_push, _ext_pop
+def _loaded() -> Optional[ctypes.CDLL]:
+    """The compiled path, if :func:`_ext` loaded it (without trying to)."""
+    return _ext_state[0] if _ext_state else None
+
+
+def _hooks_acquire(root: Optional[Any], root_name: str) -> None:
+    global _hook_users
+    ext = _loaded()
     with _hook_lock:
         if root is not None:
             for path, m in root.named_modules():
@@ -215,10 +223,8 @@ def _hooks_acquire(root: Optional[Any], root_name: str, ext: Optional[ctypes.CDL
                 else:
                     _paths[id(m)] = full
                 _path_refs[id(m)] = _path_refs.get(id(m), 0) + 1
-        if ext is not None:
-            _ext_push, _ext_pop = ext.aclprof_torch_push, ext.aclprof_torch_pop
         _hook_users += 1
-        _sync_hooks(ext is not None)
+        _sync_hooks()
 
 
 # With the compiled path: whether the library last said anyone listens. The module hooks
@@ -227,9 +233,10 @@ def _hooks_acquire(root: Optional[Any], root_name: str, ext: Optional[ctypes.CDL
 _listening = False
 
 
-def _sync_hooks(compiled: bool) -> None:
+def _sync_hooks() -> None:
     """Under _hook_lock: the module hooks installed while a block is open and, with the
     compiled path, someone listens."""
+    compiled = _loaded() is not None
     want = _hook_users > 0 and (_listening or not compiled)
     if want and not _hook_handles:
         reg = torch.nn.modules.module
@@ -246,7 +253,7 @@ def _on_listening(on: int, user: Any) -> None:
     global _listening
     with _hook_lock:
         _listening = bool(on)
-        _sync_hooks(True)
+        _sync_hooks()
 
 
 # Kept for the process's life: the library holds its address.
@@ -264,7 +271,7 @@ def _hooks_release(root: Optional[Any]) -> None:
                     _path_refs[id(m)] = left
                 else:
                     _paths.pop(id(m), None)
-        _sync_hooks(_ext_state[0] is not None if _ext_state else False)
+        _sync_hooks()
 
 
 class _Count:
@@ -456,7 +463,7 @@ class profile(contextlib.ContextDecorator):
     def __enter__(self) -> "profile":
         if not self.model.loaded:
             raise RuntimeError("this aclprof.torch.profile was closed")
-        _hooks_acquire(self.module, self.name, self._ext)
+        _hooks_acquire(self.module, self.name)
         if self._ext is not None:
             # The callbacks run only while someone listens: nothing is installed per op.
             with _hook_lock:
