@@ -234,8 +234,25 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   return ctx;
 }
 
-struct Names {
+// The op names of one (profile, module path, operator): a profile's root path is its own
+// string, freed with it, so the profile's serial keeps a later profile at the same address
+// from finding them.
+struct NameKey {
+  uint64_t serial;
+  const std::string* where;
   const char* op;
+  bool operator==(const NameKey&) const = default;
+};
+
+struct NameKeyHash {
+  size_t operator()(const NameKey& k) const {
+    return std::hash<uint64_t>()(k.serial * 0x9E3779B97F4A7C15ull ^
+                                 reinterpret_cast<uintptr_t>(k.where) * 31 ^
+                                 reinterpret_cast<uintptr_t>(k.op));
+  }
+};
+
+struct Names {
   std::string name, type;
 };
 
@@ -248,18 +265,14 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* octx) {
   Block* b = current;
   if (b == nullptr) return;  // the block ended inside the op
   Profile* p = b->profile;
-  // (profile, module path, operator) -> the op's name and type.
-  thread_local std::unordered_map<uint64_t, Names> names;
+  thread_local std::unordered_map<NameKey, Names, NameKeyHash> names;
   const std::string* where = scopes.empty() ? &p->root : scopes.back();
   const char* op = fn.name();
-  uint64_t h = p->serial * 0x9E3779B97F4A7C15ull ^ reinterpret_cast<uintptr_t>(where) * 31 ^
-               reinterpret_cast<uintptr_t>(op);
-  auto it = names.find(h);
-  if (it == names.end() || it->second.op != op ||
-      it->second.name.compare(0, where->size(), *where) != 0) {
-    Names n{op, *where + "/" + op, op};
+  NameKey key{p->serial, where, op};
+  auto it = names.find(key);
+  if (it == names.end()) {
     if (names.size() >= kMaxCached) names.clear();
-    it = names.insert_or_assign(h, std::move(n)).first;
+    it = names.emplace(key, Names{*where + "/" + op, op}).first;
   }
   int rc;
   if (Shapes) {
