@@ -270,6 +270,7 @@ impl Db {
         for (name, _) in ENUMS {
             ddl += &format!("CREATE TABLE {name} (id INTEGER PRIMARY KEY, name TEXT);");
         }
+        ddl += "CREATE INDEX TaskIndex ON TASK (startNs,globalTaskId);";
         conn.execute_batch(&ddl).map_err(e)?;
         let mut db = Db {
             conn,
@@ -545,8 +546,7 @@ impl Db {
         }
         self.strings.clear();
         let r = self.conn.execute_batch(
-            "CREATE INDEX TaskIndex ON TASK (startNs,globalTaskId);\
-             CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId);\
+            "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId);\
              COMMIT;",
         );
         r.map_err(|x| self.e(x))?;
