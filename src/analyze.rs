@@ -902,6 +902,8 @@ fn no_records(path: &Path, corrupt: u64) -> String {
         .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
         .unwrap_or(0);
     let text = std::str::from_utf8(&head[..n]).ok().map(str::trim_start);
+    // Records have NULs in their padding; text has none.
+    let is_text = text.is_some() && !head[..n].contains(&0);
     let looks = match text {
         _ if n == 0 && corrupt == 0 => "is empty".to_string(),
         _ if head.starts_with(crate::sim::desc::SQLITE_MAGIC) => {
@@ -914,6 +916,10 @@ fn no_records(path: &Path, corrupt: u64) -> String {
             "is a CSV table (op_summary? replay it with aclprofExtSimModelLoad), not op records"
                 .to_string()
         }
+        _ if corrupt == 1 && n < RECORD_SIZE && path != Path::new("-") => {
+            format!("is {n} bytes long, shorter than one op record ({RECORD_SIZE} bytes)")
+        }
+        _ if is_text => "is text, not op records".to_string(),
         _ => format!(
             "holds no valid op record ({corrupt} block{} of 512 bytes failed the signature check)",
             if corrupt == 1 { "" } else { "s" }

@@ -165,6 +165,12 @@ fn overall_of_diff(base: &str, new: &str) -> BTreeMap<String, serde_json::Value>
         .output()
         .unwrap();
     assert!(out.status.success());
+    // `compare` is another name for it, with the same output.
+    let same = std::process::Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        .args(["compare", base, new, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(same.status.success() && same.stdout == out.stdout);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     j["rows"]
         .as_array()
@@ -643,8 +649,9 @@ fn analyze_and_report_read_a_real_database() {
 }
 
 /// Input with no valid op record is an error of one line that says what the input looks
-/// like, for `analyze` and `report` alike: an empty file, random bytes, empty standard
-/// input, a CSV table, a JSON timeline, a result directory nothing was recorded into.
+/// like, for `analyze` and `report` alike: an empty file, random bytes, a file shorter than a
+/// record, plain text, empty standard input, a CSV table, a JSON timeline, a result
+/// directory nothing was recorded into.
 #[test]
 fn input_without_records_is_one_clear_error() {
     let dir = root().join("target/cli-no-records");
@@ -662,6 +669,16 @@ fn input_without_records_is_one_clear_error() {
     let files = [
         ("empty.bin", b"".to_vec(), "is empty"),
         ("noise.bin", noise, "failed the signature check"),
+        (
+            "short.bin",
+            b"hi\n".to_vec(),
+            "is 3 bytes long, shorter than one op record",
+        ),
+        (
+            "notes.txt",
+            b"some notes\n".repeat(100),
+            "is text, not op records",
+        ),
         (
             "op_summary_1.csv",
             b"Device_id,Op Name,OP Type\n0,conv1,Conv2D\n".to_vec(),

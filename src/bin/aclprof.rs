@@ -121,6 +121,7 @@ enum Cmd {
     /// communication not overlapped, free), then op types, ops (by name) and steps, each
     /// row with base, new, difference and ratio, largest change first. BASE and NEW are what
     /// analyze takes (a result directory, a folder of them, a file of records, a database).
+    #[command(visible_alias = "compare")]
     Diff {
         base: PathBuf,
         new: PathBuf,
