@@ -4,8 +4,9 @@
 //! 0, 1, 2, ... in order of first use, as CANN's id pool gives them); enumerations are ids
 //! into the ENUM_* tables, written as data. Times are epoch nanoseconds.
 //!
-//! One transaction, statements prepared once and cached; the indexes are built after the
-//! rows are in.
+//! One transaction, statements prepared once and cached. The TASK index grows with the rows
+//! (they arrive in start order within a device, so each entry is appended; sorting it at the
+//! end kept one core busy alone); the communication index is built after the rows are in.
 
 use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE};
 use rusqlite::{params, Connection};
@@ -488,8 +489,8 @@ impl Db {
         )
     }
 
-    /// Writes the session's own tables, STRING_IDS and the enumerations, builds the indexes
-    /// and commits.
+    /// Writes the session's own tables, STRING_IDS and the enumerations, builds the
+    /// communication index and commits.
     pub fn finish(mut self, info: &DbInfo) -> Result<()> {
         let (major, minor, micro) = SCHEMA_VERSION;
         let mut rows: Vec<(String, Vec<rusqlite::types::Value>)> = Vec::new();
