@@ -262,8 +262,8 @@ pub struct Cons {
     pub sent: u64,
     pub sent_slot: u64,
     /// Spliced records not yet freed, oldest first: the pipe's total written after them
-    /// ([`super::fd::read_position`]) and how many: a few (a default pipe holds 16 pages;
-    /// a larger pipe, more).
+    /// ([`super::fd::read_position`]) and how many (records dropped behind them share their
+    /// entry): a few (a default pipe holds 16 pages; a larger pipe, more).
     pub in_pipe: std::collections::VecDeque<(u64, u64)>,
     /// Slots from the start whose pages the flusher faulted in, and the producer's head at
     /// that pass ([`Mem::prefault`]).

@@ -139,6 +139,8 @@ pub struct Sub {
     /// from the lanes and counted as dropped. Independent of `state`: a broken
     /// subscription still takes records, and still closes.
     broken: AtomicBool,
+    /// Broken because the pipe's reader closed its end: spliced records will never be read.
+    reader_gone: AtomicBool,
     deadline: Mutex<Option<Instant>>,
     /// Records taken from a lane that never arrived (broken fd, timeout, storage limit).
     lost: AtomicU64,
@@ -242,6 +244,7 @@ impl Sub {
             policy,
             state: AtomicU8::new(OPEN),
             broken: AtomicBool::new(false),
+            reader_gone: AtomicBool::new(false),
             deadline: Mutex::new(None),
             lost: AtomicU64::new(0),
             lost_why: Mutex::new(String::new()),
@@ -586,14 +589,21 @@ impl Sub {
             }
             m.mark_sent(c, taken);
             self.lanes[lane].sent_total.store(c.sent, Ordering::Release);
-            match spliced_to {
-                // In the pipe, unread: freed by `reclaim` once read.
-                Some(end) if !self.is_broken() => {
-                    c.in_pipe.push_back((end, taken));
+            match spliced_to.or_else(|| c.in_pipe.back().map(|e| e.0)) {
+                // Spliced, or behind records that were: in the pipe's order, freed by
+                // `reclaim` once read. Broken too: a reader that outslept the unsubscribe
+                // timeout may read the pipe yet, and the pages are the pipe's until then.
+                Some(end) if !self.reader_gone.load(Ordering::Acquire) => {
+                    match c.in_pipe.back_mut() {
+                        Some(last) if last.0 == end => last.1 += taken,
+                        _ => c.in_pipe.push_back((end, taken)),
+                    }
                     self.reclaim(m, c);
                 }
+                // Written by copy, or dropped with nothing ahead in the pipe, or the reader
+                // is gone: free at once.
                 _ => {
-                    c.in_pipe.clear(); // (broken: nothing of ours will be read any more)
+                    c.in_pipe.clear();
                     m.consume(c, c.sent - c.tail);
                 }
             }
@@ -650,6 +660,11 @@ impl Sub {
                     if done == n {
                         return (done, Written::All, end);
                     }
+                }
+                Err(fd::WriteError::ReaderGone) => {
+                    self.reader_gone.store(true, Ordering::Release);
+                    self.set_broken("the reader closed its end of the pipe (EPIPE)");
+                    return (done, Written::Broken, end);
                 }
                 Err(fd::WriteError::Broken(why)) => {
                     self.set_broken(&why);
