@@ -533,7 +533,7 @@ impl Sub {
         if self.finished() {
             return true;
         }
-        self.reclaim(m, c);
+        self.reclaim_if_needed(m, c);
         loop {
             let (avail, n) = m.available(c, self.batch);
             if avail == 0 || (full_only && avail < self.batch) {
@@ -598,7 +598,6 @@ impl Sub {
                         Some(last) if last.0 == end => last.1 += taken,
                         _ => c.in_pipe.push_back((end, taken)),
                     }
-                    self.reclaim(m, c);
                 }
                 // Written by copy, or dropped with nothing ahead in the pipe, or the reader
                 // is gone: free at once.
@@ -610,6 +609,15 @@ impl Sub {
             if full {
                 return false; // not waiting: the rest stays in the lane
             }
+        }
+    }
+
+    /// [`Sub::reclaim`], once the lane is half taken. Asking the pipe how far it was read
+    /// takes the pipe's lock, which its reader and writers contend for; spliced records
+    /// are at most a pipe's worth, so a lane with half its slots free has no need of theirs.
+    fn reclaim_if_needed(&self, m: &Mem, c: &mut Cons) {
+        if m.ctl().head.load(Ordering::Acquire) - c.tail >= self.lane_cap / 2 {
+            self.reclaim(m, c);
         }
     }
 
