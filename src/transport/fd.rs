@@ -89,10 +89,7 @@ pub fn prepare_fd(fd: c_int) -> Result<(Signals, bool)> {
 pub enum WriteError {
     /// The fd is full (non-blocking pipe or socket): try again later.
     Full,
-    /// The pipe's or socket's reader has closed its end (`EPIPE`): nothing written will be
-    /// read any more.
-    ReaderGone,
-    /// The fd cannot take records any more (an I/O error): the message says why.
+    /// The fd cannot take records any more (reader gone, I/O error): the message says why.
     Broken(String),
 }
 
@@ -201,7 +198,11 @@ pub fn write_records(
             Some(libc::EAGAIN) if off % RECORD_SIZE == 0 => break,
             // Inside a record: wait for room for the rest of it.
             Some(libc::EAGAIN) => wait_writable(fd, 50),
-            Some(libc::EPIPE) => return Err(WriteError::ReaderGone),
+            Some(libc::EPIPE) => {
+                return Err(WriteError::Broken(
+                    "the reader closed its end of the pipe (EPIPE)".into(),
+                ))
+            }
             _ => return Err(WriteError::Broken(format!("write() failed: {e}"))),
         }
     }

@@ -263,8 +263,8 @@ pub struct Cons {
     pub sent_slot: u64,
     /// Spliced records not yet freed, oldest first: the pipe's total written after them
     /// ([`super::fd::read_position`]) and how many (records dropped behind them share their
-    /// entry). They are freed once the lane is half taken, so at most half a lane's records
-    /// are here, in one entry per `vmsplice()`.
+    /// entry), in one entry per `vmsplice()`: at most a lane's records. Freed as the reader
+    /// reads them, asked once the lane is half taken.
     pub in_pipe: std::collections::VecDeque<(u64, u64)>,
     /// Slots from the start whose pages the flusher faulted in, and the producer's head at
     /// that pass ([`Mem::prefault`]).

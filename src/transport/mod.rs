@@ -136,11 +136,10 @@ pub struct Sub {
     policy: OnFull,
     state: AtomicU8,
     /// The destination failed (reader gone, write error, drain timeout): records are taken
-    /// from the lanes and counted as dropped. Independent of `state`: a broken
-    /// subscription still takes records, and still closes.
+    /// from the lanes and counted as dropped, and a report that finds its lane full is
+    /// dropped at once. Independent of `state`: a broken subscription still takes records,
+    /// and still closes.
     broken: AtomicBool,
-    /// Broken because the pipe's reader closed its end: spliced records will never be read.
-    reader_gone: AtomicBool,
     deadline: Mutex<Option<Instant>>,
     /// Records taken from a lane that never arrived (broken fd, timeout, storage limit).
     lost: AtomicU64,
@@ -244,7 +243,6 @@ impl Sub {
             policy,
             state: AtomicU8::new(OPEN),
             broken: AtomicBool::new(false),
-            reader_gone: AtomicBool::new(false),
             deadline: Mutex::new(None),
             lost: AtomicU64::new(0),
             lost_why: Mutex::new(String::new()),
@@ -449,6 +447,12 @@ impl Sub {
         let Some(m) = self.mem(lane) else {
             return false;
         };
+        if self.is_broken() {
+            // Nothing more is delivered: drop and count this one at once, without draining
+            // or asking a pipe how far it was read on every report (spliced slots stay taken
+            // until their reader reads them, which it may never do).
+            return false;
+        }
         let stalled = self.stalled.load(Ordering::Relaxed);
         let room = match &self.dest {
             Dest::Ring(r) => {
@@ -470,14 +474,6 @@ impl Sub {
                     }
                     std::thread::sleep(Duration::from_micros(50));
                 }
-            }
-            // Broken, with records perhaps still in the pipe (their slots wait for its
-            // reader): nothing more is delivered, so drop and count this one without asking
-            // the pipe how far it was read on every report.
-            Dest::Fd { splice: true, .. }
-                if self.is_broken() && !self.reader_gone.load(Ordering::Acquire) =>
-            {
-                false
             }
             _ => {
                 let wait = if self.policy == OnFull::Block && !stalled {
@@ -565,7 +561,7 @@ impl Sub {
                         fd, raises, splice, ..
                     } => {
                         let (k, how, end) = self.write_fd(*fd, *raises, *splice, bytes, wait);
-                        if *splice {
+                        if *splice && k > 0 {
                             spliced_to = Some(end);
                         }
                         match how {
@@ -598,21 +594,16 @@ impl Sub {
             m.mark_sent(c, taken);
             self.lanes[lane].sent_total.store(c.sent, Ordering::Release);
             match spliced_to.or_else(|| c.in_pipe.back().map(|e| e.0)) {
+                _ if taken == 0 => {}
                 // Spliced, or behind records that were: in the pipe's order, freed by
                 // `reclaim` once read. Broken too: a reader that outslept the unsubscribe
                 // timeout may read the pipe yet, and the pages are the pipe's until then.
-                Some(end) if !self.reader_gone.load(Ordering::Acquire) => {
-                    match c.in_pipe.back_mut() {
-                        Some(last) if last.0 == end => last.1 += taken,
-                        _ => c.in_pipe.push_back((end, taken)),
-                    }
-                }
-                // Written by copy, or dropped with nothing ahead in the pipe, or the reader
-                // is gone: free at once.
-                _ => {
-                    c.in_pipe.clear();
-                    m.consume(c, c.sent - c.tail);
-                }
+                Some(end) => match c.in_pipe.back_mut() {
+                    Some(last) if last.0 == end => last.1 += taken,
+                    _ => c.in_pipe.push_back((end, taken)),
+                },
+                // Written by copy, or dropped with nothing ahead in the pipe: free at once.
+                None => m.consume(c, c.sent - c.tail),
             }
             if full {
                 return false; // not waiting: the rest stays in the lane
@@ -676,11 +667,6 @@ impl Sub {
                     if done == n {
                         return (done, Written::All, end);
                     }
-                }
-                Err(fd::WriteError::ReaderGone) => {
-                    self.reader_gone.store(true, Ordering::Release);
-                    self.set_broken("the reader closed its end of the pipe (EPIPE)");
-                    return (done, Written::Broken, end);
                 }
                 Err(fd::WriteError::Broken(why)) => {
                     self.set_broken(&why);
