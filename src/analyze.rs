@@ -1961,7 +1961,6 @@ mod tests {
         root
     }
 
-    /// Any number of threads finds exactly what one does, ties among the top ops included.
     /// `q` analysed on `threads` threads.
     fn on_threads(path: &Path, q: &Query, threads: usize) -> Report {
         analyze(
@@ -1974,6 +1973,7 @@ mod tests {
         .unwrap()
     }
 
+    /// Any number of threads finds exactly what one does, ties among the top ops included.
     #[test]
     fn threads_change_nothing_but_speed() {
         let root = cluster(7, 400);

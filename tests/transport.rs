@@ -306,9 +306,8 @@ fn a_listener_hears_each_change_of_whether_anyone_listens() {
     let mut fds = [0; 2];
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
     let mut w: c_int = fds[1];
-    let cfg = unsafe {
-        aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), (&mut w as *mut c_int).cast())
-    };
+    let wp: *mut c_int = &mut w;
+    let cfg = unsafe { aclprofCreateSubscribeConfig(1, aclprofAicoreMetrics(0xFF), wp.cast()) };
     // Two subscriptions: one change on the first, one when the last goes.
     assert_eq!(aclprofModelSubscribe(a, cfg), 0);
     assert_eq!(aclprofModelSubscribe(b, cfg), 0);
@@ -319,8 +318,8 @@ fn a_listener_hears_each_change_of_whether_anyone_listens() {
     // (The unsubscribe closed the pipe's write end: another for the next subscription.)
     let mut fds2 = [0; 2];
     assert_eq!(unsafe { libc::pipe(fds2.as_mut_ptr()) }, 0);
-    w = fds2[1];
-    assert_eq!(w, fds2[1]); // (the config holds `&mut w`)
+    // SAFETY: `w` lives to the end of the test; the config reads it through this pointer.
+    unsafe { *wp = fds2[1] };
     assert_eq!(aclprofModelSubscribe(a, cfg), 0, "unheard once unlistened");
     assert_eq!(aclprofModelUnSubscribe(a), 0);
     aclprofDestroySubscribeConfig(cfg);
