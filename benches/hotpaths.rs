@@ -28,6 +28,12 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// The p50 and p99 of `v`.
+fn p50_p99(mut v: Vec<f64>) -> (f64, f64) {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (v[v.len() / 2], v[v.len() * 99 / 100])
+}
+
 /// Median over `runs` of ns per iteration of `f(iters)`.
 fn ns_per(runs: usize, iters: u64, mut f: impl FnMut(u64)) -> f64 {
     median(
@@ -383,8 +389,7 @@ fn raw_ring_bursts(bursts: usize, burst: u64, pause: Duration) -> (f64, f64) {
     done.store(true, Ordering::Release);
     black_box(consumer.join().unwrap());
     drop(mem);
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    (v[v.len() / 2], v[v.len() * 99 / 100])
+    p50_p99(v)
 }
 
 /// aclprof's side of [`raw_ring_bursts`]: the same pattern of reports into a ring
@@ -405,8 +410,7 @@ fn lib_ring_bursts(model: u32, bursts: usize, burst: u64, pause: Duration) -> (f
         bursts as u64 * burst,
         "every record read"
     );
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    (v[v.len() / 2], v[v.len() * 99 / 100])
+    p50_p99(v)
 }
 
 /// Producer cost while the reader keeps up: bursts of `burst` ops (well below the staging
@@ -421,8 +425,8 @@ fn report_bursts(model: u32, bursts: usize, burst: u64) -> (f64, f64, f64) {
         assert_eq!(aclprofExtFlush(), 0);
     }
     let amortized = v.iter().sum::<f64>() / v.len() as f64;
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    (amortized, v[v.len() / 2], v[v.len() * 99 / 100])
+    let (p50, p99) = p50_p99(v);
+    (amortized, p50, p99)
 }
 
 fn ring_subscribe(model: u32, capacity: u32) -> c_int {
