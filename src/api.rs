@@ -246,12 +246,12 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
     };
     subscribe_with(model, sc.time_info, sc.aicore_metrics, || {
         let fd = sc.fd.get();
-        let (raises, splice) = transport::prepare_fd(fd)?;
+        let (raises, kind) = transport::prepare_fd(fd)?;
         Ok(Dest::Fd {
             fd,
             user: sc.fd,
             raises,
-            splice,
+            kind,
         })
     })
     .map(|_| ())
@@ -367,6 +367,11 @@ pub fn stats() -> Counts {
         c += s.counts();
     }
     c
+}
+
+/// How often and how long threads waited for readers, since the process started.
+pub fn waits() -> transport::Waits {
+    transport::waits()
 }
 
 pub fn model_load(name: &str, device: u32) -> Result<u32> {

@@ -895,6 +895,34 @@ fn every_record_exactly_once_under_churn() {
     }
 }
 
+/// ctests/pipe_pace.c: subscribe, report at gaps of 0 to 2 ms, unsubscribe, then read, with a
+/// default pipe and raised ones; and a reporter paced like model executions against a
+/// reader that reads every 200 ms. Every record arrives, in order, and nobody waits for the
+/// reader while the pipe has room. Built plainly and with AddressSanitizer and
+/// UndefinedBehaviorSanitizer, and with pipes written by write() (ACLPROF_PIPE_SPLICE=0).
+#[test]
+fn a_pipe_holds_its_size_in_records_at_any_pace() {
+    let src = root().join("ctests/pipe_pace.c");
+    let c11_san: Vec<&str> = std::iter::once("-std=c11").chain(SANITIZE).collect();
+    let plain = build_c_with(&src, "aclprof", &["-std=c11"], "");
+    let asan = build_c_with(&src, "aclprof", &c11_san, "-asan");
+    let no_splice = [("ACLPROF_PIPE_SPLICE", "0")];
+    for (exe, env) in [
+        (&plain, &[][..]),
+        (&asan, &SANITIZE_ENV[..]),
+        (&plain, &no_splice[..]),
+    ] {
+        for mode in ["gaps", "late"] {
+            let out = exec(exe, &[Path::new(mode)], env);
+            assert!(
+                out.contains(&format!("PASSED {mode}")) && !out.contains("FAILED"),
+                "{} {mode} {env:?}: {out}",
+                exe.display()
+            );
+        }
+    }
+}
+
 /// `aclprof top` on a running C program that subscribes to its own model and runs under
 /// PROFILING_MODE: listing it; a view that agrees exactly with the ops run while it
 /// watched; viewers attaching, detaching and being killed many times without the

@@ -67,6 +67,32 @@ typedef struct aclprofExtStats {
 } aclprofExtStats;
 
 /**
+ * How often, and for how long, threads of this process waited for a subscriber's reader
+ * to make room, since the process started (all subscriptions together). A report call
+ * waits only when its buffer is full under ACLPROF_ON_FULL=block (a pipe holds its size in
+ * records first); an unsubscribe, aclprofStop or aclprofExtFlush waits only for what does
+ * not fit into the pipe.
+ */
+typedef struct aclprofExtWaits {
+  /**
+   * Times a report call waited for a reader.
+   */
+  uint64_t reportWaits;
+  /**
+   * Nanoseconds report calls spent waiting, in all.
+   */
+  uint64_t reportWaitNs;
+  /**
+   * Times an unsubscribe, stop or flush waited for a reader.
+   */
+  uint64_t flushWaits;
+  /**
+   * Nanoseconds they spent waiting, in all.
+   */
+  uint64_t flushWaitNs;
+} aclprofExtWaits;
+
+/**
  * One op record unpacked by aclprofExtDecodeOps. The strings point into the buffer that
  * was decoded (NUL-terminated, inline, so they live as long as that buffer) and may be
  * truncated (see `truncated`); aclprofGetOpName returns the whole name in the process that
@@ -211,6 +237,11 @@ MSVP_PROF_API aclError aclprofExtUnlisten(aclprofExtListenCallback callback, voi
  * Fills `*stats` with the delivery statistics. NULL -> ACL_ERROR_INVALID_PARAM.
  */
 MSVP_PROF_API aclError aclprofExtGetStats(struct aclprofExtStats *stats);
+
+/**
+ * Fills `*waits` with how threads waited for readers. NULL -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API aclError aclprofExtGetWaits(struct aclprofExtWaits *waits);
 
 /**
  * Loads a model description for the simulator: a JSON file

@@ -317,6 +317,16 @@ class aclprofExtStats(Structure):
 
 
 
+class aclprofExtWaits(Structure):
+    _fields_ = [
+        ("reportWaits", c_uint64),
+        ("reportWaitNs", c_uint64),
+        ("flushWaits", c_uint64),
+        ("flushWaitNs", c_uint64),
+    ]
+
+
+
 class aclprofExtOp(Structure):
     _fields_ = [
         ("start", c_uint64),
@@ -628,6 +638,7 @@ __all__ = [
     "ACL_MEM_MALLOC_NORMAL_ONLY_P2P",
     "aclprofExtOpMeta",
     "aclprofExtStats",
+    "aclprofExtWaits",
     "aclprofExtOp",
 ]
 
@@ -696,6 +707,7 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtListen": (c_int, [c_void_p, c_void_p]),
     "aclprofExtUnlisten": (c_int, [c_void_p, c_void_p]),
     "aclprofExtGetStats": (c_int, [POINTER(aclprofExtStats)]),
+    "aclprofExtGetWaits": (c_int, [POINTER(aclprofExtWaits)]),
     "aclprofExtSimModelLoad": (c_int, [c_char_p, POINTER(c_uint32)]),
     "aclprofExtSimModelExecute": (c_int, [c_uint32]),
     "aclprofExtPipelineSpan": (c_int, [c_char_p, c_uint32, c_uint64, c_uint64]),
@@ -819,6 +831,7 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtListen": ['callback', 'user'],
     "aclprofExtUnlisten": ['callback', 'user'],
     "aclprofExtGetStats": ['stats'],
+    "aclprofExtGetWaits": ['waits'],
     "aclprofExtSimModelLoad": ['path', 'modelId'],
     "aclprofExtSimModelExecute": ['modelId'],
     "aclprofExtPipelineSpan": ['stage', 'worker', 'startNs', 'endNs'],
@@ -948,6 +961,7 @@ class Library(Protocol):
     def aclprofExtListen(self, callback: VoidP, user: VoidP, /) -> int: ...
     def aclprofExtUnlisten(self, callback: VoidP, user: VoidP, /) -> int: ...
     def aclprofExtGetStats(self, stats: Ptr[aclprofExtStats], /) -> int: ...
+    def aclprofExtGetWaits(self, waits: Ptr[aclprofExtWaits], /) -> int: ...
     def aclprofExtSimModelLoad(self, path: CharP, modelId: Ptr[c_uint32], /) -> int: ...
     def aclprofExtSimModelExecute(self, modelId: int, /) -> int: ...
     def aclprofExtPipelineSpan(self, stage: CharP, worker: int, startNs: int, endNs: int, /) -> int: ...

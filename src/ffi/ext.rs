@@ -22,6 +22,23 @@ pub struct aclprofExtStats {
     pub bytesWritten: u64,
 }
 
+/// How often, and for how long, threads of this process waited for a subscriber's reader
+/// to make room, since the process started (all subscriptions together). A report call
+/// waits only when its buffer is full under ACLPROF_ON_FULL=block (a pipe holds its size in
+/// records first); an unsubscribe, aclprofStop or aclprofExtFlush waits only for what does
+/// not fit into the pipe.
+#[repr(C)]
+pub struct aclprofExtWaits {
+    /// Times a report call waited for a reader.
+    pub reportWaits: u64,
+    /// Nanoseconds report calls spent waiting, in all.
+    pub reportWaitNs: u64,
+    /// Times an unsubscribe, stop or flush waited for a reader.
+    pub flushWaits: u64,
+    /// Nanoseconds they spent waiting, in all.
+    pub flushWaitNs: u64,
+}
+
 /// Registers a model with the emulated runtime on device `deviceId` (below
 /// ACLPROF_DEVICE_COUNT) and returns its id in `*modelId`. Ids count up from 1 and are not
 /// reused. Errors: NULL arguments -> ACL_ERROR_INVALID_PARAM; no such device ->
@@ -302,6 +319,26 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
                 recordsDelivered: c.delivered,
                 recordsDropped: c.dropped,
                 bytesWritten: c.bytes,
+            };
+            Ok(())
+        },
+    )
+}
+
+/// Fills `*waits` with how threads waited for readers. NULL -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtGetWaits(waits: *mut aclprofExtWaits) -> aclError {
+    entry(
+        "aclprofExtGetWaits",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let waits = super::out(waits, "waits")?;
+            let w = crate::api::waits();
+            *waits = aclprofExtWaits {
+                reportWaits: w.report_waits,
+                reportWaitNs: w.report_wait_ns,
+                flushWaits: w.flush_waits,
+                flushWaitNs: w.flush_wait_ns,
             };
             Ok(())
         },

@@ -26,10 +26,20 @@ impl UserFd {
     }
 }
 
+/// How records go into an fd.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A socket or a file: as much as it takes per `write()`.
+    Stream,
+    /// A pipe or FIFO: in pieces that fill its buffers ([`piece`]), whole pages by
+    /// `vmsplice()` if `splice`.
+    Pipe { splice: bool },
+}
+
 /// Checks that `fd` can take our records, and makes pipes and sockets non-blocking.
-/// Returns what writes to it can raise, and whether records go into it by `vmsplice()` (a
-/// pipe or FIFO, and [`splice_pipes`]).
-pub fn prepare_fd(fd: c_int) -> Result<(Signals, bool)> {
+/// Returns what writes to it can raise, and how records go into it (a pipe or FIFO is
+/// spliced into unless [`splice_pipes`] says no).
+pub fn prepare_fd(fd: c_int) -> Result<(Signals, Kind)> {
     if fd < 0 {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -81,7 +91,28 @@ pub fn prepare_fd(fd: c_int) -> Result<(Signals, bool)> {
         libc::S_IFREG => Signals::FSIZE,
         _ => Signals::BOTH,
     };
-    Ok((raises, kind == libc::S_IFIFO && splice_pipes()))
+    if kind != libc::S_IFIFO {
+        return Ok((raises, Kind::Stream));
+    }
+    note_if_empty(fd);
+    Ok((
+        raises,
+        Kind::Pipe {
+            splice: splice_pipes(),
+        },
+    ))
+}
+
+/// The bytes a pipe holds when full: `F_GETPIPE_SZ` (a reader may have raised it), or the
+/// default 64 KiB if the pipe cannot say.
+pub fn pipe_size(fd: c_int) -> u64 {
+    // SAFETY: fcntl on an arbitrary integer is safe; an error is handled.
+    let n = unsafe { libc::fcntl(fd, libc::F_GETPIPE_SZ) };
+    if n > 0 {
+        n as u64
+    } else {
+        64 * 1024
+    }
 }
 
 /// Why a write stopped.
@@ -93,29 +124,78 @@ pub enum WriteError {
     Broken(String),
 }
 
+/// What the library knows of one fd it writes to.
+struct Written {
+    fd: c_int,
+    /// Bytes the library has put into the fd in all (see [`read_position`]).
+    total: u64,
+    /// `total` when the pipe was last seen empty: its buffers' pages start at multiples of
+    /// [`PIPE_PAGE`] from here (see [`piece`]).
+    base: u64,
+}
+
 /// Writers of one fd take its stripe of these locks for a whole `write_records` call: a
 /// write can stop anywhere, and two subscriptions sharing the fd must not interleave inside
-/// a record. Each stripe also counts, for each fd written through it, the bytes the library
-/// has put into that fd in all (see [`read_position`]); one entry per fd number ever used.
-static FD_LOCKS: [std::sync::Mutex<Vec<(c_int, u64)>>; 16] =
+/// a record. Each stripe also keeps, for each fd written through it, what [`Written`]
+/// says; one entry per fd number ever used.
+static FD_LOCKS: [std::sync::Mutex<Vec<Written>>; 16] =
     [const { std::sync::Mutex::new(Vec::new()) }; 16];
 
-fn stripe(fd: c_int) -> std::sync::MutexGuard<'static, Vec<(c_int, u64)>> {
+fn stripe(fd: c_int) -> std::sync::MutexGuard<'static, Vec<Written>> {
     FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
         .lock()
         .unwrap_or_else(|p| p.into_inner())
 }
 
-/// The bytes written to `fd` so far, in its stripe's table.
-fn written_of(table: &mut Vec<(c_int, u64)>, fd: c_int) -> &mut u64 {
-    let i = match table.iter().position(|e| e.0 == fd) {
+/// `fd`'s entry in its stripe's table.
+fn written_of(table: &mut Vec<Written>, fd: c_int) -> &mut Written {
+    let i = match table.iter().position(|e| e.fd == fd) {
         Some(i) => i,
         None => {
-            table.push((fd, 0));
+            table.push(Written {
+                fd,
+                total: 0,
+                base: 0,
+            });
             table.len() - 1
         }
     };
-    &mut table[i].1
+    &mut table[i]
+}
+
+/// The size of a pipe's buffers: one page each (docs/design.md, "A pipe's capacity").
+pub const PIPE_PAGE: usize = 4096;
+
+/// The next piece of a write of `len` bytes (whole records) that starts `at` bytes past a
+/// pipe buffer's start, from memory `addr`: how many bytes, and whether they go by
+/// `vmsplice()`. A pipe has a fixed number of buffers, one page each; a spliced piece takes
+/// a buffer of its own however few bytes it carries, and a copied piece fills the pipe's
+/// last buffer before taking a new one (Linux merges `len % PAGE_SIZE` bytes into it, then
+/// takes whole pages). So: copy up to the next buffer's start, then splice whole pages of
+/// memory that are whole buffers of the pipe (or copy them, if the memory is not
+/// page-aligned there), then copy the rest. Every buffer but the last is then full, and a
+/// pipe of S bytes holds S/512 records, whatever the pace of the writes.
+pub fn piece(at: u64, addr: usize, len: usize, splice: bool) -> (usize, bool) {
+    let into = (at % PIPE_PAGE as u64) as usize;
+    if into != 0 {
+        return (len.min(PIPE_PAGE - into), false);
+    }
+    if len < PIPE_PAGE {
+        return (len, false);
+    }
+    (len / PIPE_PAGE * PIPE_PAGE, splice && addr % PIPE_PAGE == 0)
+}
+
+/// Notes that the pipe `fd` holds nothing now, if so: its next buffer starts with our next
+/// byte. Call with the fd's stripe free.
+fn note_if_empty(fd: c_int) {
+    let mut table = stripe(fd);
+    let mut unread: c_int = 0;
+    // SAFETY: FIONREAD stores an int through the pointer.
+    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) } == 0 && unread == 0 {
+        let w = written_of(&mut table, fd);
+        w.base = w.total;
+    }
 }
 
 /// Whether records go into pipes by `vmsplice()` (docs/design.md, "Pipes without a copy"):
@@ -130,17 +210,20 @@ pub fn splice_pipes() -> bool {
 /// How many of the bytes the library wrote to the pipe `fd` its reader has read: all
 /// written, less what the pipe still holds (`FIONREAD`). Bytes others put into the pipe
 /// count as unread, so the answer errs low, never high. None if the pipe cannot say.
+/// A pipe seen empty starts its next buffer with our next byte (see [`piece`]).
 pub fn read_position(fd: c_int) -> Option<u64> {
     let mut table = stripe(fd);
-    let written = *written_of(&mut table, fd);
+    let w = written_of(&mut table, fd);
     let mut unread: c_int = 0;
     // SAFETY: FIONREAD stores an int through the pointer.
     if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) } != 0 || unread < 0 {
         return None;
     }
     // (Held across the ioctl: no write of ours lands between the two readings.)
-    drop(table);
-    Some(written.saturating_sub(unread as u64))
+    if unread == 0 {
+        w.base = w.total;
+    }
+    Some(w.total.saturating_sub(unread as u64))
 }
 
 /// Holds every fd stripe across `fork()` (see [`crate::fork`]).
@@ -152,43 +235,64 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
     Box::new(move |_child| drop(held))
 }
 
-/// Writes as many of the whole records in `buf` as the fd takes now, and returns how many
-/// bytes that was (a multiple of the record size; 0 is [`WriteError::Full`]). A write cut
-/// short inside a record (a socket; a pipe cuts only at its 4 KiB pages, which hold whole
-/// records) is finished, waiting for room, before the fd's lock is released, so nothing else
-/// is written to the fd in the middle of a record. Retries `EINTR`; never raises `SIGPIPE`.
+/// What [`write_records`] put into the fd.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// Bytes taken (a multiple of the record size).
+    pub bytes: usize,
+    /// The fd's total written after them.
+    pub total: u64,
+    /// The fd's total written after the last byte that went by `vmsplice()`, if any did.
+    pub spliced_to: Option<u64>,
+}
+
+/// Writes as many of the whole records in `buf` as the fd takes now (0 bytes is
+/// [`WriteError::Full`]). A write cut short inside a record (a socket; a pipe cuts only at
+/// its pages, which hold whole records) is finished, waiting for room, before the fd's lock
+/// is released, so nothing else is written to the fd in the middle of a record. Retries
+/// `EINTR`; never raises `SIGPIPE`.
 ///
-/// With `splice` (a pipe) the records are not copied: `vmsplice()` hands the pipe their
-/// pages, and the caller must not write those slots again before the reader has read them
-/// ([`read_position`]). Returns the bytes taken and the fd's total written after them.
+/// A pipe takes them in the pieces [`piece`] cuts; with `splice`, whole pages go by
+/// `vmsplice()`, without a copy, and the caller must not write those slots again before
+/// the reader has read them ([`read_position`], [`Taken::spliced_to`]).
 pub fn write_records(
     fd: c_int,
     raises: Signals,
     buf: &[u8],
-    splice: bool,
-) -> std::result::Result<(usize, u64), WriteError> {
+    kind: Kind,
+) -> std::result::Result<Taken, WriteError> {
     let mut table = stripe(fd);
-    let written = written_of(&mut table, fd);
+    let w = written_of(&mut table, fd);
     let mut off = 0;
+    let mut spliced_to = None;
     while off < buf.len() {
         let rest = &buf[off..];
+        let (len, by_splice) = match kind {
+            Kind::Pipe { splice } => {
+                piece(w.total - w.base, rest.as_ptr() as usize, rest.len(), splice)
+            }
+            Kind::Stream => (rest.len(), false),
+        };
         let n = quietly_call(raises, || {
-            if splice {
+            if by_splice {
                 let iov = libc::iovec {
                     iov_base: rest.as_ptr() as *mut libc::c_void,
-                    iov_len: rest.len(),
+                    iov_len: len,
                 };
                 // SAFETY: iov describes a valid readable slice; the pipe keeps references to
                 // its pages, and the caller keeps the records there until they are read.
                 unsafe { libc::vmsplice(fd, &iov, 1, libc::SPLICE_F_NONBLOCK) }
             } else {
-                // SAFETY: rest is a valid readable slice.
-                unsafe { libc::write(fd, rest.as_ptr().cast(), rest.len()) }
+                // SAFETY: rest[..len] is a valid readable slice.
+                unsafe { libc::write(fd, rest.as_ptr().cast(), len) }
             }
         });
         if n >= 0 {
             off += n as usize;
-            *written += n as u64;
+            w.total += n as u64;
+            if by_splice && n > 0 {
+                spliced_to = Some(w.total);
+            }
             continue;
         }
         let e = std::io::Error::last_os_error();
@@ -206,7 +310,11 @@ pub fn write_records(
             _ => return Err(WriteError::Broken(format!("write() failed: {e}"))),
         }
     }
-    Ok((off, *written))
+    Ok(Taken {
+        bytes: off,
+        total: w.total,
+        spliced_to,
+    })
 }
 
 /// Waits up to `ms` for `fd` to take more bytes.
@@ -368,5 +476,108 @@ fn take_pending(sig: libc::c_int) {
             };
             libc::sigtimedwait(&set, std::ptr::null_mut(), &ts);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Linux's pipe, as far as its buffers go: `write()` merges `len % PAGE_SIZE` bytes
+    /// into the last buffer if that was written (not spliced) and has room, then takes a new
+    /// buffer per page; `vmsplice()` takes a buffer per page it touches. Each buffer is
+    /// (bytes, mergeable).
+    #[derive(Default)]
+    struct PipeModel(Vec<(usize, bool)>);
+
+    impl PipeModel {
+        fn write(&mut self, mut len: usize) {
+            let chars = len % PIPE_PAGE;
+            if chars != 0 {
+                if let Some(last) = self.0.last_mut() {
+                    if last.1 && last.0 + chars <= PIPE_PAGE {
+                        last.0 += chars;
+                        len -= chars;
+                    }
+                }
+            }
+            while len > 0 {
+                let n = len.min(PIPE_PAGE);
+                self.0.push((n, true));
+                len -= n;
+            }
+        }
+
+        fn splice(&mut self, addr: usize, len: usize) {
+            let (mut a, end) = (addr, addr + len);
+            while a < end {
+                let n = (a / PIPE_PAGE + 1) * PIPE_PAGE - a;
+                self.0.push((n.min(end - a), false));
+                a += n;
+            }
+        }
+    }
+
+    /// Batches of any size from lanes at any slot, in any order: with the pieces `piece`
+    /// cuts, every buffer of the pipe but the last is full, so a pipe of S bytes holds
+    /// S/512 records however the writes came.
+    #[test]
+    fn pieces_fill_every_pipe_buffer_but_the_last() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..2000 {
+            let mut pipe = PipeModel::default();
+            let mut at = 0u64;
+            // Lanes write from slots that keep their own phase in memory.
+            let mut lane_slot = [0u64; 3];
+            for _ in 0..rnd(40) + 1 {
+                let lane = rnd(3) as usize;
+                let records = if round % 2 == 0 {
+                    rnd(4) + 1
+                } else {
+                    rnd(70) + 1
+                };
+                let addr = (1 << 20) + (lane_slot[lane] as usize % 64) * RECORD_SIZE;
+                lane_slot[lane] += records;
+                let (mut off, len) = (0, records as usize * RECORD_SIZE);
+                while off < len {
+                    let (n, by_splice) = piece(at, addr + off, len - off, true);
+                    assert!(n > 0 && n % RECORD_SIZE == 0);
+                    if by_splice {
+                        assert_eq!((addr + off) % PIPE_PAGE, 0);
+                        pipe.splice(addr + off, n);
+                    } else {
+                        pipe.write(n);
+                    }
+                    off += n;
+                    at += n as u64;
+                }
+            }
+            let bufs = &pipe.0;
+            assert!(
+                bufs[..bufs.len() - 1].iter().all(|b| b.0 == PIPE_PAGE),
+                "round {round}: {bufs:?}"
+            );
+            assert_eq!(bufs.len() as u64, at.div_ceil(PIPE_PAGE as u64));
+        }
+    }
+
+    #[test]
+    fn pieces_splice_only_whole_aligned_pages() {
+        let p = PIPE_PAGE;
+        // Into a buffer: copy up to its end.
+        assert_eq!(piece(512, 0, 64 * 512, true), (p - 512, false));
+        // At a buffer's start, page-aligned memory: whole pages by vmsplice, the rest copied.
+        assert_eq!(piece(0, 8 * p, 64 * 512 + 1024, true), (8 * p, true));
+        assert_eq!(piece(0, 8 * p, 1024, true), (1024, false));
+        // Memory out of step with the pipe: whole pages, copied.
+        assert_eq!(piece(0, 8 * p + 512, 64 * 512, true), (8 * p, false));
+        // Not a pipe written by vmsplice: the same cuts, copied.
+        assert_eq!(piece(0, 8 * p, 64 * 512, false), (8 * p, false));
     }
 }

@@ -19,7 +19,7 @@ fn pipe_sub_with(cap: usize) -> (Arc<Sub>, c_int, c_int) {
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-    let (raises, splice) = prepare_fd(fds[1]).unwrap();
+    let (raises, kind) = prepare_fd(fds[1]).unwrap();
     let slot: &'static mut c_int = Box::leak(Box::new(fds[1]));
     // SAFETY: the slot is leaked, so it outlives the subscription.
     let user = unsafe { UserFd::new(slot) };
@@ -27,7 +27,7 @@ fn pipe_sub_with(cap: usize) -> (Arc<Sub>, c_int, c_int) {
         fd: fds[1],
         user,
         raises,
-        splice, // false under loom (`fd::splice_pipes`)
+        kind, // not spliced under loom (`fd::splice_pipes`)
     };
     let sub = Sub::start_with_stall(9, 0, dest, cap, OnFull::Block, Duration::from_secs(5))
         .expect("a subscription");

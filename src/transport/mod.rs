@@ -33,7 +33,7 @@ pub(crate) mod lane;
 mod loom_models;
 pub mod ring;
 
-pub use fd::{prepare_fd, UserFd};
+pub use fd::{prepare_fd, Kind, UserFd};
 pub use files::StreamFiles;
 
 use crate::error::Result;
@@ -98,14 +98,80 @@ pub enum Dest {
         user: UserFd,
         /// What a write to it can raise (from [`prepare_fd`]).
         raises: fd::Signals,
-        /// A pipe written with `vmsplice()` (from [`prepare_fd`]): records leave without a
-        /// copy, and their slots are freed only once the reader has read them.
-        splice: bool,
+        /// A pipe, and whether it is written with `vmsplice()` (from [`prepare_fd`]):
+        /// spliced records leave without a copy, and their slots are freed only once the
+        /// reader has read them.
+        kind: Kind,
     },
     /// File mode: per-stream raw files.
     Files(Mutex<StreamFiles>),
     /// A shared-memory ring: the lanes are in its mapping.
     Ring(Arc<ring::Ring>),
+}
+
+/// How often, and for how long, threads waited for a reader to make room, since the process
+/// started (all subscriptions together), as `aclprofExtGetWaits` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waits {
+    /// Report calls that found their lane full (`ACLPROF_ON_FULL=block`).
+    pub report_waits: u64,
+    pub report_wait_ns: u64,
+    /// Unsubscribes, stops and flushes that found the fd full.
+    pub flush_waits: u64,
+    pub flush_wait_ns: u64,
+}
+
+/// [`Waits`], as (count, ns) for reports and for flushes. (Counters only, outside the
+/// delivery protocol: std's atomics under loom too.)
+static WAITS: [[std::sync::atomic::AtomicU64; 2]; 2] =
+    [const { [const { std::sync::atomic::AtomicU64::new(0) }; 2] }; 2];
+
+/// The waits so far.
+pub fn waits() -> Waits {
+    let w = |k: usize, i: usize| WAITS[k][i].load(Ordering::Relaxed);
+    Waits {
+        report_waits: w(0, 0),
+        report_wait_ns: w(0, 1),
+        flush_waits: w(1, 0),
+        flush_wait_ns: w(1, 1),
+    }
+}
+
+/// One thread's wait for a reader, counted in [`WAITS`] when it ends, if it waited at all.
+struct Waited {
+    /// 0: a report call; 1: a flush (see [`Waits`]).
+    kind: usize,
+    since: Option<Instant>,
+}
+
+impl Waited {
+    fn new(kind: usize) -> Waited {
+        Waited { kind, since: None }
+    }
+
+    /// For a write that waits as `wait` says.
+    fn start(wait: Wait) -> Waited {
+        Waited::new(match wait {
+            Wait::Backpressure(_) => 0,
+            Wait::Until(_) | Wait::No => 1,
+        })
+    }
+
+    /// Waits by calling `f` (a sleep or a poll).
+    fn wait(&mut self, f: impl FnOnce()) {
+        self.since.get_or_insert_with(Instant::now);
+        f()
+    }
+}
+
+impl Drop for Waited {
+    fn drop(&mut self) {
+        if let Some(t) = self.since {
+            let ns = t.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+            WAITS[self.kind][0].fetch_add(1, Ordering::Relaxed);
+            WAITS[self.kind][1].fetch_add(ns, Ordering::Relaxed);
+        }
+    }
 }
 
 /// How long a consumer may wait for a full fd.
@@ -158,6 +224,17 @@ pub struct Sub {
     /// Set when a reader made no progress for `stall_timeout`: records are dropped (and
     /// counted) without waiting until it reads again.
     stalled: AtomicBool,
+    /// A pipe written with `vmsplice()` ([`Dest::Fd`]) whose lanes hold its size with room
+    /// to spare ([`lanes_hold_pipe`]); cleared for good if its reader makes it larger.
+    splicing: AtomicBool,
+}
+
+/// Whether lanes of `lane_cap` records can splice into the pipe `fd`: spliced records keep
+/// their slots until read, so half a lane must hold the pipe's size and a batch, leaving
+/// the other half for records that wait while the pipe is full. Otherwise a reporting
+/// thread could find its lane full of records the pipe holds while the pipe has room.
+fn lanes_hold_pipe(fd: c_int, lane_cap: u64) -> bool {
+    fd::pipe_size(fd) / RECORD_SIZE as u64 + PIPE_BATCH <= lane_cap / 2
 }
 
 /// How a [`Sub::write_fd`] ended.
@@ -230,6 +307,14 @@ impl Sub {
                 )
             }
         };
+        let splicing = match dest {
+            Dest::Fd {
+                fd,
+                kind: Kind::Pipe { splice: true },
+                ..
+            } => lanes_hold_pipe(fd, lane_cap),
+            _ => false,
+        };
         flusher::ensure_started()?;
         Ok(Arc::new(Sub {
             model_id,
@@ -252,6 +337,7 @@ impl Sub {
             armed: AtomicBool::new(false),
             stall_timeout,
             stalled: AtomicBool::new(false),
+            splicing: AtomicBool::new(splicing),
         }))
     }
 
@@ -454,6 +540,7 @@ impl Sub {
             return false;
         }
         let stalled = self.stalled.load(Ordering::Relaxed);
+        let mut waited = Waited::new(0);
         let room = match &self.dest {
             Dest::Ring(r) => {
                 let give_up = Instant::now() + self.stall_timeout;
@@ -472,7 +559,7 @@ impl Sub {
                         self.stall(&self.no_progress());
                         break false;
                     }
-                    std::thread::sleep(Duration::from_micros(50));
+                    waited.wait(|| std::thread::sleep(Duration::from_micros(50)));
                 }
             }
             _ => {
@@ -490,7 +577,7 @@ impl Sub {
                         if self.deadline_passed() || Instant::now() >= give_up {
                             break;
                         }
-                        std::thread::sleep(Duration::from_micros(50));
+                        waited.wait(|| std::thread::sleep(Duration::from_micros(50)));
                         self.reclaim(m, &mut c);
                     }
                 }
@@ -558,12 +645,16 @@ impl Sub {
             } else {
                 match &self.dest {
                     Dest::Fd {
-                        fd, raises, splice, ..
+                        fd, raises, kind, ..
                     } => {
-                        let (k, how, end) = self.write_fd(*fd, *raises, *splice, bytes, wait);
-                        if *splice && k > 0 {
-                            spliced_to = Some(end);
-                        }
+                        let kind = match kind {
+                            Kind::Pipe { .. } => Kind::Pipe {
+                                splice: self.splicing.load(Ordering::Relaxed),
+                            },
+                            Kind::Stream => Kind::Stream,
+                        };
+                        let (k, how, to) = self.write_fd(*fd, *raises, kind, bytes, wait);
+                        spliced_to = to;
                         match how {
                             Written::All => (k, k, false),
                             Written::Full => (k, k, true),
@@ -614,8 +705,21 @@ impl Sub {
     /// [`Sub::reclaim`], once the lane is half taken. Asking the pipe how far it was read
     /// takes the pipe's lock, which its reader and writers contend for; spliced records
     /// are at most a pipe's worth, so a lane with half its slots free has no need of theirs.
+    /// Also where a pipe its reader made too large for the lanes stops being spliced into.
     fn reclaim_if_needed(&self, m: &Mem, c: &mut Cons) {
         if m.ctl().head.load(Ordering::Acquire) - c.tail >= self.lane_cap / 2 {
+            if let Dest::Fd { fd, .. } = self.dest {
+                if self.splicing.load(Ordering::Relaxed) && !lanes_hold_pipe(fd, self.lane_cap) {
+                    self.splicing.store(false, Ordering::Relaxed);
+                    log::info!(
+                        "aclprof: {}: its pipe is now {} bytes, more than half a lane of {} \
+                         records holds; records go in by write() from now on",
+                        self.describe(),
+                        fd::pipe_size(fd),
+                        self.lane_cap
+                    );
+                }
+            }
             self.reclaim(m, c);
         }
     }
@@ -647,23 +751,25 @@ impl Sub {
     /// Whole records to the fd, as many as it takes (waiting as `wait` says): how many
     /// went out, and whether that was all of them, the fd is full, or the subscription
     /// broke (its reader is gone, or did not drain in time).
-    /// Also returns the fd's total written after the last of them (see `fd::read_position`).
+    /// Also returns, if any of them went by `vmsplice()`, the fd's total written after the
+    /// last that did (see `fd::read_position`).
     fn write_fd(
         &self,
         fd: c_int,
         raises: fd::Signals,
-        splice: bool,
+        kind: Kind,
         bytes: &[u8],
         wait: Wait,
-    ) -> (u64, Written, u64) {
+    ) -> (u64, Written, Option<u64>) {
         let n = (bytes.len() / RECORD_SIZE) as u64;
         let mut done = 0u64;
-        let mut end = 0;
+        let mut end = None;
+        let mut waited = Waited::start(wait);
         loop {
-            match fd::write_records(fd, raises, &bytes[done as usize * RECORD_SIZE..], splice) {
-                Ok((b, total)) => {
-                    done += (b / RECORD_SIZE) as u64;
-                    end = total;
+            match fd::write_records(fd, raises, &bytes[done as usize * RECORD_SIZE..], kind) {
+                Ok(t) => {
+                    done += (t.bytes / RECORD_SIZE) as u64;
+                    end = t.spliced_to.or(end);
                     if done == n {
                         return (done, Written::All, end);
                     }
@@ -689,7 +795,7 @@ impl Sub {
                 }
                 return (done, Written::Full, end);
             }
-            fd::wait_writable(fd, 20);
+            waited.wait(|| fd::wait_writable(fd, 20));
         }
     }
 
@@ -885,13 +991,13 @@ mod tests {
 
     /// A subscription writing to `w` (its user fd slot lives for the whole test run).
     fn started(w: c_int, capacity: usize, policy: OnFull) -> Arc<Sub> {
-        let (raises, splice) = prepare_fd(w).unwrap();
+        let (raises, kind) = prepare_fd(w).unwrap();
         let slot: &'static mut c_int = Box::leak(Box::new(w));
         let dest = Dest::Fd {
             fd: w,
             user: unsafe { UserFd::new(slot) },
             raises,
-            splice,
+            kind,
         };
         Sub::start(9, 0, dest, capacity, policy).unwrap()
     }
