@@ -9,7 +9,8 @@
  *   churn pipe|ring|drop|stall ROUNDS   model B on a pipe for the whole run, model A
  *                                       subscribed and unsubscribed ROUNDS times (a pipe, or
  *                                       a ring for "ring"), 8 threads reporting to A, B, C
- *                                       ("stall": A's reader sleeps 800 ms every 10th round)
+ *                                       ("drop" and "stall": every 10th round, A's reader
+ *                                       reads only after the unsubscribe, which must drop)
  *   churn load ROUNDS                   as "pipe", and a thread that loads, subscribes,
  *                                       unsubscribes and unloads a model D each round
  *   churn file-serial|file-race ROUNDS DIR   file mode: 6 threads report to two models on
@@ -23,6 +24,7 @@
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE
 #include <dirent.h>
+#include <poll.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -46,7 +48,7 @@ static const char *g_mode;
 static int g_lossy;                /* drops are allowed: gaps in a stream are not errors */
 static atomic_int g_stop;
 static atomic_uint g_model[NSLOTS];
-static uint64_t g_sent[NT][NSLOTS]; /* reports that returned ACL_SUCCESS */
+static atomic_ullong g_sent[NT][NSLOTS]; /* reports that returned ACL_SUCCESS */
 static atomic_ullong g_read_total;  /* records read by every reader together */
 static atomic_int g_bad;            /* violations seen by readers (details on stderr) */
 
@@ -69,7 +71,9 @@ typedef struct {
     int fd;           /* pipe read end, or ring fd */
     int ring;
     aclprofExtRing *handle; /* attached before the subscription can end */
-    int stall;        /* sleep 800 ms before reading */
+    int wfd;          /* pipe write end: the subscription's fd, set to -1 by unsubscribe */
+    int stall;        /* read nothing until `go` */
+    atomic_int go;
     int has[NT];
     uint32_t last[NT];
     uint64_t count[NT];
@@ -120,7 +124,7 @@ static void *pipe_reader(void *arg) {
     char *buf = malloc(64 * 1024);
     size_t have = 0;
     if (!buf) return NULL;
-    if (r->stall) sleep_us(800 * 1000);
+    while (r->stall && !atomic_load(&r->go)) sleep_us(1000);
     for (;;) {
         ssize_t k = read(r->fd, buf + have, 64 * 1024 - have);
         if (k < 0 && errno == EINTR) continue;
@@ -143,7 +147,7 @@ static void *pipe_reader(void *arg) {
 static void *ring_reader(void *arg) {
     Reader *r = arg;
     aclprofExtRing *ring = r->handle;
-    if (r->stall) sleep_us(800 * 1000);
+    while (r->stall && !atomic_load(&r->go)) sleep_us(1000);
     for (;;) {
         const void *recs = NULL;
         size_t len = 0;
@@ -163,10 +167,11 @@ static void *ring_reader(void *arg) {
 }
 
 /* Subscribes `model` (a pipe, or a ring) and starts its reader. */
-static int start_sub(Reader *r, uint32_t model, int ring, pthread_t *th) {
+static int start_sub(Reader *r, uint32_t model, int ring, int stall, pthread_t *th) {
     memset(r, 0, sizeof *r);
     r->model = model;
     r->ring = ring;
+    r->stall = stall;
     if (ring) {
         int32_t fd = -1;
         if (aclprofExtRingSubscribe(model, NULL, 256, &fd) != ACL_SUCCESS) return -1;
@@ -176,7 +181,8 @@ static int start_sub(Reader *r, uint32_t model, int ring, pthread_t *th) {
     }
     int p[2];
     if (pipe(p) != 0) return -1;
-    aclprofSubscribeConfig *cfg = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &p[1]);
+    r->wfd = p[1]; /* lives as long as the subscription, as CANN asks of the fd argument */
+    aclprofSubscribeConfig *cfg = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &r->wfd);
     aclError e = aclprofModelSubscribe(model, cfg);
     aclprofDestroySubscribeConfig(cfg);
     if (e != ACL_SUCCESS) {
@@ -204,7 +210,7 @@ static void *reporter(void *arg) {
             uint64_t now = aclprofExtNowNs();
             aclError e = aclprofExtReportOp(id, name, type, now, now + 1);
             if (e == ACL_SUCCESS) {
-                g_sent[t][m]++;
+                atomic_fetch_add_explicit(&g_sent[t][m], 1, memory_order_relaxed);
                 seq[m]++;
             } else if (!(m == 3 && e == ACL_ERROR_INVALID_MODEL_ID)) {
                 /* only the churned model may be gone */
@@ -229,7 +235,7 @@ static void *model_churner(void *arg) {
         CHECK_EQ(aclprofExtModelLoad(name, 0, &d), ACL_SUCCESS);
         Reader r;
         pthread_t th;
-        CHECK_EQ(start_sub(&r, d, 0, &th), 0);
+        CHECK_EQ(start_sub(&r, d, 0, 0, &th), 0);
         atomic_store(&g_model[3], d);
         sleep_us(rnd(&s) % 2000);
         if (rnd(&s) % 2) {
@@ -245,10 +251,41 @@ static void *model_churner(void *arg) {
     return NULL;
 }
 
+static uint64_t sent_to_a(void) {
+    uint64_t n = 0;
+    for (unsigned t = 0; t < NT; t++) n += atomic_load(&g_sent[t][0]);
+    return n;
+}
+
+/* A stalled round: waits until A's pipe takes no more buffers (its write end is not
+ * writable) and, after that, more records were reported to A than the pipe's last buffer
+ * could still take (7). The reader reads nothing until the unsubscribe returns, so the
+ * unsubscribe must time out and drop those records, however fast or slow the machine. */
+static void wait_until_records_cannot_fit(Reader *r) {
+    for (int ms = 0;; ms++) {
+        struct pollfd p = {r->wfd, POLLOUT, 0};
+        if (poll(&p, 1, 0) == 0) break;
+        if (ms == 120000) {
+            CHECK(!"the stalled pipe filled within two minutes");
+            return;
+        }
+        sleep_us(1000);
+    }
+    uint64_t at_full = sent_to_a();
+    for (int ms = 0; sent_to_a() < at_full + 8; ms++) {
+        if (ms == 120000) {
+            CHECK(!"records were reported to the stalled pipe's model after it filled");
+            return;
+        }
+        sleep_us(1000);
+    }
+}
+
 static void test_subscriptions(int rounds) {
     int ring = strcmp(g_mode, "ring") == 0;
-    int stall = strcmp(g_mode, "stall") == 0;
-    g_lossy = strcmp(g_mode, "drop") == 0 || stall;
+    /* Lossy modes stall A's reader every 10th round, so that something is dropped. */
+    int stall = strcmp(g_mode, "stall") == 0 || strcmp(g_mode, "drop") == 0;
+    g_lossy = stall;
     for (int m = 0; m < 3; m++) {
         uint32_t id = 0;
         char name[8];
@@ -259,7 +296,7 @@ static void test_subscriptions(int rounds) {
     uint32_t a = g_model[0], b = g_model[1];
     Reader rb;
     pthread_t tb, tr[NT], tc;
-    CHECK_EQ(start_sub(&rb, b, 0, &tb), 0);
+    CHECK_EQ(start_sub(&rb, b, 0, 0, &tb), 0);
     rb.contiguous = rb.from_zero = 1;
     for (unsigned t = 0; t < NT; t++) pthread_create(&tr[t], NULL, reporter, (void *)(uintptr_t)t);
     int load = strcmp(g_mode, "load") == 0;
@@ -269,16 +306,17 @@ static void test_subscriptions(int rounds) {
     for (int i = 0; i < rounds && !g_bad; i++) {
         Reader ra;
         pthread_t th;
-        if (start_sub(&ra, a, ring, &th) != 0) {
+        if (start_sub(&ra, a, ring, stall && i % 10 == 9, &th) != 0) {
             CHECK(!"subscribe A");
             break;
         }
-        ra.stall = stall && i % 10 == 9;
         ra.contiguous = 1;
-        /* A stalled round lasts long enough for its records to overflow the pipe and the
-         * lane however slow the build, so that its unsubscribe times out and drops. */
-        sleep_us(ra.stall ? 30000 : rnd(&s) % 3000);
+        if (ra.stall)
+            wait_until_records_cannot_fit(&ra);
+        else
+            sleep_us(rnd(&s) % 3000);
         CHECK_EQ(aclprofModelUnSubscribe(a), ACL_SUCCESS);
+        atomic_store(&ra.go, 1);
         pthread_join(th, NULL);
         read_a += ra.total;
     }
@@ -295,7 +333,7 @@ static void test_subscriptions(int rounds) {
     if (!g_lossy) {
         CHECK_EQ(st.recordsDropped, 0);
         /* B, subscribed for the whole run: every report of every thread, once. */
-        for (unsigned t = 0; t < NT; t++) CHECK_EQ(rb.count[t], g_sent[t][1]);
+        for (unsigned t = 0; t < NT; t++) CHECK_EQ(rb.count[t], atomic_load(&g_sent[t][1]));
     }
     CHECK_EQ(atomic_load(&g_bad), 0);
     printf("%s: %d rounds; B read %llu, A read %llu; reported %llu delivered %llu dropped %llu\n",
@@ -455,12 +493,13 @@ int main(int argc, char **argv) {
     int rounds = atoi(argv[2]);
     g_rounds = rounds;
     /* Read at the library's first use, which comes after this. Small buffers fill, so
-     * full lanes and partial writes happen; "stall" needs a timeout its reader outsleeps. */
+     * full lanes and partial writes happen; lossy modes need a timeout their stalled readers
+     * outsleep. */
     int file_mode = strncmp(g_mode, "file", 4) == 0;
     int lossy = strcmp(g_mode, "drop") == 0 || strcmp(g_mode, "stall") == 0;
     if (!file_mode) setenv("ACLPROF_BUFFER_RECORDS", lossy ? "256" : "1024", 0);
     if (strcmp(g_mode, "drop") == 0) setenv("ACLPROF_ON_FULL", "drop", 0);
-    if (strcmp(g_mode, "stall") == 0) setenv("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "200", 0);
+    if (lossy) setenv("ACLPROF_UNSUBSCRIBE_TIMEOUT_MS", "200", 0);
     if (file_mode) {
         if (argc < 4) return 2;
         test_file_mode(rounds, argv[3]);
