@@ -272,9 +272,15 @@ def test_diff_finds_the_type_made_twice_as_slow(tmp_path):
     assert conv["Name"] == "Conv2D" and conv["Ratio"] == pytest.approx(2.0)
     assert conv["New(us)"] - conv["Base(us)"] == pytest.approx(conv["Diff(us)"])
     assert all(r["Ratio"] == pytest.approx(1.0) for r in types[1:])
-    assert [r["Name"] for r in rows.section("overall")][0] == "E2E time"
-    # Conv2D is most of the time: end to end is more than 50 % slower too.
-    assert [r.split(":")[0] for r in rows.regressions] == ["overall E2E time", "type Conv2D"]
+    overall = {r["Name"]: r for r in rows.section("overall")}
+    assert list(overall)[0] == "E2E time"
+    # Conv2D is most of the computing time: computing is more than 50 % slower too. (End to
+    # end also holds the host's time between the executions, which a loaded machine
+    # stretches: it is a regression here only as a rule, not on every machine.)
+    assert overall["Computing time"]["Ratio"] > 1.5
+    regressed = [r.split(":")[0] for r in rows.regressions]
+    assert "type Conv2D" in regressed
+    assert set(regressed) <= {"overall E2E time", "type Conv2D"}
     assert aclprof.diff(runs["base"], runs["base"], fail_above=0).regressions == []
     assert len(aclprof.diff(runs["base"], runs["new"], top=2).section("op")) == 2
     with pytest.raises(AclError) as err:
