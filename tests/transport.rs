@@ -240,17 +240,25 @@ fn a_reader_of_64_kib_gets_a_whole_write_per_read() {
     };
     assert_eq!(aclprofModelSubscribe(m, cfg), 0);
     const N: u64 = 2_000_000;
+    let t = std::time::Instant::now();
     for i in 0..N {
         let e =
             unsafe { aclprofExtReportOp(m, c"net/conv".as_ptr(), c"Conv2D".as_ptr(), i, i + 1) };
         assert_eq!(e, 0);
     }
     assert_eq!(aclprofModelUnSubscribe(m), 0);
+    let passes = t.elapsed().as_millis() as u64 / 10 + 1;
     let (reads, records) = reader.join().unwrap();
     assert_eq!(records, N);
-    let per_read = N as f64 / reads as f64;
-    // 64 per whole write; a flusher pass ends with a partial batch now and then.
-    assert!(per_read >= 48.0, "{per_read:.1} records per read");
+    // 64 per whole write. Each flusher pass (every 10 ms) may end with a partial batch,
+    // and the next batch then starts with the rest of its page: two more writes a pass,
+    // which a slow build makes many of, and nothing else does.
+    let whole = N / 64;
+    assert!(
+        reads <= whole + 2 * passes + 16,
+        "{reads} reads of {N} records: {:.1} records per read, {passes} flusher passes",
+        N as f64 / reads as f64
+    );
     aclprofDestroySubscribeConfig(cfg);
 }
 
