@@ -22,7 +22,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Records per lane of a watcher's ring (8 lanes of 512-byte records: 16 MiB at most).
 pub const RING_RECORDS: u64 = 4096;
@@ -254,18 +254,31 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
         );
         return Ok(());
     }
-    if let Err(other) =
+    // A viewer whose process has ended leaves as soon as its session sees the connection
+    // close: the next one waits for that rather than being refused.
+    let until = Instant::now() + Duration::from_secs(5);
+    while let Err(other) =
         VIEWER.compare_exchange(0, peer_pid.max(1), Ordering::AcqRel, Ordering::Acquire)
     {
-        let _ = writeln!(
-            w,
-            "REFUSED another viewer (pid {other}) is watching this process; one at a time"
-        );
-        return Ok(());
+        if process_alive(other) || Instant::now() >= until {
+            let _ = writeln!(
+                w,
+                "REFUSED another viewer (pid {other}) is watching this process; one at a time"
+            );
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
     let r = session(&conn, peer_uid, peer_pid);
     VIEWER.store(0, Ordering::Release);
     r
+}
+
+/// Whether process `pid` still exists (a zombie does).
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// One viewer's session, from making its ring to its leaving.
