@@ -210,7 +210,10 @@ fn soak_memory_and_descriptors_stay_flat() {
         ROUNDS.load(Ordering::Relaxed)
     );
     assert!(ROUNDS.load(Ordering::Relaxed) > 0);
-    assert!(rss1 <= early + 32 * 1024, "RSS grew: {rss:?} KiB");
+    // A sample taken during a file-mode session holds its lanes (more under a sanitizer's
+    // shadow memory); a leak raises the floor, as below for descriptors.
+    let rss_floor_late = rss.iter().rev().take(5).min().copied().unwrap_or(0);
+    assert!(rss_floor_late <= early + 32 * 1024, "RSS grew: {rss:?} KiB");
     // A sample sees whatever the workers hold open at that instant (a pipe, a ring, a
     // session's output files), so single samples move by several; a leak raises the floor
     // (thousands of rounds a second: even one descriptor in a thousand rounds is hundreds).
@@ -221,7 +224,7 @@ fn soak_memory_and_descriptors_stay_flat() {
     // flusher may hold an ended subscription for a pass or two: a leak never goes away.)
     let settle = Instant::now();
     let mut end_fds = fds();
-    while end_fds > quiet_fds && settle.elapsed() < Duration::from_secs(2) {
+    while end_fds > quiet_fds && settle.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(10));
         end_fds = fds();
     }

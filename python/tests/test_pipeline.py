@@ -62,8 +62,12 @@ def run_pipeline(out: Path, slow: str = "", wait_s: float = 0.003) -> Path:
                     assert acl.prof.get_step_timestamp(info, aclprof.ACL_STEP_START, stream) == 0
                     # The queue to the device as the step begins: empty when a stage is slow.
                     aclprof.pipeline.queue(STAGES[-1], 0 if slow else 4, 8)
-                    with aclprof.pipeline.wait():
-                        time.sleep(wait_s)
+                    # The wait is recorded as exactly `wait_s` (the sleep lasts at least
+                    # that long), so that a loaded machine stretches the step, never the
+                    # wait: its share of the step is what the data-bound rule judges.
+                    t = aclprof.now_ns()
+                    time.sleep(wait_s)
+                    aclprof.pipeline.span(aclprof.pipeline.WAIT, t, t + int(wait_s * 1e9))
                     model.execute()
                     assert acl.prof.get_step_timestamp(info, aclprof.ACL_STEP_END, stream) == 0
                     acl.prof.destroy_step_info(info)

@@ -58,7 +58,7 @@ def test_top_watches_a_python_program(tmp_path: Path) -> None:
         assert str(program.pid) in listed and "aclprof.Model.simulate" in listed
         viewer = subprocess.Popen(
             [aclprof_command(), "top", str(program.pid), "--once", "--format", "json",
-             "--duration", "3"],
+             "--duration", "10"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert viewer.stderr is not None
         assert viewer.stderr.readline().startswith(f"aclprof: watching process {program.pid}")
