@@ -145,16 +145,50 @@ def perfetto_tools():
     return True
 
 
+def closer_than_a_double_tells(timeline):
+    """Slices that start less than 0.5 us after the slice before them on their thread ends.
+    CANN's timelines give microseconds since 1970 ("ts": "1795761922131158.121"), and
+    Perfetto's JSON importer reads them as doubles, which at that size hold a quarter of a
+    microsecond: two such slices can come out overlapping, and Perfetto drops the second
+    (slice_drop_overlapping_complete_event), though the file has them apart. How many of
+    them a run has depends on its real times (Overlap Analysis' Free slices 241 ns apart,
+    in a PyTorch run), so the check allows drops up to this count and no other error."""
+    def ns(v):
+        whole, _, frac = str(v).partition(".")
+        return int(whole) * 1000 + int((frac + "000")[:3])
+    ends, close = {}, 0
+    events = [e for e in load_json(timeline) if e.get("ph") == "X"]
+    for e in sorted(events, key=lambda e: ns(e["ts"])):
+        key, start = (e["pid"], e["tid"]), ns(e["ts"])
+        if key in ends and 0 <= start - ends[key] < 500:
+            close += 1
+        ends[key] = max(ends.get(key, start), start + ns(e["dur"]))
+    return close
+
+
 def timeline_threads(what, prof):
     """Perfetto's JSON importer on the result directory's timeline: checks it logs no error
-    stats; returns its (process, thread, slices) rows, or [] when it could not run."""
-    r = trace_query(what, one(prof, "msprof_*.json"), Q_THREADS)
+    stats (but drops that a double's precision explains, see closer_than_a_double_tells);
+    returns its (process, thread, slices) rows, or [] when it could not run."""
+    timeline = one(prof, "msprof_*.json")
+    r = trace_query(what, timeline, Q_THREADS)
     if r is None:
         return []
     code, out = r
     print(out)
+    rows = [[c.strip() for c in line.split("|")] for line in out.splitlines() if line.count("|") == 2]
+    if code == 4:
+        errors = {r[0]: int(r[4]) for r in
+                  ([c.strip() for c in line.split("|")] for line in out.splitlines() if line.count("|") == 4)
+                  if r[0] != "name"}
+        dropped = errors.pop("slice_drop_overlapping_complete_event", 0)
+        close = closer_than_a_double_tells(timeline)
+        if not errors and dropped <= close:
+            print("  (%d slice(s) dropped, of %d that start within 0.5 us of the one before on "
+                  "their thread: a double's precision at microseconds since 1970)" % (dropped, close))
+            code = 0
     check(code == 0, "Perfetto imports %s with no error stats (exit %d)" % (what, code))
-    return [[c.strip() for c in line.split("|")] for line in out.splitlines() if line.count("|") == 2]
+    return rows
 
 
 def hardware_slices(rows):

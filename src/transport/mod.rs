@@ -720,7 +720,8 @@ impl Sub {
                     self.splicing.store(false, Ordering::Relaxed);
                     log::info!(
                         "aclprof: {}: its pipe is now {} bytes, more than half a lane of {} \
-                         records holds; records go in by write() from now on",
+                         records can hold with a batch beside it; records go in by write() \
+                         from now on",
                         self.describe(),
                         fd::pipe_size(fd),
                         self.lane_cap
