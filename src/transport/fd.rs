@@ -94,7 +94,8 @@ pub fn prepare_fd(fd: c_int) -> Result<(Signals, Kind)> {
     if kind != libc::S_IFIFO {
         return Ok((raises, Kind::Stream));
     }
-    note_if_empty(fd);
+    // Where the pipe's buffers start: it is seen empty here, usually (`read_position`).
+    let _ = read_position(fd);
     Ok((
         raises,
         Kind::Pipe {
@@ -184,18 +185,6 @@ pub fn piece(at: u64, addr: usize, len: usize, splice: bool) -> (usize, bool) {
         return (len, false);
     }
     (len / PIPE_PAGE * PIPE_PAGE, splice && addr % PIPE_PAGE == 0)
-}
-
-/// Notes that the pipe `fd` holds nothing now, if so: its next buffer starts with our next
-/// byte. Call with the fd's stripe free.
-fn note_if_empty(fd: c_int) {
-    let mut table = stripe(fd);
-    let mut unread: c_int = 0;
-    // SAFETY: FIONREAD stores an int through the pointer.
-    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) } == 0 && unread == 0 {
-        let w = written_of(&mut table, fd);
-        w.base = w.total;
-    }
 }
 
 /// Whether records go into pipes by `vmsplice()` (docs/design.md, "Pipes without a copy"):
