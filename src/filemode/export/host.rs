@@ -1,0 +1,321 @@
+//! The host side of an export: the steps, the step trace and the host events (API calls,
+//! msproftx, pipeline spans) from the session's host log.
+
+use super::*;
+
+/// The steps `aclprofGetStepTimestamp` marked: (index, start, end).
+pub fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
+    let Ok(f) = File::open(dir.join(HOST_LOG)) else {
+        return Vec::new();
+    };
+    let mut open: HashMap<u64, u64> = HashMap::new();
+    let mut steps = Vec::new();
+    for line in BufReader::new(f).lines().map_while(std::result::Result::ok) {
+        // Most host events are API calls: only step lines are parsed.
+        if !line.contains("\"step\"") {
+            continue;
+        }
+        let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if ev["kind"].as_str() != Some("step") {
+            continue;
+        }
+        let idx = ev["index"].as_u64().unwrap_or(0);
+        let t = ev["start"].as_u64().unwrap_or(0);
+        if ev["tag"].as_str() == Some("start") {
+            open.insert(idx, t);
+        } else if let Some(s) = open.remove(&idx) {
+            steps.push((idx, s, t.max(s)));
+        }
+    }
+    steps
+}
+
+/// step_trace_time.csv, in torch_npu's and msprof-analyze's shape: per device and step,
+/// the Overlap Analysis times (µs).
+pub(super) fn write_step_trace_time(out: &Path, rows: &[StepRow]) -> Result<()> {
+    let p = out.join("step_trace_time.csv");
+    let mut w = csv_writer(&p)?;
+    w.write_record([
+        "Device_id",
+        "Step",
+        "Computing",
+        "Communication(Not Overlapped)",
+        "Overlapped",
+        "Communication",
+        "Free",
+        "Stage",
+        "Bubble",
+        "Communication(Not Overlapped and Exclude Receive)",
+        "Preparing",
+    ])
+    .map_err(|e| csv_err(&p, e))?;
+    for r in rows {
+        let st = &r.step;
+        w.write_record([
+            r.dev.to_string(),
+            st.id.map_or(String::new(), |i| i.to_string()),
+            us3(st.computing),
+            us3(st.not_overlapped),
+            us3(r.overlapped()),
+            us3(st.communication),
+            us3(r.free),
+            us3(r.stage),
+            "0".into(),
+            us3(st.not_overlapped),
+            us3(r.preparing),
+        ])
+        .map_err(|e| csv_err(&p, e))?;
+    }
+    w.flush().map_err(|e| csv_err(&p, e.into()))
+}
+
+/// The host side: API calls (CANN process, api_statistic), msproftx, and the steps of the
+/// first device (Step Trace process, step_trace csv).
+pub(super) fn host_events(
+    dir: &Path,
+    out: &Path,
+    stamp: &str,
+    data_type: u64,
+    steps: &[&StepRow],
+    tl: &mut Timeline,
+    db: &mut Db,
+) -> Result<()> {
+    let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let mut tx_events = 0u64;
+    let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
+    // msproftx events also go to msprof_tx_<ts14>.csv (ACL_PROF_MSPROFTX), streamed.
+    let tx_path = out.join(format!("msprof_tx_{stamp}.csv"));
+    let mut tx_csv = if data_type & 0x80 != 0 {
+        let mut w = csv_writer(&tx_path)?;
+        w.write_record([
+            "pid",
+            "tid",
+            "category",
+            "event_type",
+            "payload_type",
+            "payload_value",
+            "Start_time(us)",
+            "End_time(us)",
+            "message_type",
+            "message",
+        ])
+        .map_err(|e| csv_err(&tx_path, e))?;
+        Some(w)
+    } else {
+        None
+    };
+    let cann = tl.pid(7, HOST_DEV);
+    let txp = tl.pid(6, HOST_DEV);
+    let stepp = tl.pid(8, HOST_DEV);
+    let pipep = tl.pid(9, HOST_DEV);
+    // Data-pipeline tracks: a thread per (stage, worker), a counter per queue.
+    let mut pipe_tracks: HashMap<(String, u32), u64> = HashMap::new();
+    // The training thread's waits for data: each step's Data Aug Bound.
+    let mut waits: Vec<crate::pipeline::Event> = Vec::new();
+    let mut apis: BTreeMap<(String, String), Agg> = BTreeMap::new();
+    let host = dir.join(HOST_LOG);
+    let lines = File::open(&host).map(|f| BufReader::new(f).lines());
+    for line in lines
+        .into_iter()
+        .flatten()
+        .map_while(std::result::Result::ok)
+    {
+        let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let tid = ev["tid"].as_u64().unwrap_or(0);
+        let start = ev["start"].as_u64().unwrap_or(0);
+        let end = ev["end"].as_u64().unwrap_or(start).max(start);
+        let name = ev["name"].as_str().unwrap_or("").to_string();
+        match ev["kind"].as_str() {
+            Some("api") => {
+                tlw(tl.process(cann, "CANN", "CPU", 7))?;
+                tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
+                let args = [
+                    ("Thread Id", Arg::U(tid)),
+                    ("Mode", Arg::S("ACL_MODEL")),
+                    ("level", Arg::S("acl")),
+                    ("item_id", Arg::S(ev["item"].as_str().unwrap_or(""))),
+                ];
+                tlw(tl.slice(
+                    &format!("AscendCL@{name}"),
+                    cann,
+                    tid,
+                    start,
+                    end - start,
+                    &args,
+                ))?;
+                db.api(tl.pid, tid, &name, tl.wall(start), tl.wall(end))?;
+                apis.entry(("acl".into(), name))
+                    .or_default()
+                    .add(end - start);
+            }
+            Some("pipeline") => {
+                tlw(tl.process(pipep, "Data Pipeline", "CPU", 9))?;
+                let n = pipe_tracks.len() as u64;
+                let Some(e) = crate::pipeline::parse(&ev) else {
+                    continue;
+                };
+                match &e {
+                    crate::pipeline::Event::Span {
+                        stage,
+                        worker,
+                        start,
+                        end,
+                        ..
+                    } => {
+                        let wait = stage == crate::pipeline::WAIT;
+                        let label = if wait {
+                            "wait for data (training thread)".to_string()
+                        } else {
+                            format!("{stage} worker {worker}")
+                        };
+                        let key = (stage.clone(), *worker);
+                        let tid = *pipe_tracks.entry(key).or_insert(n + 1);
+                        tlw(tl.thread(pipep, tid, &label, tid))?;
+                        let args = [("Worker", Arg::U(u64::from(*worker)))];
+                        tlw(tl.slice(stage, pipep, tid, *start, end - start, &args))?;
+                        if wait {
+                            waits.push(e.clone());
+                        }
+                    }
+                    crate::pipeline::Event::Queue {
+                        stage, depth, ns, ..
+                    } => {
+                        // (Counter tracks are keyed apart from the threads.)
+                        let key = (stage.clone(), u32::MAX);
+                        let tid = (1 << 32) | *pipe_tracks.entry(key).or_insert(n + 1);
+                        let name = format!("Queue {stage}");
+                        tlw(tl.counter(pipep, tid, &name, *ns, u64::from(*depth)))?;
+                    }
+                }
+            }
+            Some("tx") => {
+                tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
+                tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
+                let args = [("Event Type", Arg::S(ev["type"].as_str().unwrap_or("")))];
+                tlw(tl.slice(&name, txp, tid, start, end - start, &args))?;
+                let kind = match ev["type"].as_str() {
+                    Some("range") => crate::filemode::db::MSTX_RANGE,
+                    Some("push_pop") => crate::filemode::db::MSTX_PUSH_POP,
+                    Some("mark_ex") => crate::filemode::db::MSTX_MARKER_EX,
+                    _ => crate::filemode::db::MSTX_MARKER,
+                };
+                db.mstx(
+                    tx_events,
+                    kind,
+                    tl.pid,
+                    tid,
+                    &name,
+                    tl.wall(start),
+                    tl.wall(end),
+                )?;
+                tx_events += 1;
+                if let Some(w) = tx_csv.as_mut() {
+                    w.write_record([
+                        tl.pid.to_string().as_str(),
+                        &tid.to_string(),
+                        "0",
+                        ev["type"].as_str().unwrap_or(""),
+                        "0",
+                        "0",
+                        &tl.ts(start),
+                        &tl.ts(end),
+                        "0",
+                        &name,
+                    ])
+                    .map_err(|e| csv_err(&tx_path, e))?;
+                }
+            }
+            _ => {}
+        }
+    }
+    for r in steps {
+        tlw(tl.process(stepp, "Step Trace", "CPU", 8))?;
+        tlw(tl.thread(stepp, 0, "Steps", 0))?;
+        let (idx, s) = (r.step.id.unwrap_or(0), r.step.start);
+        let name = format!("Iteration {idx}");
+        tlw(tl.slice(&name, stepp, 0, s, r.end.saturating_sub(s), &[]))?;
+    }
+    if let Some(mut w) = tx_csv {
+        w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;
+    }
+    if data_type & 0x1 != 0 {
+        let p = out.join(format!("api_statistic_{stamp}.csv"));
+        let mut w = csv_writer(&p)?;
+        w.write_record([
+            "Device_id",
+            "Level",
+            "API Name",
+            "Time(us)",
+            "Count",
+            "Avg(us)",
+            "Min(us)",
+            "Max(us)",
+            "Variance",
+        ])
+        .map_err(|e| csv_err(&p, e))?;
+        for ((level, name), a) in &apis {
+            let avg_us = a.avg() / 1000.0;
+            let var = (a.sq / a.count.max(1) as f64 - avg_us * avg_us).max(0.0);
+            w.write_record([
+                "host",
+                level.as_str(),
+                name.as_str(),
+                &us_trim(a.total as f64),
+                &a.count.to_string(),
+                &us_trim(a.avg()),
+                &us_trim(a.min as f64),
+                &us_trim(a.max as f64),
+                &format!("{}", (var * 1000.0).round() / 1000.0),
+            ])
+            .map_err(|e| csv_err(&p, e))?;
+        }
+        w.flush().map_err(|e| csv_err(&p, e.into()))?;
+    }
+    if data_type & 0x40 != 0 {
+        let p = out.join(format!("step_trace_{stamp}.csv"));
+        let mut w = csv_writer(&p)?;
+        w.write_record([
+            "Device_id",
+            "Iteration ID",
+            "FP Start(us)",
+            "BP End(us)",
+            "Iteration End(us)",
+            "Iteration Time(us)",
+            "FP to BP Time(us)",
+            "Iteration Refresh(us)",
+            "Data Aug Bound(us)",
+            "Model ID",
+        ])
+        .map_err(|e| csv_err(&p, e))?;
+        let na = || "N/A".to_string();
+        for r in steps {
+            let (st, e) = (&r.step, r.end);
+            let fp_to_bp = st.fp_start.zip(st.bp_end).map(|(f, b)| b.saturating_sub(f));
+            w.write_record([
+                r.dev.to_string(),
+                st.id.unwrap_or(0).to_string(),
+                st.fp_start.map_or_else(na, |t| tl.ts(t)),
+                st.bp_end.map_or_else(na, |t| tl.ts(t)),
+                tl.ts(e),
+                us3(e.saturating_sub(st.start)),
+                fp_to_bp.map_or_else(na, us3),
+                st.bp_end.map_or_else(na, |b| us3(e.saturating_sub(b))),
+                // The training thread's wait for data in the step, when the data pipeline
+                // reported it.
+                if waits.is_empty() {
+                    na()
+                } else {
+                    us3(crate::pipeline::wait_in(&waits, st.start, e))
+                },
+                "4294967295".to_string(),
+            ])
+            .map_err(|e| csv_err(&p, e))?;
+        }
+        w.flush().map_err(|e| csv_err(&p, e.into()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! The result directory's README.txt: what was collected, what was lost, and what the
+//! emulated device does not collect.
+
+use super::*;
+
+/// Switches that ask for data an emulated device has none of: (bit, what, macro).
+pub(super) const NOT_COLLECTED: [(u64, &str, &str); 7] = [
+    (0x8, "AI CPU task details", "ACL_PROF_AICPU"),
+    (0x10, "L2 cache hit rates", "ACL_PROF_L2CACHE"),
+    (
+        0x20,
+        "HCCL task planes (communication ops themselves are on the HCCL track)",
+        "ACL_PROF_HCCL_TRACE",
+    ),
+    (0x100, "runtime API calls", "ACL_PROF_RUNTIME_API"),
+    (
+        0x200 | 0x100_0000,
+        "graph engine API calls",
+        "ACL_PROF_GE_API_L0/L1",
+    ),
+    (0x1000, "operator memory", "ACL_PROF_TASK_MEMORY"),
+    (0x4000, "operator attributes", "ACL_PROF_OP_ATTR"),
+];
+
+/// The switches this run turned on that collect nothing here, one per line.
+pub(super) fn not_collected(data_type: u64, metric: u64) -> Vec<String> {
+    let mut v: Vec<String> = NOT_COLLECTED
+        .iter()
+        .filter(|(bit, _, _)| data_type & bit != 0)
+        .map(|(_, what, name)| format!("{what} ({name})"))
+        .collect();
+    if !pmu_columns(metric).is_empty() {
+        v.push(
+            "AI Core PMU counters (aicore_metrics): op_summary has the metric's columns, N/A \
+             except values a replayed table carried"
+                .into(),
+        );
+    }
+    v
+}
+
+pub(super) fn write_readme(
+    dir: &Path,
+    out: &Path,
+    stamp: &str,
+    data_type: u64,
+    metric: u64,
+) -> Result<()> {
+    let mut text = format!(
+        "Exported by aclprof (emulated Ascend device) at {stamp}.\n\
+         msprof_{stamp}.json       timeline (Chrome trace array: Perfetto, chrome://tracing, MindStudio Insight)\n\
+         op_summary_{stamp}.csv    one row per op\n\
+         op_statistic_{stamp}.csv  per op type (communication excluded)\n\
+         task_time_{stamp}.csv     one row per task\n\
+         step_trace_time.csv       per device and step: Computing, Communication, Free (Overlap Analysis)\n"
+    );
+    if data_type & 0x1 != 0 {
+        text += &format!("api_statistic_{stamp}.csv per AscendCL API\n");
+    }
+    if data_type & 0x40 != 0 {
+        text += &format!("step_trace_{stamp}.csv    per step\n");
+    }
+    if data_type & 0x80 != 0 {
+        text += &format!("msprof_tx_{stamp}.csv     msproftx marks and ranges\n");
+    }
+    let missing = not_collected(data_type, metric);
+    if !missing.is_empty() {
+        log::warn!(
+            "aclprof: switched on but not collected on an emulated device: {}",
+            missing.join("; ")
+        );
+        text += "\nNot collected (no Ascend hardware behind aclprof):\n";
+        for m in &missing {
+            text += &format!("  - {m}\n");
+        }
+    }
+    if dir.join("host/data/aclprof_storage_limit_reached").exists() {
+        text += "\nNOTE: ACL_PROF_STORAGE_LIMIT was reached; ops after it were not recorded.\n";
+    }
+    if let Ok(lost) = fs::read_to_string(dir.join(crate::filemode::LOST_OPS)) {
+        let mut lines = lost.lines();
+        let n = lines.next().unwrap_or("?");
+        let why = lines.next().unwrap_or("");
+        let hosts = lines.next().unwrap_or("0");
+        let host_why = lines.next().unwrap_or("");
+        text += &format!("\nlost_ops: {n}\nlost_host_events: {hosts}\n");
+        if n != "0" {
+            text += &format!(
+                "NOTE: {n} ops were recorded but lost before they reached the disk ({why}).\n"
+            );
+        }
+        if hosts != "0" {
+            text += &format!(
+                "NOTE: {hosts} host events (API calls, msproftx, steps) were lost ({host_why}).\n"
+            );
+        }
+    }
+    let p = out.join("README.txt");
+    let mut f = io("cannot create", &p, create_output(&p))?;
+    io("cannot write", &p, f.write_all(text.as_bytes()))
+}
