@@ -1,6 +1,40 @@
-//! The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW (docs/design.md, "Time").
+//! The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW, and the wall clock beside it
+//! (docs/design.md, "Time").
+//!
+//! `ACLPROF_CLOCK=virtual` (read once, at the first reading) replaces both with a virtual
+//! clock for tests: it starts at a fixed time, moves only when [`sleep_until`] is asked to
+//! wait (the emulated device's op times and gaps), and never sleeps, so a simulated run
+//! writes the same bytes on any machine at any load.
+
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// Where the virtual monotonic clock starts (1000 s after boot).
+const VIRTUAL_START_NS: u64 = 1_000_000_000_000;
+/// The virtual wall clock at [`VIRTUAL_START_NS`]: 2026-01-01T00:00:00Z.
+const VIRTUAL_WALL_NS: u64 = 1_767_225_600_000_000_000;
+
+const UNKNOWN: u8 = 0;
+const REAL: u8 = 1;
+const VIRTUAL: u8 = 2;
+static MODE: AtomicU8 = AtomicU8::new(UNKNOWN);
+static VIRTUAL_NOW: AtomicU64 = AtomicU64::new(VIRTUAL_START_NS);
+
+fn is_virtual() -> bool {
+    match MODE.load(Ordering::Relaxed) {
+        REAL => false,
+        VIRTUAL => true,
+        _ => {
+            let v = std::env::var_os("ACLPROF_CLOCK").is_some_and(|v| v == "virtual");
+            MODE.store(if v { VIRTUAL } else { REAL }, Ordering::Relaxed);
+            v
+        }
+    }
+}
 
 pub fn now_ns() -> u64 {
+    if is_virtual() {
+        return VIRTUAL_NOW.load(Ordering::Relaxed);
+    }
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -10,8 +44,23 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Sleeps until the clock reads `t` (no-op if it already has).
+/// Nanoseconds since the Unix epoch.
+pub fn wall_ns() -> u64 {
+    if is_virtual() {
+        return VIRTUAL_WALL_NS + (VIRTUAL_NOW.load(Ordering::Relaxed) - VIRTUAL_START_NS);
+    }
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Sleeps until the clock reads `t` (no-op if it already has); the virtual clock moves to
+/// `t` at once.
 pub fn sleep_until(t: u64) {
+    if is_virtual() {
+        VIRTUAL_NOW.fetch_max(t, Ordering::Relaxed);
+        return;
+    }
     let now = now_ns();
     if t > now {
         std::thread::sleep(std::time::Duration::from_nanos(t - now));

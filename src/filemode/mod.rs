@@ -93,9 +93,7 @@ static DATA_TYPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 
 /// Local time as `YYYYMMDDhhmmss` plus `mmm` milliseconds when `millis`.
 pub fn local_stamp(millis: bool) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
+    let now = std::time::Duration::from_nanos(crate::clock::wall_ns());
     let secs = now.as_secs() as libc::time_t;
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointers; localtime_r is thread-safe.
@@ -116,16 +114,10 @@ pub fn local_stamp(millis: bool) -> String {
     }
 }
 
-pub fn wall_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
 /// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>`, as CANN names them.
 pub fn dir_name(index: u64) -> String {
     use std::hash::{BuildHasher, RandomState};
-    let mut h = RandomState::new().hash_one((index, wall_ns()));
+    let mut h = RandomState::new().hash_one((index, crate::clock::wall_ns()));
     let letters: String = (0..8)
         .map(|_| {
             let c = (b'A' + (h % 18) as u8) as char;
@@ -195,7 +187,7 @@ pub fn begin(
 ) -> Result<Session> {
     let dir = root.join(dir_name(index));
     let mono = crate::clock::now_ns();
-    let wall = wall_ns();
+    let wall = crate::clock::wall_ns();
     let pid = std::process::id();
     let host_uid = format!("{:016x}", {
         use std::hash::{BuildHasher, Hasher};
@@ -368,7 +360,7 @@ pub fn end(session: Session) -> Result<PathBuf> {
         host_lost = (h.lost, h.why.clone());
     }
     let mono = crate::clock::now_ns();
-    let wall = wall_ns();
+    let wall = crate::clock::wall_ns();
     // Best effort (a full disk): the loss marker and the export still run; the first
     // error is returned after them, unless a loss is.
     let mut failed = Ok(());

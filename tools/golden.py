@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""The golden test: what aclprof writes for fixed inputs, byte for byte.
+
+Inputs (all deterministic):
+  sim     a simulated ResNet-50, three executions, under the virtual clock
+          (ACLPROF_CLOCK=virtual: op times and gaps from the model, not the wall);
+  replay  a real torch_npu kernel_details.csv (tests/data/real) replayed by the simulator,
+          under the virtual clock;
+  db      CANN's SQLite database (tests/data/real/msprof_full_db_msinsight.db) imported by
+          `aclprof export`.
+Outputs compared with tests/golden/: every file the export writes under
+mindstudio_profiler_output/ (the databases as SQL text dumps, the native timeline as hex),
+`aclprof analyze` as table, CSV, JSON and markdown, `aclprof diff` as table and JSON,
+`aclprof timeline`, and `aclprof report` (one page, and a site of the three runs).
+What differs between two runs on two machines is masked first: result-directory names,
+process and thread ids, the host's name and description, and the run's elapsed times.
+
+Usage: tools/golden.py            compare (exit 1 and a unified diff on any difference)
+       tools/golden.py --bless    write tests/golden/ from this build
+"""
+import difflib
+import glob
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "tests", "golden")
+WORK = os.path.join(ROOT, "target", "golden")
+REAL = os.path.join(ROOT, "tests", "data", "real")
+REPLAY_CSV = "kernel_details_torchnpu_level1_pipeutil_910B_msinsight.csv"
+DB = "msprof_full_db_msinsight.db"
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"golden: {' '.join(cmd)} failed ({r.returncode}):\n{r.stdout}{r.stderr}")
+    return r.stdout
+
+
+def build():
+    run(["cargo", "build", "--quiet", "--bin", "aclprof"], cwd=ROOT)
+    run([os.path.join(ROOT, "scripts", "build-lib")], cwd=ROOT)
+    exe = os.path.join(WORK, "filemode_profile")
+    run(["gcc", "-std=c99", "-O1", "-I" + os.path.join(ROOT, "include"), "-o", exe,
+         os.path.join(ROOT, "examples", "filemode_profile.c"),
+         "-L" + os.path.join(ROOT, "target", "debug"), "-laclprof", "-lpthread",
+         "-Wl,-rpath," + os.path.join(ROOT, "target", "debug")])
+    return os.path.join(ROOT, "target", "debug", "aclprof"), exe
+
+
+def env():
+    e = dict(os.environ)
+    for k in list(e):
+        if k.startswith("ACLPROF_") or k in ("PROFILING_MODE", "PROFILING_OPTIONS", "RANK_ID"):
+            del e[k]
+    e.update(ACLPROF_CLOCK="virtual", ACLPROF_DEVICE_COUNT="8", TZ="UTC", LC_ALL="C", NO_COLOR="1")
+    return e
+
+
+def masker():
+    host = socket.gethostname()
+    rules = [
+        (re.compile(r"PROF_\d{6}_\d{17}_\d{8}[A-R]{8}"), "PROF_<dir>"),
+        (re.compile(re.escape(WORK)), "<work>"),
+        (re.compile(re.escape(ROOT)), "<root>"),
+    ]
+    if host:
+        rules.append((re.compile(re.escape(host)), "<host>"))
+
+    def mask(text):
+        for pat, rep in rules:
+            text = pat.sub(rep, text)
+        return text
+    return mask
+
+
+# Timeline processes whose threads are the device's streams and lanes; the others' are the
+# host's threads, whose ids differ from run to run.
+DEVICE_PROCESSES = {"Ascend Hardware", "Overlap Analysis", "HCCL", "Step Trace"}
+
+
+def mask_timeline(text):
+    """The JSON timeline's pids are the host pid shifted, plus an index: keep the index.
+    Host threads' tids are masked; device streams' stay."""
+    host = set()
+    for m in re.finditer(r'"pid":(\d+)', text):
+        HOST_IDS.add(str(int(m.group(1)) >> 10))
+    for m in re.finditer(r'"name":"process_name","pid":(\d+),.*"args":\{"name":"([^"]*)"', text):
+        if m.group(2) not in DEVICE_PROCESSES:
+            host.add(m.group(1))
+
+    def line(l):
+        pm = re.search(r'"pid":(\d+)', l)
+        if not pm:
+            return l
+        if pm.group(1) in host:
+            tm = re.search(r'"tid":([1-9]\d*)', l)
+            if tm:
+                HOST_IDS.add(tm.group(1))
+        return l.replace(pm.group(0), f'"pid":"<pid>|{int(pm.group(1)) & 1023}"', 1)
+    return "\n".join(line(l) for l in text.split("\n"))
+
+
+# The host's pid and thread ids seen in the timelines: masked wherever they appear as a
+# whole number (thread names, sort indexes, annotations) in that run's outputs.
+HOST_IDS = set()
+
+
+def mask_host_ids(text):
+    if not HOST_IDS:
+        return text
+    alt = "|".join(sorted(HOST_IDS, key=len, reverse=True))
+    return re.sub(r"(?<![\d.])(?:" + alt + r")(?![\d.])", "<tid>", text)
+
+
+def mask_tx(text):
+    """msprof_tx's first two columns are the host's pid and tid."""
+    rows = text.split("\n")
+    return "\n".join([rows[0]] + [re.sub(r"^\d+,\d+,", "<pid>,<tid>,", r) for r in rows[1:]])
+
+
+def varint(b, i):
+    n = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        n |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return n, i
+
+
+def message(b):
+    """Parses `b` as protobuf fields, or returns None when it is not one."""
+    out, i = [], 0
+    try:
+        while i < len(b):
+            key, i = varint(b, i)
+            num, wire = key >> 3, key & 7
+            if num == 0:
+                return None
+            if wire == 0:
+                v, i = varint(b, i)
+            elif wire == 1:
+                v, i = b[i:i + 8], i + 8
+            elif wire == 5:
+                v, i = b[i:i + 4], i + 4
+            elif wire == 2:
+                n, i = varint(b, i)
+                v, i = b[i:i + n], i + n
+            else:
+                return None
+            if i > len(b):
+                return None
+            out.append((num, wire, v))
+    except IndexError:
+        return None
+    return out
+
+
+# Perfetto's TracePacket.track_descriptor(60).process(3).pid(1): the host's pid.
+PFTRACE_PID = (1, 60, 3, 1)
+
+
+def dump_pftrace(data):
+    """The native trace as an indented tree of its protobuf fields, with the pid masked."""
+    lines = []
+
+    def walk(b, path, depth):
+        for num, wire, v in message(b) or []:
+            p = path + (num,)
+            pad = "  " * depth
+            if wire == 2:
+                sub = message(v) if v and not v.isascii() or (v and v[0] < 32) else None
+                if sub is not None:
+                    lines.append(f"{pad}{num} {{")
+                    walk(v, p, depth + 1)
+                    lines.append(f"{pad}}}")
+                else:
+                    lines.append(f"{pad}{num}: {v!r}")
+            elif p == PFTRACE_PID:
+                lines.append(f"{pad}{num}: <pid>|{v & 1023}")
+            else:
+                lines.append(f"{pad}{num}: {v.hex() if isinstance(v, bytes) else v}")
+    walk(data, (), 0)
+    return "\n".join(lines) + "\n"
+
+
+def dump_db(path):
+    con = sqlite3.connect(path)
+    try:
+        return "\n".join(con.iterdump()) + "\n"
+    finally:
+        con.close()
+
+
+def collect(name, path, out, mask):
+    """Adds one output file, as text, to `out` (a dict of golden name -> text)."""
+    base = re.sub(r"_\d{14,17}", "_<stamp>", os.path.basename(path))
+    if path.endswith(".db"):
+        text = dump_db(path)
+    elif path.endswith(".pftrace"):
+        with open(path, "rb") as f:
+            text = dump_pftrace(f.read())
+    else:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        if re.fullmatch(r"msprof_\d+\.json", os.path.basename(path)):
+            text = mask_timeline(text)
+        elif re.fullmatch(r"msprof_tx_\d+\.csv", os.path.basename(path)):
+            text = mask_tx(text)
+    text = mask_host_ids(text)
+    out[f"{name}/{base}"] = mask(text)
+
+
+def produce():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    aclprof, exe = build()
+    e = env()
+    mask = masker()
+    out = {}
+    runs = {}
+    for name, model in (("sim", os.path.join(ROOT, "models", "resnet50.json")),
+                        ("replay", os.path.join(REAL, REPLAY_CSV))):
+        d = os.path.join(WORK, name)
+        run([exe, d, "3" if name == "sim" else "1", model], env=e)
+        (prof,) = glob.glob(os.path.join(d, "PROF_*"))
+        runs[name] = prof
+    run([aclprof, "export", os.path.join(REAL, DB), "-o", os.path.join(WORK, "db")], env=e)
+    (runs["db"],) = glob.glob(os.path.join(WORK, "db", "PROF_*"))
+
+    for name, prof in runs.items():
+        outdir = os.path.join(prof, "mindstudio_profiler_output")
+        for f in sorted(os.listdir(outdir)):
+            collect(f"{name}/export", os.path.join(outdir, f), out, mask)
+        for tag, args in (("table", []), ("type.csv", ["--aggregate-by", "type", "--format", "csv"]),
+                          ("name.json", ["--aggregate-by", "name", "--format", "json", "--top", "0"]),
+                          ("ops.md", ["--format", "markdown", "--top", "20"])):
+            out[f"{name}/analyze.{tag}"] = mask(run([aclprof, "analyze", prof] + args, env=e))
+        out[f"{name}/timeline.stdout"] = mask(run([aclprof, "timeline", prof], env=e))
+        for f in sorted(glob.glob(os.path.join(outdir, "msprof_*"))):
+            collect(f"{name}/timeline", f, out, mask)
+        page = os.path.join(WORK, name + ".html")
+        run([aclprof, "report", prof, "-o", page], env=e)
+        collect(f"{name}/report", page, out, mask)
+    for tag, args in (("table", []), ("json", ["--format", "json"])):
+        out[f"diff/sim-replay.{tag}"] = mask(run([aclprof, "diff", runs["sim"], runs["replay"]] + args, env=e))
+    site_in = os.path.join(WORK, "site-in")
+    os.makedirs(site_in)
+    for name, prof in runs.items():
+        os.symlink(os.path.dirname(prof), os.path.join(site_in, name))
+    site = os.path.join(WORK, "site")
+    run([aclprof, "report", site_in, "-o", site], env=e)
+    for f in sorted(glob.glob(os.path.join(site, "**", "*"), recursive=True)):
+        if os.path.isfile(f):
+            rel = os.path.relpath(f, site)
+            out[mask(f"site/{rel}")] = mask(open(f, encoding="utf-8", errors="replace").read())
+    return out
+
+
+def main():
+    bless = "--bless" in sys.argv[1:]
+    out = produce()
+    if bless:
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        for rel, text in out.items():
+            p = os.path.join(GOLDEN, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        print(f"golden: wrote {len(out)} files under tests/golden/")
+        return
+    have = {}
+    for p in glob.glob(os.path.join(GOLDEN, "**", "*"), recursive=True):
+        if os.path.isfile(p):
+            with open(p, encoding="utf-8") as f:
+                have[os.path.relpath(p, GOLDEN)] = f.read()
+    bad = []
+    for rel in sorted(set(have) | set(out)):
+        if rel not in out:
+            bad.append(f"missing from this build's output: {rel}")
+        elif rel not in have:
+            bad.append(f"new output, not in tests/golden/: {rel}")
+        elif have[rel] != out[rel]:
+            d = difflib.unified_diff(have[rel].splitlines(), out[rel].splitlines(),
+                                     "golden/" + rel, "now/" + rel, lineterm="", n=1)
+            bad.append("\n".join(list(d)[:40]))
+    if bad:
+        print("\n".join(bad))
+        sys.exit(f"golden: {len(bad)} of {len(set(have) | set(out))} outputs differ "
+                 "(tools/golden.py --bless after a deliberate change)")
+    print(f"golden: {len(out)} outputs identical")
+
+
+if __name__ == "__main__":
+    main()
