@@ -151,6 +151,40 @@ static void test_stalled_reader_unsubscribe_is_bounded(int n) {
     aclprofDestroySubscribeConfig(s.cfg);
 }
 
+/* ACLPROF_ON_FULL=drop: records dropped because the user chose to drop are counted, and
+ * aclprofExtFlush still succeeds; a reader that goes away is a failure, under either policy. */
+static void test_flush_after_chosen_drops_succeeds(void) {
+    aclprofExtStats before = stats();
+    Sub s;
+    subscribe(&s, "chosen-drops");
+    report(s.model, 20000); /* nobody reads yet: the pipe and the lanes fill, the rest drops */
+    Reader r = {s.fd[0], 0};
+    pthread_t t;
+    pthread_create(&t, NULL, slow_reader, &r);
+    CHECK_EQ(aclprofExtFlush(), ACL_SUCCESS);
+    aclprofExtStats mid = stats();
+    long dropped = (long)(mid.recordsDropped - before.recordsDropped);
+    long delivered = (long)(mid.recordsDelivered - before.recordsDelivered);
+    CHECK(dropped > 0);
+    CHECK_EQ((long)(mid.recordsReported - before.recordsReported), 20000);
+    CHECK_EQ(delivered + dropped, 20000);
+    CHECK_EQ(aclprofModelUnSubscribe(s.model), ACL_SUCCESS);
+    pthread_join(t, NULL);
+    CHECK_EQ(r.got, delivered);
+    close(s.fd[0]);
+    aclprofDestroySubscribeConfig(s.cfg);
+
+    Sub gone;
+    subscribe(&gone, "reader-gone");
+    close(gone.fd[0]); /* the reader goes away: what is reported is lost, not chosen */
+    report(gone.model, 10);
+    CHECK_EQ(aclprofExtFlush(), ACL_ERROR_PROFILING_FAILURE);
+    CHECK_EQ(aclprofModelUnSubscribe(gone.model), ACL_SUCCESS);
+    aclprofExtStats after = stats();
+    CHECK_EQ(after.recordsReported, after.recordsDelivered + after.recordsDropped);
+    aclprofDestroySubscribeConfig(gone.cfg);
+}
+
 static void test_block_mode_stalled(void) { test_stalled_reader_unsubscribe_is_bounded(1000); }
 static void test_drop_mode_stalled(void) { test_stalled_reader_unsubscribe_is_bounded(20000); }
 
@@ -158,6 +192,7 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "drop") == 0) {
         RUN(test_drop_mode_stalled);
         RUN(test_reader_closes_early);
+        RUN(test_flush_after_chosen_drops_succeeds);
     } else if (argc > 1 && strcmp(argv[1], "slow") == 0) {
         RUN(test_nonblocking_fd_slow_reader_loses_nothing);
     } else {

@@ -313,10 +313,10 @@ pub fn unsubscribe(model: u32) -> Result<()> {
         unsafe { libc::close(fd) };
         user.set_closed();
     }
-    if let Some((n, why)) = sub.new_losses() {
+    if let Some(l) = sub.new_losses() {
         crate::logging::loss(&format!(
-            "model {model} unsubscribed; {n} of its {} records were lost ({why})",
-            c.reported
+            "model {model} unsubscribed; {} of its {} records were lost ({})",
+            l.n, c.reported, l.why
         ));
     }
     Ok(())
@@ -341,16 +341,34 @@ pub fn flush() -> Result<()> {
             );
         }
     }
-    // Records accepted and then lost since the last look: an error, and a warning.
-    let mut lost: Vec<String> = subs
-        .iter()
-        .filter_map(|s| {
-            s.new_losses()
-                .map(|(n, why)| format!("{}: {n} records lost ({why})", s.describe()))
-        })
-        .collect();
+    // Records accepted and then lost since the last look: an error, and a warning. Records
+    // dropped because ACLPROF_ON_FULL=drop asked for it are not a failure: a warning, and
+    // counted in the stats (docs/design.md, "Loss is never silent").
+    let mut lost: Vec<String> = Vec::new();
+    let mut chosen: Vec<String> = Vec::new();
+    for s in &subs {
+        let Some(l) = s.new_losses() else { continue };
+        if l.n > l.chosen {
+            let why = if l.chosen > 0 { s.loss_reason() } else { l.why };
+            lost.push(format!(
+                "{}: {} records lost ({why})",
+                s.describe(),
+                l.n - l.chosen
+            ));
+        }
+        if l.chosen > 0 {
+            chosen.push(format!(
+                "{}: {} records dropped (full buffers under ACLPROF_ON_FULL=drop)",
+                s.describe(),
+                l.chosen
+            ));
+        }
+    }
     if let Some((n, why)) = host_lost {
         lost.push(format!("{n} host events lost ({why})"));
+    }
+    if !chosen.is_empty() {
+        crate::logging::loss(&chosen.join("; "));
     }
     if !lost.is_empty() {
         let msg = lost.join("; ");

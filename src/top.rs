@@ -9,8 +9,18 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-/// Longest ops kept per interval.
+/// Distinct ops shown as the longest.
 const LONGEST: usize = 5;
+
+/// An op (by name) in a window: its longest run, where that ran, and how often it ran.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpMax {
+    pub max_ns: u64,
+    pub count: u64,
+    pub op_type: String,
+    pub device: u32,
+    pub stream: u32,
+}
 
 /// One op type's figures.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -25,8 +35,8 @@ pub struct Window {
     pub seconds: f64,
     pub ops: u64,
     pub types: HashMap<String, TypeTime>,
-    /// (duration, name, type, device, stream), longest first.
-    pub longest: Vec<(u64, String, String, u32, u32)>,
+    /// Every op name seen, with its longest run ([`Window::longest`] ranks them).
+    pub ops_by_name: HashMap<String, OpMax>,
     /// (device, stream) -> (ops, device time).
     pub streams: BTreeMap<(u32, u32), (u64, u64)>,
 }
@@ -54,13 +64,29 @@ impl Window {
         let s = self.streams.entry((v.dev_id(), v.stream_id())).or_default();
         s.0 += 1;
         s.1 += d;
-        if self.longest.len() < LONGEST || d > self.longest.last().map_or(0, |l| l.0) {
-            let name = String::from_utf8_lossy(v.name().unwrap_or_default()).into_owned();
-            self.longest
-                .push((d, name, ty.into_owned(), v.dev_id(), v.stream_id()));
-            self.longest.sort_by_key(|l| std::cmp::Reverse(l.0));
-            self.longest.truncate(LONGEST);
+        let name = String::from_utf8_lossy(v.name().unwrap_or_default());
+        let op = match self.ops_by_name.get_mut(name.as_ref()) {
+            Some(op) => op,
+            None => self.ops_by_name.entry(name.into_owned()).or_default(),
+        };
+        op.count += 1;
+        if d > op.max_ns || op.count == 1 {
+            *op = OpMax {
+                max_ns: d,
+                count: op.count,
+                op_type: ty.into_owned(),
+                device: v.dev_id(),
+                stream: v.stream_id(),
+            };
         }
+    }
+
+    /// The distinct ops with the longest runs, longest first (ties by name).
+    pub fn longest(&self) -> Vec<(&String, &OpMax)> {
+        let mut v: Vec<_> = self.ops_by_name.iter().collect();
+        v.sort_by(|a, b| b.1.max_ns.cmp(&a.1.max_ns).then(a.0.cmp(b.0)));
+        v.truncate(LONGEST);
+        v
     }
 
     fn merge(&mut self, o: &Window) {
@@ -76,9 +102,14 @@ impl Window {
             e.0 += s.0;
             e.1 += s.1;
         }
-        self.longest.extend(o.longest.iter().cloned());
-        self.longest.sort_by_key(|l| std::cmp::Reverse(l.0));
-        self.longest.truncate(LONGEST);
+        for (k, op) in &o.ops_by_name {
+            let e = self.ops_by_name.entry(k.clone()).or_default();
+            let count = e.count + op.count;
+            if op.max_ns > e.max_ns || e.count == 0 {
+                *e = op.clone();
+            }
+            e.count = count;
+        }
     }
 
     fn types_by_time(&self) -> Vec<(&String, &TypeTime)> {
@@ -176,8 +207,9 @@ pub fn json(pid: u32, w: &Window, total: &Window, dropped: u64) -> serde_json::V
         "ops_per_s": if w.seconds > 0.0 { w.ops as f64 / w.seconds } else { 0.0 },
         "dropped": dropped,
         "types": types(w),
-        "longest": w.longest.iter().map(|(d, n, t, dev, s)| serde_json::json!(
-            {"name": n, "type": t, "duration_us": us(*d), "device": dev, "stream": s})).collect::<Vec<_>>(),
+        "longest": w.longest().into_iter().map(|(n, op)| serde_json::json!(
+            {"name": n, "type": op.op_type, "duration_us": us(op.max_ns), "count": op.count,
+             "device": op.device, "stream": op.stream})).collect::<Vec<_>>(),
         "streams": w.streams.iter().map(|((d, s), (n, busy))| serde_json::json!(
             {"device": d, "stream": s, "ops": n, "busy_us": us(*busy),
              "busy_share": if w.seconds > 0.0 { *busy as f64 / (w.seconds * 1e9) } else { 0.0 }})).collect::<Vec<_>>(),
@@ -223,13 +255,21 @@ pub fn text(pid: u32, command: &str, w: &Window, total: &Window, dropped: u64) -
             us(t.total_ns)
         );
     }
-    if !w.longest.is_empty() {
-        let _ = writeln!(o, "\nLongest ops in the last interval");
-        for (d, n, t, dev, s) in &w.longest {
+    let longest = w.longest();
+    if !longest.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nLongest ops in the last interval (the longest run of each, and its runs)"
+        );
+        for (n, op) in longest {
             let _ = writeln!(
                 o,
-                "  {:>12.3} us  {n} ({t}, device {dev}, stream {s})",
-                us(*d)
+                "  {:>12.3} us {:>7}x  {n} ({}, device {}, stream {})",
+                us(op.max_ns),
+                op.count,
+                op.op_type,
+                op.device,
+                op.stream
             );
         }
     }
@@ -277,7 +317,7 @@ mod tests {
                     sim_op: 0,
                     meta: 0,
                 },
-                format!("op{i}").as_bytes(),
+                format!("op{}", i % 6).as_bytes(),
                 if i < 5 { b"A" } else { b"B" },
             );
             recs.push(r);
@@ -300,12 +340,37 @@ mod tests {
                 total_ns: 210
             }
         );
-        let longest: Vec<u64> = w.longest.iter().map(|l| l.0).collect();
-        assert_eq!(longest, [80, 70, 60, 50, 40]);
+        // op0 and op1 ran twice (10 and 70, 20 and 80 ns): each is listed once, with its
+        // longest run and its count.
+        let longest: Vec<(&str, u64, u64)> = w
+            .longest()
+            .iter()
+            .map(|(n, op)| (n.as_str(), op.max_ns, op.count))
+            .collect();
+        assert_eq!(
+            longest,
+            [
+                ("op1", 80, 2),
+                ("op0", 70, 2),
+                ("op5", 60, 1),
+                ("op4", 50, 1),
+                ("op3", 40, 1)
+            ]
+        );
         assert_eq!(w.streams[&(0, 0)], (4, 10 + 30 + 50 + 70));
         let mut t = Window::default();
         t.merge(&w);
         t.merge(&w);
-        assert_eq!((t.ops, t.types["A"].count, t.longest[0].0), (16, 10, 80));
+        let top = t.longest()[0];
+        assert_eq!(
+            (
+                t.ops,
+                t.types["A"].count,
+                top.0.as_str(),
+                top.1.max_ns,
+                top.1.count
+            ),
+            (16, 10, "op1", 80, 4)
+        );
     }
 }

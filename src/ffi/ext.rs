@@ -251,8 +251,11 @@ pub extern "C" fn aclprofExtNowNs() -> u64 {
 }
 
 /// Returns when every record reported so far has been written to its subscriber (or
-/// counted as dropped). A reader that does not drain within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS
-/// -> ACL_ERROR_PROFILING_FAILURE (nothing is dropped by the flush itself).
+/// counted as dropped). Records dropped because ACLPROF_ON_FULL=drop was chosen are not a
+/// failure: they are counted in aclprofExtGetStats and logged. Errors: a reader that does
+/// not drain within ACLPROF_UNSUBSCRIBE_TIMEOUT_MS, or records lost since the last flush
+/// (a write error, a reader that closed its end, host events not written) ->
+/// ACL_ERROR_PROFILING_FAILURE (nothing is dropped by the flush itself).
 #[no_mangle]
 pub extern "C" fn aclprofExtFlush() -> aclError {
     entry(

@@ -76,6 +76,16 @@ const CLOSED: u8 = 2;
 /// In a forked child: the subscription is the parent's; it takes and writes nothing.
 const ORPHANED: u8 = 3;
 
+/// What [`Sub::new_losses`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Losses {
+    /// Records lost or dropped since the last look.
+    pub n: u64,
+    /// Of them, those dropped as `ACLPROF_ON_FULL=drop` asked: counted, not a failure.
+    pub chosen: u64,
+    pub why: String,
+}
+
 /// Record counts, as `aclprofExtGetStats` reports them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -153,6 +163,10 @@ pub struct Sub {
     lost_why: Mutex<String>,
     /// Losses (lost + dropped) already reported by [`Sub::new_losses`].
     losses_reported: AtomicU64,
+    /// Records dropped because a lane was full under `OnFull::Drop`, as the user chose
+    /// (counted as dropped, and not a failure), and how many [`Sub::new_losses`] has seen.
+    chosen_drops: AtomicU64,
+    chosen_reported: AtomicU64,
     /// File mode: records not written because ACL_PROF_STORAGE_LIMIT was reached.
     over_limit: AtomicU64,
     /// Records reported that never had a slot (their lane could not be allocated).
@@ -272,6 +286,8 @@ impl Sub {
             lost: AtomicU64::new(0),
             lost_why: Mutex::new(String::new()),
             losses_reported: AtomicU64::new(0),
+            chosen_drops: AtomicU64::new(0),
+            chosen_reported: AtomicU64::new(0),
             over_limit: AtomicU64::new(0),
             reported_unplaced: AtomicU64::new(0),
             armed: AtomicBool::new(false),
@@ -410,6 +426,10 @@ impl Sub {
             let c = m.ctl();
             c.dropped
                 .store(c.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            if self.policy == OnFull::Drop && !self.is_broken() {
+                // Only on a full lane: the reporting path of an op that fits stays as it was.
+                self.chosen_drops.fetch_add(1, Ordering::Relaxed);
+            }
             return;
         }
         m.track_write(p.slot);
@@ -783,10 +803,24 @@ impl Sub {
 
     /// Records lost or dropped since the last call, and why (for an error and a warning
     /// where the user looks: the next aclprofExtFlush or aclprofStop).
-    pub fn new_losses(&self) -> Option<(u64, String)> {
+    pub fn new_losses(&self) -> Option<Losses> {
         let lost = self.lost_of(&self.counts());
         let before = self.losses_reported.swap(lost, Ordering::AcqRel);
-        (lost > before).then(|| (lost - before, self.loss_reason()))
+        let chosen = self.chosen_drops.load(Ordering::Relaxed);
+        let chosen_before = self.chosen_reported.swap(chosen, Ordering::AcqRel);
+        (lost > before).then(|| {
+            let n = lost - before;
+            let chosen = (chosen - chosen_before).min(n);
+            Losses {
+                n,
+                chosen,
+                why: if chosen == n {
+                    "full buffers under ACLPROF_ON_FULL=drop".into()
+                } else {
+                    self.loss_reason()
+                },
+            }
+        })
     }
 
     /// Why records were lost, as far as this subscription knows.
