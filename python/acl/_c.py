@@ -18,7 +18,7 @@ from aclprof import _bindings
 from aclprof._lib import load
 
 #: The loaded library, every function typed (aclprof._bindings.Library).
-lib = _bindings.typed(load())
+lib = load()
 
 SUCCESS = _bindings.ACL_SUCCESS
 INVALID_PARAM = _bindings.ACL_ERROR_INVALID_PARAM

@@ -23,9 +23,11 @@ from ctypes import (
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Tuple, cast
 
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Type, TypeVar, Union
 
     _T = TypeVar("_T", bound=ctypes._CData)
+    _Fn = TypeVar("_Fn", bound=Callable[..., Any])
     #: A ctypes type, as restype and argtypes take them.
     CType = Type[ctypes._CDataType]
     #: What a ``void *`` argument accepts: an address, None (NULL), bytes, a ctypes object or
@@ -896,6 +898,9 @@ class Library(Protocol):
     the headers, taking and returning the Python values ctypes converts (an integer
     outside its C type's range raises OverflowError). Get one with :func:`typed`."""
 
+    #: The file it was loaded from (set by ``aclprof._lib.load()``).
+    path: Path
+
     # acl_base.h
     def aclCreateDataBuffer(self, data: VoidP, size: int, /) -> Optional[int]: ...
     def aclDestroyDataBuffer(self, dataBuffer: VoidP, /) -> int: ...
@@ -1073,3 +1078,17 @@ def typed(lib: ctypes.CDLL) -> Library:
     if not getattr(lib, "_aclprof_bound", False):
         raise TypeError(f"{lib!r} is not bound: pass it to bind() first")
     return cast(Library, lib)
+
+
+def unchecked(fn: _Fn) -> _Fn:
+    """``fn``, a function of a bound :class:`Library`, without the range checks of
+    :func:`bind`: the ctypes function itself, for a hot path whose integers always fit
+    (its static type is unchanged)."""
+    return cast("_Fn", getattr(fn, "__wrapped__", fn))
+
+
+def address(fn: Callable[..., Any]) -> Optional[int]:
+    """The C address of ``fn``, a function of a bound :class:`Library`, for native code
+    that calls it directly."""
+    raw: Any = getattr(fn, "__wrapped__", fn)  # the ctypes function
+    return ctypes.cast(raw, ctypes.c_void_p).value

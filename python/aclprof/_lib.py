@@ -17,13 +17,14 @@ from pathlib import Path
 from typing import Iterable, List, Mapping, Optional
 
 from . import _bindings
+from ._bindings import Library
 
 LIBRARY_NAME = "libaclprof.so"
 PACKAGE_DIR = Path(__file__).resolve().parent
 BUNDLED = PACKAGE_DIR / "_native" / LIBRARY_NAME
 
 _lock = threading.Lock()
-_lib: Optional[ctypes.CDLL] = None
+_lib: Optional[Library] = None
 
 
 class LibraryNotFound(OSError):
@@ -68,8 +69,9 @@ def find_library(
     )
 
 
-def load() -> ctypes.CDLL:
-    """The loaded library, with restype/argtypes set for every function in the headers."""
+def load() -> Library:
+    """The loaded library, with restype/argtypes set for every function in the headers
+    (a ``ctypes.CDLL``; its static type, :class:`aclprof._bindings.Library`, declares them)."""
     global _lib
     with _lock:
         if _lib is None:
@@ -82,8 +84,9 @@ def load() -> ctypes.CDLL:
                     "the library is older than this package; rebuild it (cargo build --release) "
                     "and reinstall the package"
                 )
-            _lib = _bindings.bind(lib)
-            _lib.path = path  # type: ignore[attr-defined]
+            bound = _bindings.bind(lib)
+            setattr(bound, "path", path)
+            _lib = _bindings.typed(bound)
         return _lib
 
 

@@ -44,6 +44,24 @@ _running: Optional["Profiler"] = None
 _living: "weakref.WeakSet[Profiler]" = weakref.WeakSet()
 
 
+# MegEngine checks its arguments and its state with ``assert``, which ``python -O`` removes.
+# Here the checks stay, and each raises an error of its kind that is also an AssertionError,
+# what MegEngine raises: a script catching either catches it.
+
+
+class ProfilerStateError(RuntimeError, AssertionError):
+    """A :class:`Profiler` started while one is running, or stopped (or stepped) while it
+    is not."""
+
+
+class FormatTypeError(TypeError, AssertionError):
+    """``formats`` is a str, not a list of formats."""
+
+
+class FormatValueError(ValueError, AssertionError):
+    """A format that is not in :attr:`Profiler.valid_formats`."""
+
+
 class Profiler(contextlib.ContextDecorator):
     """``megengine.utils.profiler.Profiler``: ``path`` is the output directory (made when
     dumping), ``format``/``formats`` what to write there. MegEngine's options
@@ -67,9 +85,11 @@ class Profiler(contextlib.ContextDecorator):
                  with_scopes: bool = False, **kwargs: Any) -> None:
         if not formats:
             formats = [format]
-        assert not isinstance(formats, str), "formats excepts list, got str"
+        if isinstance(formats, str):
+            raise FormatTypeError("formats excepts list, got str")
         for fmt in formats:
-            assert fmt in Profiler.valid_formats, "unsupported format {}".format(fmt)
+            if fmt not in Profiler.valid_formats:
+                raise FormatValueError("unsupported format {}".format(fmt))
         self._path = path
         self._formats = list(formats)
         self.options: Dict[str, int] = {
@@ -103,7 +123,8 @@ class Profiler(contextlib.ContextDecorator):
 
     def start(self) -> "Profiler":
         global _running
-        assert _running is None
+        if _running is not None:
+            raise ProfilerStateError("a Profiler is running already: stop it first")
         staging = tempfile.mkdtemp(prefix="aclprof-megengine-")
         try:
             session = _FileMode(staging, devices=range(device_count()))  # MegEngine: all of them
@@ -119,10 +140,10 @@ class Profiler(contextlib.ContextDecorator):
 
     def stop(self) -> None:
         global _running
-        assert _running is self
+        if _running is not self or self._session is None:
+            raise ProfilerStateError("this Profiler is not running")
         _running = None
         session, self._session = self._session, None
-        assert session is not None
         try:
             session.stop()
         finally:
@@ -136,7 +157,8 @@ class Profiler(contextlib.ContextDecorator):
             _living.add(self)
 
     def step(self) -> None:
-        assert _running is not None
+        if _running is None:
+            raise ProfilerStateError("no Profiler is running")
 
     def dump(self) -> None:
         """Writes the last entry's results to ``{path}/{pid}.{format}``."""

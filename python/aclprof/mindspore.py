@@ -30,12 +30,11 @@ import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _bindings
+from . import _bindings, _common
 from .errors import AclError
 from .pipeline import analyze as analyze_pipeline
 from .profiler import Analysis, Profiler as _FileMode
 from .runtime import device_count
-from .summary import _run
 
 __all__ = ["Profiler", "ProfilerLevel", "AICORE_METRICS"]
 
@@ -101,14 +100,6 @@ _MAX_METADATA_STR = 4096
 _MAX_METADATA_BYTES = 50 * 1024
 
 
-def _rank() -> int:
-    for var in ("RANK_ID", "RANK"):
-        value = os.environ.get(var, "")
-        if value.isdigit():
-            return int(value)
-    return 0
-
-
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -146,7 +137,7 @@ class Profiler:
         self._has_started = False
         self._session: Optional[_FileMode] = None
         self._analyse_process: Optional["subprocess.Popen[bytes]"] = None
-        self._rank = _rank()
+        self._rank = _common.rank()
         if opts["start_profile"]:
             self.start()
 
@@ -271,7 +262,7 @@ class Profiler:
         holds ``profiler/``, or subdirectories (one per rank) that do."""
         root = Path(path)
         found = [d for d in [root, *sorted(p for p in root.glob("*") if p.is_dir())]
-                 if _result_dirs(d / "profiler")]
+                 if _common.result_dirs(d / "profiler")]
         if not found:
             raise RuntimeError(f'The provided path "{path}" must have a "profiler" directory for '
                                'single-device profiler data, or multiple subdirectories each '
@@ -295,7 +286,7 @@ class Profiler:
             raise TypeError("For 'Profiler.op_analyse()', the parameter op_name cannot be , '' "
                             "or [].")
         names = [op_name] if isinstance(op_name, str) else op_name
-        dirs = _result_dirs(self._profiler_dir)
+        dirs = _common.result_dirs(self._profiler_dir)
         if not dirs:
             raise RuntimeError(f"No profiler file is found in the path {self._profiler_dir}. "
                                "Check whether the profiler path is correct.")
@@ -305,7 +296,7 @@ class Profiler:
             for d in dirs:
                 query = {"top": 0, "aggregate_by": "type", "type": [name], "device": device_id,
                          "format": "json"}
-                for r in json.loads(_run(d, query))["rows"]:
+                for r in json.loads(_common.analyze_text(d, query))["rows"]:
                     count += int(r["Count"])
                     total += float(r["Sum(us)"])
             if not count:
@@ -394,17 +385,13 @@ def _rank_of(profiler_dir: Path) -> int:
     for f in profiler_dir.glob("profiler_info_*.json"):
         with contextlib.suppress(ValueError, OSError):
             return int(json.loads(f.read_text()).get("rank_id", 0))
-    return _rank()
-
-
-def _result_dirs(profiler_dir: Path) -> List[Path]:
-    return sorted(d for d in profiler_dir.glob("PROF_*") if d.is_dir())
+    return _common.rank()
 
 
 def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
              timeline_limit_mb: int, data_process: bool = False) -> None:
     profiler_dir = base / "profiler" if (base / "profiler").is_dir() else base
-    dirs = _result_dirs(profiler_dir)
+    dirs = _common.result_dirs(profiler_dir)
     if not dirs:
         raise RuntimeError(f"{profiler_dir}: no profiling data (PROF_* directories) to analyse")
     # The timeline: every result directory's ops, cut at timeline_limit MB.
@@ -521,7 +508,7 @@ def _type_rows(dirs: List[Path], steps: Optional[List[int]]) -> Dict[str, Dict[s
         for step in chosen:
             query = {"top": 0, "aggregate_by": "type", "step": step, "format": "json"}
             try:
-                text = _run(d, query)
+                text = _common.analyze_text(d, query)
             except AclError as e:
                 # A result directory without that step (the error lists those it has).
                 if step is None or e.code != _bindings.ACL_ERROR_INVALID_PARAM:

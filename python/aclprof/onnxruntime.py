@@ -23,7 +23,6 @@ import os
 import shutil
 import tempfile
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Type, Union
@@ -36,8 +35,8 @@ except ImportError as e:  # pragma: no cover - exercised where onnxruntime is ab
         "pip install 'aclprof[onnxruntime]'"
     ) from e
 
+from . import _common
 from .runtime import Model, op_meta, report_op
-from .subscription import _exit_cleanup
 
 __all__ = ["InferenceSession", "NodeEvent", "node_events", "report_profile"]
 
@@ -96,20 +95,6 @@ def _bytes_of(args: Dict[str, Any]) -> Optional[int]:
         return None
 
 
-def _realtime_to_library_ns() -> int:
-    """What to add to a CLOCK_REALTIME reading (ORT's profiling start) to get the library's
-    clock (CLOCK_MONOTONIC_RAW): the tighter of a few paired readings."""
-    best: Optional[int] = None
-    offset = 0
-    for _ in range(5):
-        a = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
-        r = time.time_ns()
-        b = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
-        if best is None or b - a < best:
-            best, offset = b - a, (a + b) // 2 - r
-    return offset
-
-
 def node_events(profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
                 start_time_ns: int, realtime_offset_ns: Optional[int] = None
                 ) -> Iterator[NodeEvent]:
@@ -119,7 +104,7 @@ def node_events(profile: Union[str, "os.PathLike[str]", List[Dict[str, Any]]],
     profiling started (the two clocks drift apart under NTP); measured now if not given."""
     events = profile if isinstance(profile, list) else json.loads(Path(profile).read_text())
     if realtime_offset_ns is None:
-        realtime_offset_ns = _realtime_to_library_ns()
+        realtime_offset_ns = _common.realtime_offset_ns()
     offset = start_time_ns + realtime_offset_ns
     for e in events:
         name = e.get("name", "")
@@ -187,7 +172,7 @@ class InferenceSession:
             self.model.unload()
             raise
         # The clocks' offset when profiling starts: ORT's event times count from then.
-        self._realtime_offset = _realtime_to_library_ns()
+        self._realtime_offset = _common.realtime_offset_ns()
         self._runs_lock = threading.Lock()
         self.ops = 0
         self.runs = 0
@@ -273,7 +258,7 @@ class InferenceSession:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        _exit_cleanup(self.close, exc_type)
+        _common.exit_cleanup(self.close, exc_type)
 
     def __repr__(self) -> str:
         return f"<aclprof.onnxruntime.InferenceSession model {self.model.id}, {self.ops} ops>"

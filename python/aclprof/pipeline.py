@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from typing import Any, Dict, Iterator, Optional
 
+from . import _common
+from ._common import PathLike
 from ._lib import load
 from .errors import check
-from .runtime import PathLike, now_ns
+from .runtime import now_ns
 
 #: The stage name of the training thread's wait for its next batch.
 WAIT = "wait"
@@ -68,9 +69,5 @@ def analyze(path: PathLike) -> Dict[str, Any]:
     fill, empty and full shares, the depths in order, capacity, sample interval), the
     training thread's wait, and the bottleneck with its rule and evidence. Raises
     :class:`AclError` when the run recorded no pipeline events."""
-    from .summary import _call
-
-    text = _call("aclprofExtAnalyze", os.fsencode(path),
-                 json.dumps({"pipeline": True}).encode())
-    result: Dict[str, Any] = json.loads(text)
+    result: Dict[str, Any] = json.loads(_common.analyze_text(path, {"pipeline": True}))
     return result

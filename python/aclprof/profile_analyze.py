@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from . import _common
 from .errors import AclError
-from .summary import _run
 
 __all__ = ["main", "result_path"]
 
@@ -124,11 +124,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     rows: List[Dict[str, Any]] = []
     table = ""
     try:
-        total = json.loads(_run(path, {"top": 0, "aggregate_by": "device"}))
+        total = json.loads(_common.analyze_text(path, {"top": 0, "aggregate_by": "device"}))
         if all_group or args.dump_only_opr:
-            rows = json.loads(_run(path, {**query, "format": "json"}))["rows"]
+            rows = json.loads(_common.analyze_text(path, {**query, "format": "json"}))["rows"]
         else:
-            table = _run(path, {**query, "format": "markdown" if args.confluence else "table"})
+            table = _common.analyze_text(
+                path, {**query, "format": "markdown" if args.confluence else "table"})
     except AclError as e:
         print(f"{args.dump}: {e.message or e}", file=sys.stderr)
         return 1

@@ -12,14 +12,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Type
 
-from . import _bindings
+from . import _bindings, _common
+from ._common import RESULT_SUBDIR as RESULT_SUBDIR, PathLike
 from ._lib import load, recent_error
 from .errors import AclError, check
-from .runtime import PathLike
-from .subscription import _exit_cleanup
 from .summary import summary_table
-
-RESULT_SUBDIR = "mindstudio_profiler_output"
 
 
 class Analysis:
@@ -159,7 +156,7 @@ class Profiler(contextlib.ContextDecorator):
         return analysis
 
     def _result_dirs(self) -> List[Path]:
-        return [d for d in self.output_dir.glob("PROF_*") if d.is_dir()]
+        return _common.result_dirs(self.output_dir)
 
     def __enter__(self) -> "Profiler":
         self.start()
@@ -167,11 +164,12 @@ class Profiler(contextlib.ContextDecorator):
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        _exit_cleanup(self.stop, exc_type)  # with an error in flight, a failing stop is logged
+        # With an error in flight, a failing stop is logged.
+        _common.exit_cleanup(self.stop, exc_type)
 
 
 @contextlib.contextmanager
-def _finalize_on_error(lib: ctypes.CDLL) -> Iterator[None]:
+def _finalize_on_error(lib: _bindings.Library) -> Iterator[None]:
     try:
         yield
     except BaseException:

@@ -98,7 +98,7 @@ def _address(buf: Buffer) -> Tuple[np.ndarray, int]:
     return view, view.__array_interface__["data"][0]
 
 
-def _check_signatures(lib: ctypes.CDLL, address: int, length: int) -> None:
+def _check_signatures(lib: _bindings.Library, address: int, length: int) -> None:
     """aclprofExtDecodeOps in its verify-only form: every record's signature and string
     fields in one call in C; on failure it names the first bad record."""
     count = ctypes.c_uint32()

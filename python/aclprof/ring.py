@@ -43,17 +43,15 @@ import traceback
 import warnings
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Iterator, List, Optional, Set, Tuple, Type, Union
+from typing import Any, Callable, Iterator, List, Optional, Set, Tuple, Type
 
 import numpy as np
 
-from . import _bindings
+from . import _bindings, _common
+from ._common import PathLike as PathLike
 from ._lib import load, recent_error
 from .errors import AclError, check
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpRecord, decode
-from .subscription import _exit_cleanup, _Started
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 #: Default ring size, in 512-byte records (2 MiB).
 DEFAULT_CAPACITY = 4096
@@ -141,7 +139,7 @@ class RingBatch(OpBatch):
             self._reader._release(self, strict=exc_type is None)
 
 
-def _late_release(lib: ctypes.CDLL, handle: int, nbytes: int) -> None:
+def _late_release(lib: _bindings.Library, handle: int, nbytes: int) -> None:
     """Runs when the last view of a batch that outlived its reader's close() is gone."""
     lib.aclprofExtRingRelease(handle, nbytes)
     lib.aclprofExtRingDetach(handle)
@@ -282,7 +280,7 @@ class RingReader:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        _exit_cleanup(self.close, exc_type)
+        _common.exit_cleanup(self.close, exc_type)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -380,7 +378,7 @@ def _check_max_records(n: int) -> None:
         raise ValueError(f"max_records must be between 1 and {_UINT32 - 1}, not {n}")
 
 
-class RingSubscription(_Started):
+class RingSubscription(_common.Started):
     """Subscribes one loaded model to a new shared-memory ring of ``capacity`` records
     (``aclprofExtRingSubscribe``): in a memfd when ``path`` is None, else in a new file at
     ``path`` (e.g. ``/dev/shm/NAME``; removed again at :meth:`stop` unless ``remove=False``).

@@ -7,10 +7,9 @@ import os
 from typing import Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _bindings
+from ._common import PathLike as PathLike
 from ._lib import load
 from .errors import check
-
-PathLike = Union[str, "os.PathLike[str]"]
 
 
 class Model:
@@ -142,7 +141,7 @@ def device_count() -> int:
 
 def now_ns() -> int:
     """The library's clock: nanoseconds on CLOCK_MONOTONIC_RAW."""
-    return _bindings.typed(load()).aclprofExtNowNs()
+    return load().aclprofExtNowNs()
 
 
 def flush() -> None:

@@ -4,59 +4,17 @@ object."""
 from __future__ import annotations
 
 import ctypes
-import logging
 import os
 import threading
-from types import TracebackType
-from typing import Callable, List, Optional, Type, TypeVar
+from typing import Callable, List, Optional
 
-from . import _bindings
+from . import _bindings, _common
 from ._lib import load, recent_error
 from .errors import AclError, check
 from .records import OpBatch, OpReader, OpRecord
 
 
-_S = TypeVar("_S", bound="_Started")
-_log = logging.getLogger("aclprof")
-
-
-def _exit_cleanup(cleanup: Callable[[], object], exc_type: Optional[Type[BaseException]]) -> None:
-    """Runs ``cleanup`` as a ``with`` block is left. With an exception in flight, a failing
-    cleanup is logged instead of raised, so that it does not mask the original error."""
-    if exc_type is None:
-        cleanup()
-        return
-    try:
-        cleanup()
-    except Exception:
-        _log.warning("%s failed while %s was propagating",
-                     getattr(cleanup, "__qualname__", cleanup), exc_type.__name__, exc_info=True)
-
-
-class _Started:
-    """``with`` support for objects with ``start()``, ``stop()`` and ``active``: leaving the
-    block stops them; on an exception, a failing stop does not mask the original error."""
-
-    @property
-    def active(self) -> bool:
-        raise NotImplementedError
-
-    def start(self: _S) -> _S:
-        raise NotImplementedError
-
-    def stop(self) -> List[OpRecord]:
-        raise NotImplementedError
-
-    def __enter__(self: _S) -> _S:
-        return self.start()
-
-    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
-        if self.active:
-            _exit_cleanup(self.stop, exc_type)
-
-
-class Subscription(_Started):
+class Subscription(_common.Started):
     """Collects the ops of one loaded model while it is subscribed::
 
         with Subscription(model.id) as sub:
@@ -83,7 +41,7 @@ class Subscription(_Started):
         self._records_per_read = records_per_read
         self._write_fd: Optional[ctypes.c_int] = None  # the library stores -1 here at unsubscribe
         self._read_fd = -1
-        self._config = None
+        self._config: Optional[int] = None
         self._thread: Optional[threading.Thread] = None
         self._reader_error: Optional[BaseException] = None
 

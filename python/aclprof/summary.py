@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 from typing import Any, Dict, Iterable, List, Optional, Union
 
-from ._lib import load
-from .errors import check
-from .runtime import PathLike
+from . import _common
+from ._common import PathLike
 
 
 class Rows(List[Dict[str, Any]]):
@@ -34,21 +32,6 @@ class Rows(List[Dict[str, Any]]):
         except ImportError as e:
             raise ImportError("Rows.to_dataframe needs pandas: pip install pandas") from e
         return pandas.DataFrame(list(self))
-
-
-def _call(name: str, *args: Any) -> str:
-    """Calls an ``aclprofExt*`` function that returns text the library allocated."""
-    lib = load()
-    out = ctypes.c_void_p()
-    check(name, getattr(lib, name)(*args, ctypes.byref(out)))
-    try:
-        return ctypes.string_at(out.value).decode("utf-8", "replace") if out.value else ""
-    finally:
-        lib.aclprofExtFreeResult(ctypes.cast(out, ctypes.POINTER(ctypes.c_char)))
-
-
-def _run(path: PathLike, query: Dict[str, Any]) -> str:
-    return _call("aclprofExtAnalyze", os.fsencode(path), json.dumps(query).encode())
 
 
 class DiffRows(List[Dict[str, Any]]):
@@ -83,8 +66,9 @@ def diff(base: PathLike, new: PathLike, *, top: int = 0,
     ``top`` rows per section but the overall one (0: all); ``fail_above`` a percentage whose
     regressions are listed in ``.regressions``. Raises :class:`AclError` on a bad path."""
     options = {"top": top, "format": "json", "fail_above": fail_above}
-    text = _call("aclprofExtDiff", os.fsencode(base), os.fsencode(new),
-                 json.dumps(options).encode())
+    base_path, new_path, raw = os.fsencode(base), os.fsencode(new), json.dumps(options).encode()
+    text = _common.text_result("aclprofExtDiff",
+                               lambda lib, out: lib.aclprofExtDiff(base_path, new_path, raw, out))
     return DiffRows(json.loads(text))
 
 
@@ -131,9 +115,9 @@ def analyze(
         "step": step,
         "input_dtype": input_dtype,
     }
-    return Rows(json.loads(_run(path, query)))
+    return Rows(json.loads(_common.analyze_text(path, query)))
 
 
 def summary_table(path: PathLike, top: int = 10, aggregate_by: Optional[str] = "type") -> str:
     """The text table ``aclprof analyze PATH --aggregate-by type`` prints."""
-    return _run(path, {"top": top, "aggregate_by": aggregate_by, "format": "table"})
+    return _common.analyze_text(path, {"top": top, "aggregate_by": aggregate_by, "format": "table"})

@@ -25,9 +25,9 @@ import os
 from types import TracebackType
 from typing import Any, Dict, Optional, Type
 
+from . import _common
 from ._lib import load, recent_error
 from .errors import AclError
-from .subscription import _exit_cleanup
 
 __all__ = ["DEFAULT_OPTIONS", "NPURunConfig", "NpuDevice", "ProfilingConfig", "global_options",
            "open", "resolve_options"]
@@ -139,7 +139,7 @@ class NPURunConfig:
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
-        _exit_cleanup(self.stop_profiling, exc_type)
+        _common.exit_cleanup(self.stop_profiling, exc_type)
 
 
 class _ProfilingOptions:

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type, TypeVar
@@ -40,6 +39,7 @@ except ImportError as e:  # pragma: no cover - exercised where torch is absent
         "aclprof.torch needs PyTorch; install the extra: pip install 'aclprof[torch]'"
     ) from e
 
+from . import _bindings, _common
 from ._lib import load, recent_error
 from .runtime import Model, op_meta
 
@@ -48,9 +48,9 @@ __all__ = ["profile", "profile_loader"]
 _log = logging.getLogger("aclprof.torch")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-# aclprofExtNowNs's clock (CLOCK_MONOTONIC_RAW), read without a call into the library.
-_CLOCK = time.CLOCK_MONOTONIC_RAW
-_now = time.clock_gettime_ns
+# The library's clock, read without a call into the library (bound here for the hot path).
+_CLOCK = _common.CLOCK
+_now = _common.clock_ns
 
 
 class _Scope(threading.local):
@@ -160,15 +160,11 @@ def _ext() -> Optional[ctypes.CDLL]:
                 ext.aclprof_torch_scope.restype = vp
                 ext.aclprof_torch_enabled.restype = ctypes.c_int
                 lib = load()
-
-                def addr(f: str) -> Optional[int]:
-                    raw = getattr(lib, f)
-                    return ctypes.cast(getattr(raw, "__wrapped__", raw), vp).value
-
-                rc = ext.aclprof_torch_init(addr("aclprofExtReportOp"),
-                                            addr("aclprofExtReportOpMeta"),
-                                            addr("aclprofExtOpMetaCreate"),
-                                            addr("aclprofExtListen"))
+                addr = _bindings.address
+                rc = ext.aclprof_torch_init(addr(lib.aclprofExtReportOp),
+                                            addr(lib.aclprofExtReportOpMeta),
+                                            addr(lib.aclprofExtOpMetaCreate),
+                                            addr(lib.aclprofExtListen))
                 if rc != 0:
                     raise OSError(f"aclprofExtListen failed: {recent_error()}")
                 _ext_push, _ext_pop = ext.aclprof_torch_push, ext.aclprof_torch_pop
@@ -353,10 +349,8 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
         self.names = owner._names
         # The raw ctypes function, without the bindings' Python range checks: the ids and
         # clock readings passed here always fit.
-        report = owner._lib.aclprofExtReportOp
-        self.report_op = getattr(report, "__wrapped__", report)
-        report_meta = owner._lib.aclprofExtReportOpMeta
-        self.report_op_meta = getattr(report_meta, "__wrapped__", report_meta)
+        self.report_op = _bindings.unchecked(owner._lib.aclprofExtReportOp)
+        self.report_op_meta = _bindings.unchecked(owner._lib.aclprofExtReportOpMeta)
         self.record_shapes = owner.record_shapes
         # (func, input shapes and dtypes) -> op_meta id.
         self.metas = owner._metas

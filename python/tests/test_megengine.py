@@ -101,20 +101,57 @@ def test_profile_is_the_profiler_class() -> None:
 
 
 def test_megengine_validation(tmp_path: Path) -> None:
-    with pytest.raises(AssertionError, match="unsupported format"):
+    # MegEngine asserts; these are errors of their kind that are AssertionErrors too.
+    with pytest.raises(ValueError, match="unsupported format") as bad_format:
         Profiler(format="timeline.txt")
-    with pytest.raises(AssertionError, match="formats excepts list"):
+    with pytest.raises(TypeError, match="formats excepts list") as bad_formats:
         Profiler(formats="chrome_timeline.json")  # type: ignore[arg-type]
+    assert isinstance(bad_format.value, AssertionError)
+    assert isinstance(bad_formats.value, AssertionError)
     p = Profiler(str(tmp_path), sample_rate="3", profile_device=False, unknown=1)
     assert p.options == {"sample_rate": 3, "profile_device": 0, "num_tensor_watch": 10,
                          "enable_cupti": 0}
     assert p.path == str(tmp_path / "<PID>.chrome_timeline.json")
+    with pytest.raises(RuntimeError, match="not running"):
+        p.stop()
+    with pytest.raises(RuntimeError, match="no Profiler is running"):
+        p.step()
     p.start()
     try:
-        with pytest.raises(AssertionError):
+        p.step()
+        with pytest.raises(RuntimeError, match="running already") as twice:
             Profiler().start()  # one profiler at a time
+        assert isinstance(twice.value, AssertionError)
+        with pytest.raises(RuntimeError, match="not running"):
+            Profiler().stop()
     finally:
         p.stop()
+
+
+def test_megengine_checks_survive_python_O(tmp_path: Path) -> None:
+    """The checks are not asserts: ``python -O`` keeps them."""
+    script = (
+        "import sys\n"
+        "from aclprof.megengine import Profiler\n"
+        "assert False, 'asserts run: not under -O'\n"
+        "for call in (lambda: Profiler(format='timeline.txt'),\n"
+        "             lambda: Profiler(formats='chrome_timeline.json'),\n"
+        "             lambda: Profiler(sys.argv[1]).stop(),\n"
+        "             lambda: Profiler(sys.argv[1]).step()):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except AssertionError as e:\n"
+        "        print(type(e).__name__, e)\n"
+    )
+    r = subprocess.run([sys.executable, "-O", "-c", script, str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "FormatValueError unsupported format timeline.txt",
+        "FormatTypeError formats excepts list, got str",
+        "ProfilerStateError this Profiler is not running",
+        "ProfilerStateError no Profiler is running",
+    ]
 
 
 def analyze(*args: str) -> subprocess.CompletedProcess[str]:

@@ -5,7 +5,7 @@ The generated module holds, for every function the headers declare, its ctypes `
 and ``argtypes``; every integer macro and enum value; and the public structs. It is
 annotated for ``mypy --strict``: ``Library``, a Protocol declaring every function with the
 Python types ctypes converts to and from, is the static type of the loaded library
-(``typed(load())``). The C headers are themselves generated from the Rust sources (and
+(``aclprof._lib.load()`` returns it, through ``typed``, the one cast). The C headers are themselves generated from the Rust sources (and
 checked for drift there), so the chain Rust -> header -> Python has no hand-written step
 that could disagree.
 
@@ -286,9 +286,11 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         "from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Protocol, Tuple, cast",
         "",
         "if TYPE_CHECKING:",
+        "    from pathlib import Path",
         "    from typing import Type, TypeVar, Union",
         "",
         "    _T = TypeVar(\"_T\", bound=ctypes._CData)",
+        "    _Fn = TypeVar(\"_Fn\", bound=Callable[..., Any])",
         "    #: A ctypes type, as restype and argtypes take them.",
         "    CType = Type[ctypes._CDataType]",
         "    #: What a ``void *`` argument accepts: an address, None (NULL), bytes, a ctypes object or",
@@ -336,6 +338,9 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         '    """The loaded library as :func:`bind` leaves it, for a type checker: every function of',
         "    the headers, taking and returning the Python values ctypes converts (an integer",
         "    outside its C type's range raises OverflowError). Get one with :func:`typed`.\"\"\"",
+        "",
+        "    #: The file it was loaded from (set by ``aclprof._lib.load()``).",
+        "    path: Path",
     ]
     for h in headers:
         out += ["", f"    # {h.name}"]
@@ -396,6 +401,20 @@ def render(include_dir: Path = INCLUDE_DIR) -> str:
         "    if not getattr(lib, \"_aclprof_bound\", False):",
         "        raise TypeError(f\"{lib!r} is not bound: pass it to bind() first\")",
         "    return cast(Library, lib)",
+        "",
+        "",
+        "def unchecked(fn: _Fn) -> _Fn:",
+        '    """``fn``, a function of a bound :class:`Library`, without the range checks of',
+        "    :func:`bind`: the ctypes function itself, for a hot path whose integers always fit",
+        '    (its static type is unchanged)."""',
+        "    return cast(\"_Fn\", getattr(fn, \"__wrapped__\", fn))",
+        "",
+        "",
+        "def address(fn: Callable[..., Any]) -> Optional[int]:",
+        '    """The C address of ``fn``, a function of a bound :class:`Library`, for native code',
+        '    that calls it directly."""',
+        "    raw: Any = getattr(fn, \"__wrapped__\", fn)  # the ctypes function",
+        "    return ctypes.cast(raw, ctypes.c_void_p).value",
         "",
     ]
     return "\n".join(out)

@@ -1,0 +1,139 @@
+"""What the Pythonic layer, the framework bridges and the profiler APIs share: the clock,
+ranks, result directories, the analysis engine's text results and ``with`` support.
+
+A private module: nothing here is part of the package's API, but its names are the ones the
+other modules import (no module imports another's private names).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type, TypeVar, Union
+
+from ._bindings import Library
+from ._lib import load
+from .errors import check
+
+if TYPE_CHECKING:
+    #: The out-pointer (``ctypes.byref``) an ``aclprofExt*`` call fills with its text.
+    OutText = ctypes._CArgObject
+
+#: A file path, as the Pythonic layer's functions take one.
+PathLike = Union[str, "os.PathLike[str]"]
+
+_log = logging.getLogger("aclprof")
+
+# ---- the clock ------------------------------------------------------------------------------
+
+#: The library's clock (``aclprofExtNowNs``, :func:`aclprof.now_ns`): CLOCK_MONOTONIC_RAW.
+#: Read it without a call into the library as ``clock_ns(CLOCK)``: a hot path binds both
+#: names once and pays one C call per reading.
+CLOCK = time.CLOCK_MONOTONIC_RAW
+clock_ns = time.clock_gettime_ns
+
+
+def realtime_offset_ns() -> int:
+    """What to add to a CLOCK_REALTIME reading (``time.time_ns()``, e.g. ONNX Runtime's
+    profiling start) to get the library's clock: the tighter of a few paired readings."""
+    best: Optional[int] = None
+    offset = 0
+    for _ in range(5):
+        a = clock_ns(CLOCK)
+        r = time.time_ns()
+        b = clock_ns(CLOCK)
+        if best is None or b - a < best:
+            best, offset = b - a, (a + b) // 2 - r
+    return offset
+
+
+# ---- ranks and result directories -----------------------------------------------------------
+
+#: Where a result directory (``PROF_*``) keeps its exported tables and timeline.
+RESULT_SUBDIR = "mindstudio_profiler_output"
+
+
+def rank() -> int:
+    """This process's rank in a distributed job: ``$RANK_ID`` (CANN, MindSpore), else
+    ``$RANK`` (torch.distributed), else 0."""
+    for var in ("RANK_ID", "RANK"):
+        value = os.environ.get(var, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def result_dirs(directory: Path) -> List[Path]:
+    """The result directories (``PROF_*``) in ``directory``, sorted (oldest first: their
+    names hold their start time)."""
+    return sorted(d for d in directory.glob("PROF_*") if d.is_dir())
+
+
+# ---- the analysis engine's text results ------------------------------------------------------
+
+
+def text_result(name: str, call: Callable[[Library, "OutText"], int]) -> str:
+    """Calls the ``aclprofExt*`` function ``name`` that returns text the library allocated:
+    ``call(lib, out)`` makes the call, passing ``out`` as its last argument. Raises
+    :class:`AclError` when it fails; frees the text."""
+    lib = load()
+    out = ctypes.c_void_p()
+    check(name, call(lib, ctypes.byref(out)))
+    try:
+        return ctypes.string_at(out.value).decode("utf-8", "replace") if out.value else ""
+    finally:
+        lib.aclprofExtFreeResult(ctypes.cast(out, ctypes.POINTER(ctypes.c_char)))
+
+
+def analyze_text(path: PathLike, query: Mapping[str, Any]) -> str:
+    """What ``aclprofExtAnalyze`` prints for ``path`` and ``query`` (the engine of ``aclprof
+    analyze``: its options as JSON)."""
+    raw, options = os.fsencode(path), json.dumps(query).encode()
+    return text_result("aclprofExtAnalyze",
+                       lambda lib, out: lib.aclprofExtAnalyze(raw, options, out))
+
+
+# ---- with support ---------------------------------------------------------------------------
+
+_S = TypeVar("_S", bound="Started")
+
+
+def exit_cleanup(cleanup: Callable[[], object], exc_type: Optional[Type[BaseException]]) -> None:
+    """Runs ``cleanup`` as a ``with`` block is left. With an exception in flight, a failing
+    cleanup is logged instead of raised, so that it does not mask the original error."""
+    if exc_type is None:
+        cleanup()
+        return
+    try:
+        cleanup()
+    except Exception:
+        _log.warning("%s failed while %s was propagating",
+                     getattr(cleanup, "__qualname__", cleanup), exc_type.__name__, exc_info=True)
+
+
+class Started:
+    """``with`` support for objects with ``start()``, ``stop()`` and ``active``: leaving the
+    block stops them; on an exception, a failing stop does not mask the original error."""
+
+    @property
+    def active(self) -> bool:
+        raise NotImplementedError
+
+    def start(self: _S) -> _S:
+        raise NotImplementedError
+
+    def stop(self) -> object:
+        raise NotImplementedError
+
+    def __enter__(self: _S) -> _S:
+        return self.start()
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if self.active:
+            exit_cleanup(self.stop, exc_type)
