@@ -57,9 +57,9 @@ class BuildLibrary(build_rust):
         if root is None:
             return super().build_extension(ext, *args)
         target = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target")
-        what = ["--bin", COMMAND] if isinstance(ext, RustBin) else ["--lib"]
-        # The checkout's own build command (no --no-default-features, no --crate-type), so
-        # that cargo finds what the checkout built and rebuilds only what changed.
+        what = ["-p", "aclprof-cli", "--bin", COMMAND] if isinstance(ext, RustBin) else ["-p", "aclprof", "--lib"]
+        # The checkout's own build command (no --crate-type), so that cargo finds what the
+        # checkout built and rebuilds only what changed.
         subprocess.run(
             ["cargo", "build", "--release", "--manifest-path", str(root / "Cargo.toml"),
              "--target-dir", str(target), *what],
@@ -85,14 +85,14 @@ setup(
             "aclprof._native.libaclprof",
             path="native/Cargo.toml",
             binding=Binding.NoBinding,
-            # The library only: the `aclprof` command line's argument parser stays out.
-            args=["--no-default-features"],
+            # The library's crate only (the workspace's other crate is the command line).
+            args=["-p", "aclprof"],
             # Debug info would triple the wheel; what is left keeps symbol names for
             # backtraces and profilers.
             strip=Strip.Debug,
         ),
         # The command line, installed as a script: `aclprof` on PATH.
-        RustBin(COMMAND, path="native/Cargo.toml", strip=Strip.Debug),
+        RustBin(COMMAND, path="native/cli/Cargo.toml", strip=Strip.Debug),
     ],
     cmdclass={"build_rust": BuildLibrary, "bdist_wheel": PlatformWheel},
     zip_safe=False,

@@ -21,7 +21,6 @@
 //! `tests/layers.rs` fails on any import cycle; docs/design.md ("Layers") draws them.
 
 pub mod accessor;
-pub mod advisor;
 pub mod agg;
 pub mod analyze;
 pub mod api;
@@ -37,7 +36,6 @@ pub mod init;
 pub mod logging;
 pub mod names;
 pub mod opmeta;
-pub mod page;
 pub mod panic;
 pub mod pipeline;
 pub mod record;
@@ -50,7 +48,6 @@ pub mod signature;
 pub mod sim;
 pub mod state;
 pub mod sync;
-pub mod top;
 pub mod transport;
 pub mod tx;
 pub mod watch;

@@ -381,7 +381,7 @@ fn environment_variable_mode() {
     }
     // `analyze --step` selects those steps, numbered the same; another is an error naming them.
     let analyze_step = |step: &str| {
-        let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        let o = Command::new(common::aclprof_bin())
             .args([
                 "analyze",
                 dirs[0].to_str().unwrap(),
@@ -456,7 +456,7 @@ fn environment_variable_mode() {
 fn aclprof_record_profiles_an_unmodified_program() {
     let exe = build("env_mode_app", "aclprof");
     let out = fresh_dir("record-results");
-    let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+    let o = Command::new(common::aclprof_bin())
         .arg("record")
         .arg("-o")
         .arg(&out)
@@ -496,7 +496,7 @@ fn aclprof_record_profiles_an_unmodified_program() {
     // On a terminal, the export as the program exits shows its progress.
     let line = format!(
         "{} record -o {} -- {} {} 3",
-        env!("CARGO_BIN_EXE_aclprof"),
+        common::aclprof_bin().display(),
         out.display(),
         exe.display(),
         data("tiny.json").display()
@@ -513,7 +513,7 @@ fn aclprof_record_profiles_an_unmodified_program() {
         "{shown:?}"
     );
     // A program that records nothing: a clear error, non-zero exit.
-    let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+    let o = Command::new(common::aclprof_bin())
         .args(["record", "-o"])
         .arg(&out)
         .args(["--", "true"])
@@ -531,7 +531,7 @@ fn aclprof_record_profiles_an_unmodified_program() {
 fn record_profiles_programs_that_subscribe() {
     let record = |name: &str, exe: &Path, args: &[&Path]| {
         let out = fresh_dir(name);
-        let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+        let o = Command::new(common::aclprof_bin())
             .args(["record", "-o"])
             .arg(&out)
             .arg("--")
@@ -983,7 +983,7 @@ fn top_watches_a_running_program() {
         }
     };
     let top = || {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_aclprof"));
+        let mut c = Command::new(common::aclprof_bin());
         c.arg("top").env("ACLPROF_WATCH_DIR", &sockets);
         c
     };
@@ -1080,7 +1080,7 @@ fn top_watches_a_running_program() {
     if unsafe { libc::geteuid() } == 0 {
         let out = Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(env!("CARGO_BIN_EXE_aclprof"))
+            .arg(common::aclprof_bin())
             .args(["top", &pid.to_string(), "--once"])
             .env("ACLPROF_WATCH_DIR", &sockets)
             .output()

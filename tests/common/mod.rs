@@ -5,9 +5,40 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The repository's root.
+/// The repository: the workspace's root (the command line's tests run in cli/).
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|d| d.join("Cargo.lock").exists())
+        .unwrap_or(&here)
+        .to_path_buf()
+}
+
+/// The `aclprof` command line: cargo's own build of it in the command line's tests; in the
+/// library's tests, built once (same profile, same target directory) by `cargo build -p
+/// aclprof-cli`, since a crate's tests cannot depend on another crate's binary.
+pub fn aclprof_bin() -> PathBuf {
+    if let Some(exe) = option_env!("CARGO_BIN_EXE_aclprof") {
+        return PathBuf::from(exe);
+    }
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let exe = std::env::current_exe().unwrap();
+            let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+            let mut c = Command::new(env!("CARGO"));
+            c.args(["build", "--quiet", "-p", "aclprof-cli", "--bin", "aclprof"])
+                .current_dir(root())
+                .env("CARGO_TARGET_DIR", dir.parent().unwrap());
+            if dir.file_name().is_some_and(|n| n == "release") {
+                c.arg("--release");
+            }
+            run(&mut c);
+            let bin = dir.join("aclprof");
+            assert!(bin.exists(), "no aclprof in {}", dir.display());
+            bin
+        })
+        .clone()
 }
 
 /// Runs `cmd`, panicking with its output if it fails.

@@ -1,10 +1,10 @@
 //! `aclprof top PID`: a live view of a process that uses the library, read from the ring its
-//! watcher agent ([`crate::watch`]) fills: ops per second, device time per op type in the
+//! watcher agent ([`aclprof::watch`]) fills: ops per second, device time per op type in the
 //! last interval and since attaching, the longest ops, activity per device and stream, and
 //! the records the view dropped.
 
-use crate::error::*;
-use crate::record::{View, RECORD_SIZE};
+use aclprof::error::*;
+use aclprof::record::{View, RECORD_SIZE};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -132,7 +132,7 @@ pub enum End {
 /// attach, records dropped so far)` after each, until `duration` (if any) has passed or
 /// the process ends. Detaches when done.
 pub fn watch(
-    attached: crate::watch::Attached,
+    attached: aclprof::watch::Attached,
     interval: Duration,
     duration: Option<Duration>,
     show: &mut dyn FnMut(&Window, &Window, u64),
@@ -301,11 +301,11 @@ mod tests {
         let mut recs = Vec::new();
         for i in 0..8u64 {
             let mut r = [0u8; RECORD_SIZE];
-            crate::record::encode(
+            aclprof::record::encode(
                 &mut r,
-                &crate::record::OpFields {
+                &aclprof::record::OpFields {
                     model_id: 1,
-                    flag: crate::record::FLAG_OP,
+                    flag: aclprof::record::FLAG_OP,
                     thread_id: 1,
                     op_index: i,
                     start: 100 * i,

@@ -6,10 +6,10 @@
 //! and the site.
 
 use super::{esc, run_page, us, Nav, Written};
-use crate::analyze;
-use crate::diff::{self, Section};
-use crate::error::*;
-use crate::runstats::RunStats;
+use aclprof::analyze;
+use aclprof::diff::{self, Section};
+use aclprof::error::*;
+use aclprof::runstats::RunStats;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -79,8 +79,8 @@ fn is_run_file(p: &Path) -> bool {
     let Ok(m) = std::fs::metadata(p) else {
         return false;
     };
-    crate::sim::desc::is_database(p)
-        || (m.len() > 0 && m.len() % crate::record::RECORD_SIZE as u64 == 0)
+    aclprof::sim::desc::is_database(p)
+        || (m.len() > 0 && m.len() % aclprof::record::RECORD_SIZE as u64 == 0)
 }
 
 /// A page's file name for a run: its name's safe characters, unique in the site.

@@ -11,9 +11,9 @@
 mod site;
 
 use crate::advisor::{Advice, Target};
-use crate::analyze::{self, Query, Report};
-use crate::error::*;
-use crate::runstats::{RunStats, StepTime};
+use aclprof::analyze::{self, Query, Report};
+use aclprof::error::*;
+use aclprof::runstats::{RunStats, StepTime};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -126,7 +126,7 @@ fn exported(dir: &Path) -> Result<PathBuf> {
     let out = dir.join("mindstudio_profiler_output");
     let has = |prefix: &str| analyze::entries_named(&out, prefix).is_ok_and(|v| !v.is_empty());
     if !has("op_summary_") || !has("msprof_") {
-        crate::filemode::export_quietly(dir)?;
+        aclprof::filemode::export_quietly(dir)?;
     }
     Ok(out)
 }
@@ -446,7 +446,7 @@ fn step_charts(steps: &[&StepTime]) -> String {
 /// holds it back (with the rule and its evidence), and per step the training thread's wait
 /// for data and the queues' mean depth, with the steps whose last queue ran empty.
 fn dataprep(r: &RunStats, steps: &[&StepTime]) -> String {
-    use crate::pipeline::Event;
+    use aclprof::pipeline::Event;
     let Some(a) = &r.dataprep else {
         return String::new();
     };
@@ -506,7 +506,7 @@ fn dataprep(r: &RunStats, steps: &[&StepTime]) -> String {
     for st in steps {
         // (A host step may begin before the first op.)
         let (s0, s1) = (st.start, st.end);
-        let wait = crate::pipeline::wait_in(&r.pipeline, s0, s1);
+        let wait = aclprof::pipeline::wait_in(&r.pipeline, s0, s1);
         let mut depth: Vec<(u64, u64)> = vec![(0, 0); names.len()];
         let mut empty = false;
         for e in &r.pipeline {

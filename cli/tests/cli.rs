@@ -12,6 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+#[path = "../../tests/common/mod.rs"]
 mod common;
 use common::{output, profiled, read_csv, root, us};
 

@@ -3,7 +3,7 @@
 //! evidence in numbers, and links to the ops, steps or ranks it is about. The rules and
 //! their thresholds are listed in docs/design.md ("The assistant").
 
-use crate::runstats::RunStats;
+use aclprof::runstats::RunStats;
 use std::collections::BTreeMap;
 
 /// Device idle for more than this share of its end-to-end time.
@@ -68,7 +68,7 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
     let mut out = Vec::new();
     let e2e = r.e2e() as f64;
     let sum =
-        |f: fn(&crate::runstats::DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>() as f64;
+        |f: fn(&aclprof::runstats::DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>() as f64;
     let op_time: f64 = r
         .types
         .rows
@@ -153,7 +153,7 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         }
     }
 
-    let aicpu: Vec<&crate::analyze::Row> = r
+    let aicpu: Vec<&aclprof::analyze::Row> = r
         .types
         .rows
         .iter()
@@ -177,7 +177,7 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         });
     }
 
-    let trans: Vec<&crate::analyze::Row> = r
+    let trans: Vec<&aclprof::analyze::Row> = r
         .types
         .rows
         .iter()
@@ -267,7 +267,12 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
             let mut st: Vec<(u64, u64)> = r
                 .steps
                 .iter()
-                .map(|s| (crate::pipeline::wait_in(&r.pipeline, s.start, s.end), s.id))
+                .map(|s| {
+                    (
+                        aclprof::pipeline::wait_in(&r.pipeline, s.start, s.end),
+                        s.id,
+                    )
+                })
                 .collect();
             st.sort_by(|a, b| b.cmp(a));
             st.dedup_by_key(|s| s.1);
@@ -340,8 +345,8 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analyze::{Report, Row};
-    use crate::runstats::{DeviceTime, StepTime};
+    use aclprof::analyze::{Report, Row};
+    use aclprof::runstats::{DeviceTime, StepTime};
 
     /// A run of one device, 1000 us end to end, with these types (name, ns, core) and
     /// these steps (total, gap).

@@ -2,6 +2,10 @@
 //! directory or its timeline, and profile an unmodified program. The work is done by the library (`aclprof::analyze`,
 //! `aclprof::filemode`); this file only reads arguments and prints.
 
+mod advisor;
+mod page;
+mod top;
+
 use aclprof::analyze::{self, Format, Func, Key, Query};
 use aclprof::logging::{progress_bar, progress_done};
 use clap::{Parser, Subcommand};
@@ -378,13 +382,13 @@ fn top(
     let live = !once && std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
     use std::io::Write as _;
-    let mut show = |w: &aclprof::top::Window, total: &aclprof::top::Window, dropped: u64| {
+    let mut show = |w: &top::Window, total: &top::Window, dropped: u64| {
         if once {
             return;
         }
         let text = match format {
-            Format::Json => format!("{}\n", aclprof::top::json(pid, w, total, dropped)),
-            _ => aclprof::top::text(pid, &command, w, total, dropped),
+            Format::Json => format!("{}\n", top::json(pid, w, total, dropped)),
+            _ => top::text(pid, &command, w, total, dropped),
         };
         // A terminal is redrawn in place; a pipe gets one view after another.
         let _ = write!(out, "{}{text}", if live { "\x1b[H\x1b[2J" } else { "\n" });
@@ -393,7 +397,7 @@ fn top(
     let attached = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
     eprintln!("aclprof: watching process {pid} ({command})");
     let mut last = None;
-    let end = aclprof::top::watch(attached, interval, duration, &mut |w, t, d| {
+    let end = top::watch(attached, interval, duration, &mut |w, t, d| {
         show(w, t, d);
         last = Some((w.clone(), t.clone(), d));
     })
@@ -402,15 +406,12 @@ fn top(
         // One view: of everything seen (--duration may span several intervals).
         if let Some((_, total, dropped)) = last {
             match format {
-                Format::Json => println!("{}", aclprof::top::json(pid, &total, &total, dropped)),
-                _ => print!(
-                    "{}",
-                    aclprof::top::text(pid, &command, &total, &total, dropped)
-                ),
+                Format::Json => println!("{}", top::json(pid, &total, &total, dropped)),
+                _ => print!("{}", top::text(pid, &command, &total, &total, dropped)),
             }
         }
     }
-    if end == aclprof::top::End::ProcessEnded {
+    if end == top::End::ProcessEnded {
         eprintln!("aclprof: process {pid} ended");
     }
     Ok(ExitCode::SUCCESS)
@@ -554,10 +555,10 @@ fn main() -> ExitCode {
         } => diff(&base, &new, top, format, fail_above),
         Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
         Cmd::Report { path, output } => {
-            let r = aclprof::page::write(&path, &output, &mut progress_bar("reading"));
+            let r = page::write(&path, &output, &mut progress_bar("reading"));
             progress_done();
             r.map(|w| {
-                if aclprof::page::is_site(&output) {
+                if page::is_site(&output) {
                     println!(
                         "{}: {} runs, {} ops; {} pages, {:.1} MB",
                         output.join("index.html").display(),
