@@ -50,12 +50,16 @@ fn config(guard: &str, includes: &[&str], after: &str, prefix: Option<&str>) -> 
     c
 }
 
-fn generate(src: &str, out: &Path, c: cbindgen::Config) {
-    let b = cbindgen::Builder::new()
-        .with_config(c)
-        .with_src(src)
+/// Generates a header from `srcs`: CANN's numbers (src/formats/) first, then the C
+/// boundary's types and functions (src/ffi/).
+fn generate(srcs: &[&str], out: &Path, c: cbindgen::Config) {
+    let mut b = cbindgen::Builder::new().with_config(c);
+    for src in srcs {
+        b = b.with_src(src);
+    }
+    let b = b
         .generate()
-        .unwrap_or_else(|e| panic!("cbindgen on {src}: {e}"));
+        .unwrap_or_else(|e| panic!("cbindgen on {srcs:?}: {e}"));
     b.write_to_file(out);
 }
 
@@ -77,6 +81,7 @@ fn version_macros() -> String {
 
 fn main() {
     println!("cargo:rerun-if-changed=src/ffi");
+    println!("cargo:rerun-if-changed=src/formats");
     println!("cargo:rerun-if-changed=build.rs");
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("include/acl");
     std::fs::create_dir_all(&out).unwrap();
@@ -93,7 +98,11 @@ fn main() {
         "aclrtStream".into(),
         "aclDataBuffer".into(),
     ];
-    generate("src/ffi/base.rs", &out.join("acl_base.h"), base);
+    generate(
+        &["src/formats/acl_base.rs", "src/ffi/base.rs"],
+        &out.join("acl_base.h"),
+        base,
+    );
 
     let mut prof = config(
         "INC_EXTERNAL_ACL_PROF_H_",
@@ -103,7 +112,11 @@ fn main() {
     );
     rename_enums(&mut prof, "aclprof");
     prof.export.include.push("aclprofStopConfig".into());
-    generate("src/ffi/prof.rs", &out.join("acl_prof.h"), prof);
+    generate(
+        &["src/formats/acl_prof.rs", "src/ffi/prof.rs"],
+        &out.join("acl_prof.h"),
+        prof,
+    );
 
     let mut ext = config(
         "ACL_PROF_EXT_H_",
@@ -113,7 +126,7 @@ fn main() {
     );
     ext.after_includes = Some(version_macros());
     ext.style = cbindgen::Style::Both; // `typedef struct aclprofExtStats {...} aclprofExtStats;`
-    generate("src/ffi/ext.rs", &out.join("acl_prof_ext.h"), ext);
+    generate(&["src/ffi/ext.rs"], &out.join("acl_prof_ext.h"), ext);
 
     // The emulated runtime: acl_rt.h, acl_mdl.h, and acl.h, which includes both.
     let mut rt = config(
@@ -123,21 +136,21 @@ fn main() {
         Some("ACL_FUNC_VISIBILITY"),
     );
     rename_enums(&mut rt, "aclrt");
-    generate("src/ffi/rt.rs", &out.join("acl_rt.h"), rt);
+    generate(&["src/ffi/rt.rs"], &out.join("acl_rt.h"), rt);
     let mdl = config(
         "INC_EXTERNAL_ACL_ACL_MODEL_H_",
         &["acl_base.h", "acl_rt.h"],
         "",
         Some("ACL_FUNC_VISIBILITY"),
     );
-    generate("src/ffi/mdl.rs", &out.join("acl_mdl.h"), mdl);
+    generate(&["src/ffi/mdl.rs"], &out.join("acl_mdl.h"), mdl);
     let acl = config(
         "INC_EXTERNAL_ACL_ACL_H_",
         &["acl_rt.h", "acl_mdl.h"],
         "",
         Some("ACL_FUNC_VISIBILITY"),
     );
-    generate("src/ffi/acl.rs", &out.join("acl.h"), acl);
+    generate(&["src/ffi/acl.rs"], &out.join("acl.h"), acl);
 
     // The shared library's SONAME carries the major version, so an installed
     // libaclprof.so.0 is what programs record and load; scripts/install makes the other

@@ -651,7 +651,7 @@ fn step_windows(path: &Path, step: u64) -> Result<Vec<Option<(u64, u64)>>> {
 fn db_records(p: &Path, f: &mut dyn FnMut(View<'_>)) -> Result<()> {
     let mut rec: record::Record = [0; RECORD_SIZE];
     let mut index = 0u64;
-    crate::sim::desc::db_tasks(p, &mut |t| {
+    crate::sim::import::db_tasks(p, &mut |t| {
         index += 1;
         let fields = record::OpFields {
             model_id: 1,
@@ -700,7 +700,7 @@ fn no_records(path: &Path, corrupt: u64) -> String {
     let is_text = text.is_some() && !head[..n].contains(&0);
     let looks = match text {
         _ if n == 0 && corrupt == 0 => "is empty".to_string(),
-        _ if head.starts_with(crate::sim::desc::SQLITE_MAGIC) => {
+        _ if head.starts_with(crate::sim::import::SQLITE_MAGIC) => {
             "is a database with no compute or communication task".to_string()
         }
         Some(t) if t.starts_with('{') || t.starts_with('[') => {

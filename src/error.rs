@@ -10,35 +10,10 @@ use std::ffi::CString;
 use std::fmt;
 
 /// CANN's `aclError`: a C `int`.
-pub type Code = i32;
+pub type Code = crate::formats::acl_base::aclError;
 
-pub const ACL_SUCCESS: Code = 0;
-pub const ACL_ERROR_INVALID_PARAM: Code = 100000;
-pub const ACL_ERROR_UNINITIALIZE: Code = 100001;
-pub const ACL_ERROR_REPEAT_INITIALIZE: Code = 100002;
-pub const ACL_ERROR_INVALID_FILE: Code = 100003;
-pub const ACL_ERROR_INVALID_PROFILING_CONFIG: Code = 100010;
-pub const ACL_ERROR_INVALID_MODEL_ID: Code = 100011;
-pub const ACL_ERROR_REPEAT_FINALIZE: Code = 100037;
-pub const ACL_ERROR_PROF_ALREADY_RUN: Code = 100042;
-pub const ACL_ERROR_PROF_NOT_RUN: Code = 100043;
-pub const ACL_ERROR_PROF_REPEAT_SUBSCRIBE: Code = 148046;
-pub const ACL_ERROR_PROF_API_CONFLICT: Code = 148047;
-pub const ACL_ERROR_INVALID_DEVICE: Code = 200002;
-pub const ACL_ERROR_INVALID_RESOURCE_HANDLE: Code = 200005;
-pub const ACL_ERROR_FEATURE_UNSUPPORTED: Code = 200006;
-pub const ACL_ERROR_PROF_MODULES_UNSUPPORTED: Code = 200007;
-pub const ACL_ERROR_INTERNAL_ERROR: Code = 500000;
-pub const ACL_ERROR_GE_FAILURE: Code = 500002;
-pub const ACL_ERROR_RT_PARAM_INVALID: Code = 107000;
-pub const ACL_ERROR_RT_INVALID_DEVICEID: Code = 107001;
-pub const ACL_ERROR_RT_CONTEXT_NULL: Code = 107002;
-pub const ACL_ERROR_RT_MEMORY_ALLOCATION: Code = 207001;
-pub const ACL_ERROR_GE_PARAM_INVALID: Code = 145000;
-pub const ACL_ERROR_GE_EXEC_MODEL_PATH_INVALID: Code = 145002;
-pub const ACL_ERROR_GE_EXEC_MODEL_ID_INVALID: Code = 145003;
-pub const ACL_ERROR_GE_EXEC_MODEL_DATA_SIZE_INVALID: Code = 145006;
-pub const ACL_ERROR_PROFILING_FAILURE: Code = 500005;
+// CANN's codes, defined once beside the header's other formats.
+pub use crate::formats::acl_base::*;
 /// What the msproftx functions return on any failure (CANN's internal `PROFILING_FAILED`).
 pub const MSPROFTX_FAILED: Code = -1;
 

@@ -4,6 +4,10 @@
 //! the modules below only read [`crate::settings`].
 
 use crate::error::*;
+use crate::formats::acl_prof::{
+    ACL_PROF_ACL_API, ACL_PROF_AICPU, ACL_PROF_HCCL_TRACE, ACL_PROF_L2CACHE, ACL_PROF_MSPROFTX,
+    ACL_PROF_RUNTIME_API, ACL_PROF_TASK_MEMORY, ACL_PROF_TASK_TIME, ACL_PROF_TRAINING_TRACE,
+};
 use crate::state::{self, ProfConfig};
 
 /// The process-wide settings, after the first-use work. A thread that arrives while
@@ -27,9 +31,9 @@ const FORK_PREPARES: &[crate::fork::Prepare] = &[
     crate::runtime::fork_prepare,
     || vec![crate::sim::fork_prepare()],
     crate::tx::fork_prepare,
-    crate::api::fork_prepare,
+    crate::profiler::fork_prepare,
     || vec![crate::registry::fork_prepare()],
-    || vec![crate::report::fork_prepare()],
+    || vec![crate::hotpath::fork_prepare()],
     || vec![crate::filemode::fork_prepare()],
     || vec![crate::transport::fork_prepare_fds()],
     || vec![crate::transport::fork_prepare_flusher()],
@@ -40,15 +44,15 @@ const FORK_PREPARES: &[crate::fork::Prepare] = &[
 /// `PROFILING_OPTIONS` keys (the ones TensorFlow/GE users write) -> ACL_PROF_* bits.
 /// `task_time` is newer CANN's name for `task_trace` (npu_bridge's default options use it).
 const ENV_SWITCHES: [(&str, u64); 9] = [
-    ("task_trace", 0x1 | 0x2),
-    ("task_time", 0x1 | 0x2),
-    ("training_trace", 0x40),
-    ("aicpu", 0x8),
-    ("l2", 0x10),
-    ("hccl", 0x20),
-    ("msproftx", 0x80),
-    ("runtime_api", 0x100),
-    ("task_memory", 0x1000),
+    ("task_trace", ACL_PROF_ACL_API | ACL_PROF_TASK_TIME),
+    ("task_time", ACL_PROF_ACL_API | ACL_PROF_TASK_TIME),
+    ("training_trace", ACL_PROF_TRAINING_TRACE),
+    ("aicpu", ACL_PROF_AICPU),
+    ("l2", ACL_PROF_L2CACHE),
+    ("hccl", ACL_PROF_HCCL_TRACE),
+    ("msproftx", ACL_PROF_MSPROFTX),
+    ("runtime_api", ACL_PROF_RUNTIME_API),
+    ("task_memory", ACL_PROF_TASK_MEMORY),
 ];
 
 /// The `aclprofAicoreMetrics` value of an `aic_metrics` name.
@@ -183,9 +187,9 @@ pub fn env_mode_config(
         }
     }
     if data_type == 0 {
-        data_type = 0x1 | 0x2; // nothing switched on: collect what the op summary needs
+        data_type = ACL_PROF_ACL_API | ACL_PROF_TASK_TIME; // nothing switched on: collect what the op summary needs
     }
-    let id = crate::api::next_config_id();
+    let id = crate::profiler::next_config_id();
     let point = |k: &str| {
         v.get(k)
             .and_then(|x| x.as_str())
@@ -223,7 +227,7 @@ fn start_env_mode() {
     }
     let options = std::env::var("PROFILING_OPTIONS").unwrap_or_default();
     let r = env_mode_config(&options, crate::settings::get().device_count, Unknown::Warn)
-        .and_then(|(root, config)| crate::api::start_env_session(&root, &config));
+        .and_then(|(root, config)| crate::profiler::start_env_session(&root, &config));
     match r {
         Ok(()) => export_at_exit(),
         Err(e) => {
@@ -245,14 +249,14 @@ pub fn options_start(options: &str) -> Result<()> {
         crate::settings::get().device_count,
         Unknown::Refuse,
     )?;
-    crate::api::start_env_session(&root, &config)?;
+    crate::profiler::start_env_session(&root, &config)?;
     export_at_exit();
     Ok(())
 }
 
 /// Stops what [`options_start`] (or `PROFILING_MODE`) started and exports it.
 pub fn options_stop() -> Result<()> {
-    crate::api::end_env_session().unwrap_or_else(|| {
+    crate::profiler::end_env_session().unwrap_or_else(|| {
         err(
             crate::error::ACL_ERROR_PROF_NOT_RUN,
             "no profiling started from PROFILING_OPTIONS is running",
@@ -272,7 +276,7 @@ fn export_at_exit() {
 /// At process exit: stop environment-variable profiling and export its result directory.
 extern "C" fn end_env_mode() {
     crate::panic::guard_void("aclprof exit handler", || {
-        if let Some(Err(e)) = crate::api::end_env_session() {
+        if let Some(Err(e)) = crate::profiler::end_env_session() {
             log::error!(
                 "aclprof: exporting the PROFILING_MODE results failed: {}",
                 e.msg

@@ -8,7 +8,7 @@
 //! | [`ffi`] | the C boundary |
 //! | [`init`] | first use: settings, environment-variable profiling, the fork handlers wired |
 //! | [`runtime`] | the emulated AscendCL runtime (`acl.h`: devices, memory, datasets, models) |
-//! | [`sim`] | the model simulator (executing; [`sim::desc`], the descriptions, is a leaf) |
+//! | [`sim`] | the model simulator (executing; [`sim::import`], the descriptions, is a leaf) |
 //! | [`api`] | global state, handles and subscriptions glued together |
 //! | [`page`], [`analyze`] | the report page; the analysis engine over raw records |
 //! | [`tx`], [`filemode`] | msproftx stamps and step info; file mode's sessions and export |
@@ -23,24 +23,24 @@
 pub mod accessor;
 pub mod agg;
 pub mod analyze;
-pub mod api;
 pub mod clock;
-pub mod dataprep;
 pub mod diff;
 pub mod error;
 pub mod ffi;
 pub mod filemode;
 pub mod fork;
+pub mod formats;
 pub mod handles;
+pub mod hotpath;
 pub mod init;
 pub mod logging;
 pub mod names;
 pub mod opmeta;
 pub mod panic;
 pub mod pipeline;
+pub mod profiler;
 pub mod record;
 pub mod registry;
-pub mod report;
 pub mod runstats;
 pub mod runtime;
 pub mod settings;

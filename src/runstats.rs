@@ -8,7 +8,7 @@
 use crate::analyze::{self, Key, Query, Report};
 use crate::error::*;
 use crate::filemode::export::{is_communication, task_type_and_block_dim};
-use crate::filemode::overlap::{Overlap, Piece, Steps};
+use crate::filemode::overlap::{Overlap, Steps, Track};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -114,7 +114,7 @@ pub struct RunStats {
     /// The data pipeline's events (`aclprof.pipeline`, aclprofExtPipelineSpan/Queue), if
     /// it reported any, and their analysis.
     pub pipeline: Vec<crate::pipeline::Event>,
-    pub dataprep: Option<crate::dataprep::Analysis>,
+    pub pipeline_analysis: Option<crate::pipeline::analysis::Analysis>,
 }
 
 /// One stream's busy time: the union of its ops' intervals (ops of a stream are reported in
@@ -337,7 +337,8 @@ impl RunStats {
             steps,
             streams,
             first: if first == u64::MAX { 0 } else { first },
-            dataprep: (!pipeline.is_empty()).then(|| crate::dataprep::analyze(&pipeline)),
+            pipeline_analysis: (!pipeline.is_empty())
+                .then(|| crate::pipeline::analysis::analyze(&pipeline)),
             pipeline,
         })
     }
@@ -353,13 +354,13 @@ fn device_time(input: usize, dev: u32, d: &DeviceOps) -> DeviceTime {
         ..Default::default()
     };
     let mut ov = Overlap::default();
-    let mut out = |p: Piece, s: u64, e: u64| {
+    let mut out = |p: Track, s: u64, e: u64| {
         let n = e.saturating_sub(s);
         match p {
-            Piece::Computing => t.computing += n,
-            Piece::Communication => t.communication += n,
-            Piece::NotOverlapped => t.not_overlapped += n,
-            Piece::Free => t.free += n,
+            Track::Computing => t.computing += n,
+            Track::Communication => t.communication += n,
+            Track::NotOverlapped => t.not_overlapped += n,
+            Track::Free => t.free += n,
         }
     };
     for o in &d.ops {

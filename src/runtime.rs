@@ -417,7 +417,7 @@ fn loaded(model: u32) -> Result<Arc<SimModel>> {
 
 pub fn unload_model(model: u32) -> Result<()> {
     loaded(model)?;
-    crate::api::model_unload(model)?;
+    crate::profiler::model_unload(model)?;
     crate::sim::forget(model);
     Ok(())
 }

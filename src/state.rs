@@ -16,14 +16,12 @@ use crate::error::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// `ACL_PROF_*` bits accepted by start/stop (CANN's 0x59FF plus the newest header's bits).
-pub const DATA_TYPE_MASK: u64 = 0x59FF | 0x200 | 0x2000 | 0x8000 | 0x0100_0000 | 0x4_0000_0000;
-pub const ACL_PROF_MSPROFTX: u64 = 0x80;
-pub const ACL_AICORE_NONE: u32 = 0xFF;
+pub use crate::formats::acl_prof::config_type::ARGS_MAX;
+pub use crate::formats::acl_prof::{
+    ACL_PROF_MSPROFTX, AICORE_NONE as ACL_AICORE_NONE, DATA_TYPE_MASK,
+};
 /// Result path limit, bytes.
 pub const MAX_PATH: usize = 4096;
-/// `aclprofSetConfig` types: 1..ARGS_MAX.
-pub const ARGS_MAX: i32 = 17;
 pub const MAX_CONFIG_VALUE: usize = 256;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,8 +204,9 @@ pub fn validate_set_config(ty: i32, v: &str) -> std::result::Result<(), String> 
             ))
         }
     };
+    use crate::formats::acl_prof::config_type::*;
     let r = match ty {
-        1 => match v.strip_suffix("MB") {
+        STORAGE_LIMIT => match v.strip_suffix("MB") {
             Some(d) if !d.is_empty() && d.len() <= 10 && d.bytes().all(|b| b.is_ascii_digit()) => {
                 match d.parse::<u64>() {
                     Ok(n) if (200..=u32::MAX as u64).contains(&n) => Ok(()),
@@ -216,11 +215,11 @@ pub fn validate_set_config(ty: i32, v: &str) -> std::result::Result<(), String> 
             }
             _ => Err("must be a number of megabytes followed by MB, e.g. 500MB".to_string()),
         },
-        3 | 5 | 7 | 11 => int_in(1, 100),
-        6 | 10 => int_in(1, 50),
-        4 => list(&["read", "write"]),
-        8 => list(&["cpu", "mem", "disk", "network", "osrt"]),
-        9 => list(&["cpu", "mem"]),
+        SYS_HARDWARE_MEM_FREQ | SYS_IO_FREQ | DVPP_FREQ | LOW_POWER_FREQ => int_in(1, 100),
+        SYS_INTERCONNECTION_FREQ | HOST_SYS_USAGE_FREQ => int_in(1, 50),
+        LLC_MODE => list(&["read", "write"]),
+        HOST_SYS => list(&["cpu", "mem", "disk", "network", "osrt"]),
+        HOST_SYS_USAGE => list(&["cpu", "mem"]),
         _ => Ok(()),
     };
     r.map_err(|why| format!("aclprofSetConfig type {ty} value {v:?} {why}"))

@@ -348,7 +348,7 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
             s.ended = true;
         }
         let now = crate::clock::now_ns();
-        crate::filemode::host_event(0x40, || {
+        crate::filemode::host_event(crate::formats::acl_prof::ACL_PROF_TRAINING_TRACE, || {
             serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": crate::clock::thread_id(), "start": now})
         });
         Ok((s.index, start, now))

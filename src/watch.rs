@@ -297,10 +297,10 @@ fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Resu
     .map_err(|e| e.msg)?;
     // Ops go to the ring before the viewer has it: everything after its attach returns is
     // in the ring.
-    crate::report::set_tap(Some(sub.clone()));
+    crate::hotpath::set_tap(Some(sub.clone()));
     let line = format!("OK {PROTOCOL} {} {RING_RECORDS}\n", std::process::id());
     if let Err(e) = send_fd(conn, line.as_bytes(), fd) {
-        crate::report::set_tap(None);
+        crate::hotpath::set_tap(None);
         let _ = sub.close(Duration::ZERO);
         return Err(format!("sending the ring: {e}"));
     }
@@ -315,7 +315,7 @@ fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Resu
             Ok(_) => {}
         }
     }
-    crate::report::set_tap(None);
+    crate::hotpath::set_tap(None);
     let c = sub.close(Duration::from_millis(200));
     log::info!(
         "aclprof: watcher left (pid {peer_pid}): {} ops shown, {} dropped",

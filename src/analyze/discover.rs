@@ -162,7 +162,7 @@ pub(super) fn inputs(path: &Path) -> Result<Vec<Input>> {
     let meta = std::fs::metadata(path).or_else(|e| io_err(path, e))?;
     let mut v = Vec::new();
     if meta.is_file() {
-        v.push(if crate::sim::desc::is_database(path) {
+        v.push(if crate::sim::import::is_database(path) {
             Input::Db(path.to_path_buf())
         } else {
             Input::Raw(path.to_path_buf())

@@ -149,17 +149,17 @@ pub(super) fn workers(threads: usize, inputs: usize) -> usize {
     t.min(inputs).max(1)
 }
 
-/// Records per piece a thread reads at a time (32 MiB): a large file is read by every core.
+/// Records per extent a thread reads at a time (32 MiB): a large file is read by every core.
 /// (The unit tests cut their small files into many pieces.)
 pub(super) const PART_RECORDS: u64 = if cfg!(test) { 64 } else { 1 << 16 };
 
-/// A piece of the inputs that one thread reads, from input `input`.
+/// A extent of the inputs that one thread reads, from input `input`.
 pub(super) struct Part<'a> {
     pub(super) input: usize,
-    pub(super) piece: Piece<'a>,
+    pub(super) extent: Extent<'a>,
 }
 
-pub(super) enum Piece<'a> {
+pub(super) enum Extent<'a> {
     /// A database, read whole.
     Db(&'a Path),
     Stdin,
@@ -179,14 +179,14 @@ pub(super) fn parts_of(inputs: &[Input]) -> Vec<Part<'_>> {
             Input::Db(p) => {
                 parts.push(Part {
                     input,
-                    piece: Piece::Db(p),
+                    extent: Extent::Db(p),
                 });
                 continue;
             }
             Input::Stdin => {
                 parts.push(Part {
                     input,
-                    piece: Piece::Stdin,
+                    extent: Extent::Stdin,
                 });
                 continue;
             }
@@ -195,11 +195,11 @@ pub(super) fn parts_of(inputs: &[Input]) -> Vec<Part<'_>> {
             let size = std::fs::metadata(p).map_or(0, |m| m.len());
             let mut start = 0;
             loop {
-                // The last piece takes the rest, a torn tail included.
+                // The last extent takes the rest, a torn tail included.
                 let len = (size - start).min(step);
                 parts.push(Part {
                     input,
-                    piece: Piece::Bytes(p, start, len),
+                    extent: Extent::Bytes(p, start, len),
                 });
                 start += len;
                 if start >= size {
@@ -221,15 +221,15 @@ pub(super) fn each_part_op(
     let input = &inputs[part.input];
     let origin = origin_of(part.input, input);
     let mut on_record = |v: View<'_>| f(&origin, v);
-    match part.piece {
-        Piece::Bytes(p, start, len) => {
+    match part.extent {
+        Extent::Bytes(p, start, len) => {
             let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
             std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))
                 .or_else(|e| io_err(p, e))?;
             each_record(&mut file.take(len), p, corrupt, &mut on_record)
         }
-        Piece::Db(p) => db_records(p, &mut on_record),
-        Piece::Stdin => {
+        Extent::Db(p) => db_records(p, &mut on_record),
+        Extent::Stdin => {
             let stdin = std::io::stdin();
             each_record(&mut stdin.lock(), Path::new("-"), corrupt, &mut on_record)
         }

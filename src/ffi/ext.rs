@@ -56,7 +56,7 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
             crate::init::ensure();
             let name = cstr(modelName, "modelName")?;
             let modelId = super::out(modelId, "modelId")?;
-            let id = crate::api::model_load(&String::from_utf8_lossy(name), deviceId)?;
+            let id = crate::profiler::model_load(&String::from_utf8_lossy(name), deviceId)?;
             *modelId = id;
             Ok(())
         },
@@ -71,7 +71,7 @@ pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
         "aclprofExtModelUnload",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            crate::api::model_unload(modelId)?;
+            crate::profiler::model_unload(modelId)?;
             crate::sim::forget(modelId);
             Ok(())
         },
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     // The idle path: argument checks and one atomic load, no strlen. Nothing here can
     // panic, so it runs before the panic guard, and everything else is in another
     // function so that this one needs no stack frame.
-    if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::report::active() {
+    if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::hotpath::active() {
         return 0;
     }
     report_op_checked(modelId, opName, opType, startNs, endNs)
@@ -117,7 +117,7 @@ unsafe fn report_op_checked(
         || {
             let name = cstr(name, "opName")?;
             let ty = cstr(op_type, "opType")?;
-            crate::report::report_op(model, name, ty, start, end, Default::default())
+            crate::hotpath::report_op(model, name, ty, start, end, Default::default())
         },
     )
 }
@@ -200,7 +200,7 @@ pub unsafe extern "C" fn aclprofExtReportOpMeta(
         && !opName.is_null()
         && !opType.is_null()
         && startNs <= endNs
-        && !crate::report::active()
+        && !crate::hotpath::active()
     {
         return 0;
     }
@@ -228,11 +228,11 @@ unsafe fn report_op_meta_checked(
             }
             let name = cstr(name, "opName")?;
             let ty = cstr(op_type, "opType")?;
-            let replay = crate::report::Replay {
+            let replay = crate::hotpath::Replay {
                 meta,
                 ..Default::default()
             };
-            crate::report::report_op(model, name, ty, start, end, replay)
+            crate::hotpath::report_op(model, name, ty, start, end, replay)
         },
     )
 }
@@ -261,7 +261,7 @@ pub extern "C" fn aclprofExtFlush() -> aclError {
     entry(
         "aclprofExtFlush",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        crate::api::flush,
+        crate::profiler::flush,
     )
 }
 
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn aclprofExtListen(
     entry(
         "aclprofExtListen",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || crate::report::listen(non_null_callback(callback)?, user),
+        || crate::hotpath::listen(non_null_callback(callback)?, user),
     )
 }
 
@@ -300,11 +300,13 @@ pub unsafe extern "C" fn aclprofExtUnlisten(
     entry(
         "aclprofExtUnlisten",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || crate::report::unlisten(non_null_callback(callback)?, user),
+        || crate::hotpath::unlisten(non_null_callback(callback)?, user),
     )
 }
 
-fn non_null_callback(f: aclprofExtListenCallback) -> crate::error::Result<crate::report::ListenFn> {
+fn non_null_callback(
+    f: aclprofExtListenCallback,
+) -> crate::error::Result<crate::hotpath::ListenFn> {
     f.ok_or_else(|| invalid("callback is NULL"))
 }
 
@@ -316,7 +318,7 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             let stats = super::out(stats, "stats")?;
-            let c = crate::api::stats();
+            let c = crate::profiler::stats();
             *stats = aclprofExtStats {
                 recordsReported: c.reported,
                 recordsDelivered: c.delivered,
@@ -336,7 +338,7 @@ pub unsafe extern "C" fn aclprofExtGetWaits(waits: *mut aclprofExtWaits) -> aclE
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             let waits = super::out(waits, "waits")?;
-            let w = crate::api::waits();
+            let w = crate::profiler::waits();
             *waits = aclprofExtWaits {
                 reportWaits: w.report_waits,
                 reportWaitNs: w.report_wait_ns,
@@ -443,7 +445,7 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            crate::api::export_again(path_arg(profDir, "profDir")?)
+            crate::profiler::export_again(path_arg(profDir, "profDir")?)
         },
     )
 }
@@ -479,8 +481,10 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
             if let Some(o) = query.as_object_mut() {
                 if let Some(p) = o.remove("pipeline") {
                     if p.as_bool() == Some(true) {
-                        let a = crate::dataprep::analyze(&crate::dataprep::events_of(path)?);
-                        return give_text(out, crate::dataprep::render(&a, true));
+                        let a = crate::pipeline::analysis::analyze(
+                            &crate::pipeline::analysis::events_of(path)?,
+                        );
+                        return give_text(out, crate::pipeline::analysis::render(&a, true));
                     } else if !p.is_null() && p.as_bool() != Some(false) {
                         return Err(invalid("queryJson: \"pipeline\" must be true or false"));
                     }
@@ -595,7 +599,7 @@ pub unsafe extern "C" fn aclprofExtRingSubscribe(
             crate::init::ensure();
             let ringFd = super::out(ringFd, "ringFd")?;
             let p = opt_path_arg(path, "path")?;
-            let fd = crate::api::ring_subscribe(modelId, p, capacityRecords as u64)?;
+            let fd = crate::profiler::ring_subscribe(modelId, p, capacityRecords as u64)?;
             *ringFd = fd;
             Ok(())
         },

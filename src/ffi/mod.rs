@@ -1,6 +1,6 @@
 //! The C boundary. Every exported function is written out literally (so cbindgen sees it)
 //! and does only this: run its body under [`guard`] (no panic crosses into C), check and
-//! convert the C arguments, call the safe implementation in [`crate::api`] and friends, and
+//! convert the C arguments, call the safe implementation in [`crate::profiler`] and friends, and
 //! turn a `Result` into CANN's return value with [`code`] (which also logs the failure and
 //! stores it for `aclGetRecentErrMsg`). [`entry`] is that whole frame for the functions that
 //! return an aclError.

@@ -8,7 +8,7 @@
 //! written as it goes. Aggregates are kept per op type / API name, never per op.
 
 use super::db::{Db, DbBatch, DbInfo, DbOp};
-use super::overlap::{Overlap, Piece, StepRow, Steps};
+use super::overlap::{Overlap, StepRow, Steps, Track};
 use super::pftrace::{Arg, Pftrace};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
 use crate::agg::Agg;
@@ -295,7 +295,7 @@ pub fn is_communication(task_type: &str, name: &str) -> bool {
 /// a record whose model was unloaded or replaced, gets what aclprof fills in.
 /// A replayed model, and where each op_summary PMU column is among its PMU values.
 type ReplayedModel = (
-    std::sync::Arc<crate::sim::desc::SimModel>,
+    std::sync::Arc<crate::sim::import::SimModel>,
     Vec<Option<usize>>,
 );
 
@@ -320,7 +320,7 @@ impl Replays {
     fn op<'m>(
         &'m mut self,
         v: &View<'_>,
-    ) -> Option<(&'m crate::sim::desc::SimOp, &'m [Option<usize>])> {
+    ) -> Option<(&'m crate::sim::import::SimOp, &'m [Option<usize>])> {
         let i = (v.sim_op() as usize).checked_sub(1)?;
         if !self.same_process {
             return None;
@@ -330,7 +330,7 @@ impl Replays {
             .models
             .entry(v.model_id())
             .or_insert_with(|| {
-                let m = crate::sim::desc::get(v.model_id())?;
+                let m = crate::sim::import::get(v.model_id())?;
                 let at = columns
                     .iter()
                     .map(|c| m.pmu_columns.iter().position(|h| h == c))
@@ -378,7 +378,7 @@ struct OpRow<'a> {
     block_dim: u32,
     mix_block_dim: u32,
     /// The replayed op and where each PMU column is among its values.
-    replayed: Option<(&'a crate::sim::desc::SimOp, &'a [Option<usize>])>,
+    replayed: Option<(&'a crate::sim::import::SimOp, &'a [Option<usize>])>,
     /// The op's shapes, types, formats and cost, if the runtime or the replay gave them.
     meta: Option<&'a crate::opmeta::OpMeta>,
 }
@@ -727,12 +727,12 @@ fn merge_devices(
 }
 
 /// A piece's ENUM_OVERLAP_ANALYSIS_TYPE.
-fn overlap_kind(p: Piece) -> i64 {
+fn overlap_kind(p: Track) -> i64 {
     match p {
-        Piece::Computing => 0,
-        Piece::Communication => 1,
-        Piece::NotOverlapped => 2,
-        Piece::Free => 3,
+        Track::Computing => 0,
+        Track::Communication => 1,
+        Track::NotOverlapped => 2,
+        Track::Free => 3,
     }
 }
 

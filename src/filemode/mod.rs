@@ -201,7 +201,7 @@ pub fn begin(
     mkdir(&dir.join("mindstudio_profiler_output"))?;
     mkdir(&dir.join("analyze"))?;
     let limit = settings_kv
-        .get(&1)
+        .get(&crate::formats::acl_prof::config_type::STORAGE_LIMIT)
         .and_then(|v| v.strip_suffix("MB"))
         .and_then(|v| v.parse::<u64>().ok())
         .map(|mb| mb << 20);
@@ -209,11 +209,11 @@ pub fn begin(
         "devices": config.devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","),
         "dataTypeConfig": format!("{:#x}", config.data_type),
         "ai_core_metrics": config.aicore_metrics,
-        "acl": if config.data_type & 0x1 != 0 { "on" } else { "off" },
+        "acl": if config.data_type & crate::formats::acl_prof::ACL_PROF_ACL_API != 0 { "on" } else { "off" },
         "task_time": if config.data_type & (0x2 | 0x800) != 0 { "on" } else { "off" },
-        "training_trace": if config.data_type & 0x40 != 0 { "on" } else { "off" },
-        "msproftx": if config.data_type & 0x80 != 0 { "on" } else { "off" },
-        "storage_limit": settings_kv.get(&1).cloned().unwrap_or_default(),
+        "training_trace": if config.data_type & crate::formats::acl_prof::ACL_PROF_TRAINING_TRACE != 0 { "on" } else { "off" },
+        "msproftx": if config.data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 { "on" } else { "off" },
+        "storage_limit": settings_kv.get(&crate::formats::acl_prof::config_type::STORAGE_LIMIT).cloned().unwrap_or_default(),
     });
     write_json(
         &dir.join("host/info.json"),
@@ -281,7 +281,7 @@ pub fn begin(
         torn: false,
     });
     DATA_TYPE.store(config.data_type, std::sync::atomic::Ordering::Release);
-    crate::report::set_file_sinks(routes);
+    crate::hotpath::set_file_sinks(routes);
     log::info!(
         "aclprof: profiling devices {:?} into {}",
         config.devices,
@@ -339,7 +339,7 @@ pub fn host_event(bit: u64, ev: impl FnOnce() -> serde_json::Value) {
 /// Stops recording and exports the session. Returns the result directory.
 pub fn end(session: Session) -> Result<PathBuf> {
     DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
-    crate::report::set_file_sinks(HashMap::new());
+    crate::hotpath::set_file_sinks(HashMap::new());
     let timeout = settings::get()
         .unsubscribe_timeout
         .max(Duration::from_secs(1));

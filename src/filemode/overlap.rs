@@ -9,21 +9,21 @@
 
 /// One of Overlap Analysis's four tracks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Piece {
+pub enum Track {
     Computing,
     Communication,
     NotOverlapped,
     Free,
 }
 
-impl Piece {
+impl Track {
     /// The track's name and thread id in the timeline, as real runs name them.
     pub fn track(self) -> (&'static str, u64) {
         match self {
-            Piece::Computing => ("Computing", 0),
-            Piece::Communication => ("Communication", 1),
-            Piece::NotOverlapped => ("Communication(Not Overlapped)", 2),
-            Piece::Free => ("Free", 3),
+            Track::Computing => ("Computing", 0),
+            Track::Communication => ("Communication", 1),
+            Track::NotOverlapped => ("Communication(Not Overlapped)", 2),
+            Track::Free => ("Free", 3),
         }
     }
 }
@@ -52,16 +52,16 @@ fn merge(open: &mut Option<(u64, u64)>, s: u64, e: u64) -> Option<(u64, u64)> {
 
 impl Overlap {
     /// The next op (ops come in start order).
-    pub fn op(&mut self, start: u64, end: u64, comm: bool, out: &mut impl FnMut(Piece, u64, u64)) {
+    pub fn op(&mut self, start: u64, end: u64, comm: bool, out: &mut impl FnMut(Track, u64, u64)) {
         if let Some((_, e)) = merge(&mut self.busy, start, end) {
-            out(Piece::Free, e, start);
+            out(Track::Free, e, start);
         }
         if comm {
             if let Some(done) = merge(&mut self.comm, start, end) {
                 self.end_comm(done, out);
             }
         } else if let Some(done) = merge(&mut self.comp, start, end) {
-            out(Piece::Computing, done.0, done.1);
+            out(Track::Computing, done.0, done.1);
             if self.comm.is_some_and(|(cs, _)| done.1 > cs) {
                 self.comp_done.push(done);
             }
@@ -69,15 +69,15 @@ impl Overlap {
     }
 
     /// A finished communication interval: its parts no compute interval covers.
-    fn end_comm(&mut self, (cs, ce): (u64, u64), out: &mut impl FnMut(Piece, u64, u64)) {
-        out(Piece::Communication, cs, ce);
+    fn end_comm(&mut self, (cs, ce): (u64, u64), out: &mut impl FnMut(Track, u64, u64)) {
+        out(Track::Communication, cs, ce);
         let mut t = cs;
         for &(s, e) in self.comp_done.iter().chain(self.comp.iter()) {
             if e <= t || s >= ce {
                 continue;
             }
             if s > t {
-                out(Piece::NotOverlapped, t, s);
+                out(Track::NotOverlapped, t, s);
             }
             t = t.max(e);
             if t >= ce {
@@ -85,19 +85,19 @@ impl Overlap {
             }
         }
         if t < ce {
-            out(Piece::NotOverlapped, t, ce);
+            out(Track::NotOverlapped, t, ce);
         }
         // Every later communication interval starts after all of these ended.
         self.comp_done.clear();
     }
 
     /// The device's last op was seen.
-    pub fn finish(&mut self, out: &mut impl FnMut(Piece, u64, u64)) {
+    pub fn finish(&mut self, out: &mut impl FnMut(Track, u64, u64)) {
         if let Some(done) = self.comm.take() {
             self.end_comm(done, out);
         }
         if let Some((s, e)) = self.comp.take() {
-            out(Piece::Computing, s, e);
+            out(Track::Computing, s, e);
         }
         *self = Overlap::default();
     }
@@ -231,8 +231,8 @@ impl Steps {
     }
 
     /// A finished piece of Overlap Analysis, summed into the steps it overlaps.
-    pub fn add(&mut self, piece: Piece, s: u64, e: u64) {
-        if piece == Piece::Free {
+    pub fn add(&mut self, piece: Track, s: u64, e: u64) {
+        if piece == Track::Free {
             return; // Free is what the window leaves over
         }
         let first = self
@@ -247,10 +247,10 @@ impl Steps {
             let d = hi - lo;
             st.first_busy = Some(st.first_busy.map_or(lo, |f| f.min(lo)));
             match piece {
-                Piece::Computing => st.computing += d,
-                Piece::Communication => st.communication += d,
-                Piece::NotOverlapped => st.not_overlapped += d,
-                Piece::Free => {}
+                Track::Computing => st.computing += d,
+                Track::Communication => st.communication += d,
+                Track::NotOverlapped => st.not_overlapped += d,
+                Track::Free => {}
             }
         }
     }
@@ -291,7 +291,7 @@ impl Steps {
 mod tests {
     use super::*;
 
-    fn pieces(ops: &[(u64, u64, bool)]) -> Vec<(Piece, u64, u64)> {
+    fn pieces(ops: &[(u64, u64, bool)]) -> Vec<(Track, u64, u64)> {
         let mut v = Vec::new();
         let mut ov = Overlap::default();
         let mut out = |p, s, e| v.push((p, s, e));
@@ -303,7 +303,7 @@ mod tests {
         v
     }
 
-    use Piece::*;
+    use Track::*;
 
     #[test]
     fn compute_only_has_computing_and_free() {

@@ -2,10 +2,10 @@
 //! and "executes" it by reporting every op, in order, on the calling thread's stream.
 //!
 //! The descriptions themselves (formats, parsing, the table of loaded ones) are in
-//! [`desc`].
+//! [`import`].
 
-pub mod desc;
-pub use desc::*;
+pub mod import;
+pub use import::*;
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID};
 use crate::record::until_nul;
@@ -27,8 +27,8 @@ pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
             .and_then(|d| crate::opmeta::intern(d.clone()))
             .unwrap_or(0);
     }
-    let id = crate::api::model_load(&m.name, m.device)?;
-    desc::insert(id, m);
+    let id = crate::profiler::model_load(&m.name, m.device)?;
+    import::insert(id, m);
     Ok(id)
 }
 
@@ -55,12 +55,12 @@ pub fn execute(id: u32) -> Result<()> {
             None => t + op.wait_ns,
         };
         let end = start + op.duration_ns;
-        let replay = crate::report::Replay {
+        let replay = crate::hotpath::Replay {
             stream: op.task.as_ref().and_then(|t| t.stream_id),
             sim_op: u32::try_from(i + 1).unwrap_or(0),
             meta: op.meta_id,
         };
-        crate::report::report_op(
+        crate::hotpath::report_op(
             id,
             until_nul(op.name.as_bytes()),
             until_nul(op.op_type.as_bytes()),
@@ -72,7 +72,7 @@ pub fn execute(id: u32) -> Result<()> {
     }
     crate::clock::sleep_until(t);
     // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
-    crate::filemode::host_event(0x1, || {
+    crate::filemode::host_event(crate::formats::acl_prof::ACL_PROF_ACL_API, || {
         serde_json::json!({"kind": "api", "name": "aclmdlExecute", "item": m.name,
                            "tid": crate::clock::thread_id(), "start": call_start, "end": crate::clock::now_ns()})
     });
@@ -136,9 +136,9 @@ pub fn import_db(
                 (n, std::cmp::Reverse(g))
             })
             .filter(|_| !m.pmu_columns.is_empty())
-            .unwrap_or(0xFF);
+            .unwrap_or(u64::from(crate::formats::acl_prof::AICORE_NONE));
         let session = serde_json::json!({
-            "pid": std::process::id(), "devices": [dev], "dataTypeConfig": 0x2,
+            "pid": std::process::id(), "devices": [dev], "dataTypeConfig": crate::formats::acl_prof::ACL_PROF_TASK_TIME,
             "clockMonotonicRaw": 0, "wallClockNs": 0, "aicoreMetrics": metric,
             "importedFrom": db.display().to_string(),
         });
@@ -192,6 +192,6 @@ pub fn import_db(
         crate::filemode::export_quietly_with_progress(&dir, progress)?;
         Ok(dir)
     })();
-    let _ = crate::api::model_unload(id);
+    let _ = crate::profiler::model_unload(id);
     result
 }

@@ -264,14 +264,14 @@ fn route_change_keeps_each_threads_lane() {
     model(move || {
         let (sub_a, ra, wa) = pipe_sub();
         let (sub_b, rb, wb) = pipe_sub();
-        crate::report::set_route(a, Some(sub_a.clone()));
-        crate::report::set_route(b, Some(sub_b.clone()));
+        crate::hotpath::set_route(a, Some(sub_a.clone()));
+        crate::hotpath::set_route(b, Some(sub_b.clone()));
         let reporter = move |t: u64| {
             move || {
                 let r = |m: u32, i: u64| {
                     let name = format!("{t}/{i}");
                     let start = t * 100 + i;
-                    crate::report::report_op(
+                    crate::hotpath::report_op(
                         m,
                         name.as_bytes(),
                         b"t",
@@ -284,20 +284,20 @@ fn route_change_keeps_each_threads_lane() {
                 r(b, 1);
                 r(a, 2);
                 r(b, 3);
-                crate::report::thread_exit();
+                crate::hotpath::thread_exit();
             }
         };
         let t1 = thread::spawn(reporter(1));
         let t2 = thread::spawn(reporter(2));
         let sa = sub_a.clone();
         let unsub = thread::spawn(move || {
-            crate::report::set_route(a, None);
+            crate::hotpath::set_route(a, None);
             sa.close(Duration::from_secs(5))
         });
         t1.join().unwrap();
         t2.join().unwrap();
         let ca = unsub.join().unwrap();
-        crate::report::set_route(b, None);
+        crate::hotpath::set_route(b, None);
         let cb = sub_b.close(Duration::from_secs(5));
         flush_until_idle();
         // start = thread * 100 + the thread's own sequence number.

@@ -87,7 +87,7 @@ pub(super) fn host_events(
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     // msproftx events also go to msprof_tx_<ts14>.csv (ACL_PROF_MSPROFTX), streamed.
     let tx_path = out.join(format!("msprof_tx_{stamp}.csv"));
-    let mut tx_csv = if data_type & 0x80 != 0 {
+    let mut tx_csv = if data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
         let mut w = csv_writer(&tx_path)?;
         w.write_record([
             "pid",
@@ -242,7 +242,7 @@ pub(super) fn host_events(
     if let Some(mut w) = tx_csv {
         w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;
     }
-    if data_type & 0x1 != 0 {
+    if data_type & crate::formats::acl_prof::ACL_PROF_ACL_API != 0 {
         let p = out.join(format!("api_statistic_{stamp}.csv"));
         let mut w = csv_writer(&p)?;
         w.write_record([
@@ -275,7 +275,7 @@ pub(super) fn host_events(
         }
         w.flush().map_err(|e| csv_err(&p, e.into()))?;
     }
-    if data_type & 0x40 != 0 {
+    if data_type & crate::formats::acl_prof::ACL_PROF_TRAINING_TRACE != 0 {
         let p = out.join(format!("step_trace_{stamp}.csv"));
         let mut w = csv_writer(&p)?;
         w.write_record([

@@ -54,13 +54,13 @@ pub(super) fn write_readme(
          task_time_{stamp}.csv     one row per task\n\
          step_trace_time.csv       per device and step: Computing, Communication, Free (Overlap Analysis)\n"
     );
-    if data_type & 0x1 != 0 {
+    if data_type & crate::formats::acl_prof::ACL_PROF_ACL_API != 0 {
         text += &format!("api_statistic_{stamp}.csv per AscendCL API\n");
     }
-    if data_type & 0x40 != 0 {
+    if data_type & crate::formats::acl_prof::ACL_PROF_TRAINING_TRACE != 0 {
         text += &format!("step_trace_{stamp}.csv    per step\n");
     }
-    if data_type & 0x80 != 0 {
+    if data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
         text += &format!("msprof_tx_{stamp}.csv     msproftx marks and ranges\n");
     }
     let missing = not_collected(data_type, metric);

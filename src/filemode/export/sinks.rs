@@ -60,7 +60,7 @@ pub(super) fn overlap_piece<'a>(
     steps: &'a mut Steps,
     ov: u64,
     err: &'a mut std::io::Result<()>,
-) -> impl FnMut(Piece, u64, u64) + 'a {
+) -> impl FnMut(Track, u64, u64) + 'a {
     move |p, s, e| {
         let (name, tid) = p.track();
         if err.is_ok() {
@@ -96,10 +96,10 @@ impl TlState {
                 tl.process(hw, "Ascend Hardware", &format!("NPU {}", op.dev), 14)?;
                 tl.process(ov, "Overlap Analysis", &format!("NPU {}", op.dev), 31)?;
                 for p in [
-                    Piece::Computing,
-                    Piece::Communication,
-                    Piece::NotOverlapped,
-                    Piece::Free,
+                    Track::Computing,
+                    Track::Communication,
+                    Track::NotOverlapped,
+                    Track::Free,
                 ] {
                     let (name, tid) = p.track();
                     tl.thread(ov, tid, name, tid)?;

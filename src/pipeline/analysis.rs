@@ -3,8 +3,8 @@
 //! queue's fill; the stage that holds the pipeline back, by a documented rule with its
 //! evidence; and the training thread's wait for data (docs/design.md, "The data pipeline").
 
+use super::{Event, WAIT};
 use crate::error::*;
-use crate::pipeline::{Event, WAIT};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -322,7 +322,7 @@ pub fn render(a: &Analysis, json: bool) -> String {
 pub fn events_of(path: &Path) -> Result<Vec<Event>> {
     let mut all = Vec::new();
     for d in crate::analyze::result_dirs(path)? {
-        all.extend(crate::pipeline::read(&d.join(crate::filemode::HOST_LOG)));
+        all.extend(super::read(&d.join(crate::filemode::HOST_LOG)));
     }
     if all.is_empty() {
         return err(
@@ -412,13 +412,7 @@ mod tests {
     #[test]
     fn data_wait_is_cut_to_a_window() {
         let ev = pipeline([0.5; 3], [0.1; 3], false);
-        assert_eq!(
-            crate::pipeline::wait_in(&ev, 250_000_000, 750_000_000),
-            500_000_000
-        );
-        assert_eq!(
-            crate::pipeline::wait_in(&ev, 2_000_000_000, 3_000_000_000),
-            0
-        );
+        assert_eq!(crate::pipeline::wait_in(&ev, 250_000_000, 750_000_000), 500_000_000);
+        assert_eq!(crate::pipeline::wait_in(&ev, 2_000_000_000, 3_000_000_000), 0);
     }
 }

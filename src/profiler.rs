@@ -3,7 +3,7 @@
 
 use crate::error::*;
 use crate::handles::Table;
-use crate::report;
+use crate::hotpath;
 use crate::settings;
 use crate::state::{self, Core, ProfConfig};
 use crate::transport::{self, Counts, Dest, Sub, UserFd};
@@ -284,7 +284,7 @@ fn subscribe_with(
     let sub = Sub::start(model, device, dest()?, s.buffer_records, s.on_full)?;
     core.add_subscription(model, device, time_info, metrics);
     live().push(sub.clone());
-    report::set_route(model, Some(sub.clone()));
+    hotpath::set_route(model, Some(sub.clone()));
     log::info!("aclprof: {} subscribed (device {device})", sub.describe());
     Ok(sub)
 }
@@ -295,7 +295,7 @@ pub fn unsubscribe(model: u32) -> Result<()> {
         let mut g = core();
         g.get_or_insert_with(Core::default)
             .remove_subscription(model)?;
-        report::set_route(model, None)
+        hotpath::set_route(model, None)
     };
     let Some(sub) = sub else { return Ok(()) };
     let c = sub.close(timeout);
@@ -394,13 +394,13 @@ pub fn waits() -> transport::Waits {
 
 pub fn model_load(name: &str, device: u32) -> Result<u32> {
     let id = crate::registry::with(|r| r.load(name, device, settings::get().device_count))?;
-    report::routes_changed();
+    hotpath::routes_changed();
     Ok(id)
 }
 
 pub fn model_unload(id: u32) -> Result<()> {
     crate::registry::with(|r| r.unload(id))?;
-    report::routes_changed();
+    hotpath::routes_changed();
     Ok(())
 }
 

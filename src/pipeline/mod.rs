@@ -2,8 +2,10 @@
 //! transform, batch, transfer to device) and its queues (samples of depth and capacity),
 //! reported by the host's input pipeline through `aclprofExtPipelineSpan` and
 //! `aclprofExtPipelineQueue` (Python: `aclprof.pipeline`) and recorded in file mode beside
-//! the host's other events. Their analysis is in `dataprep` (docs/design.md, "The data
+//! the host's other events. Their analysis is in [`analysis`] (docs/design.md, "The data
 //! pipeline").
+
+pub mod analysis;
 
 use crate::error::*;
 use std::path::Path;

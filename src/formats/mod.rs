@@ -1,0 +1,6 @@
+//! CANN's formats, each defined once: its numbers (error codes, data-type bits, config
+//! types), from which the C headers are generated. The bottom layer: it imports nothing
+//! from the crate and holds no state (docs/design.md, "Layers").
+
+pub mod acl_base;
+pub mod acl_prof;
