@@ -16,10 +16,9 @@ use crate::error::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub use crate::formats::acl_prof::config_type::ARGS_MAX;
-pub use crate::formats::acl_prof::{
-    ACL_PROF_MSPROFTX, AICORE_NONE as ACL_AICORE_NONE, DATA_TYPE_MASK,
-};
+pub use crate::formats::acl_prof::ACL_PROF_MSPROFTX;
+pub use crate::formats::prof_values::config_type::ARGS_MAX;
+pub use crate::formats::prof_values::{AICORE_NONE as ACL_AICORE_NONE, DATA_TYPE_MASK};
 /// Result path limit, bytes.
 pub const MAX_PATH: usize = 4096;
 pub const MAX_CONFIG_VALUE: usize = 256;
@@ -204,7 +203,7 @@ pub fn validate_set_config(ty: i32, v: &str) -> std::result::Result<(), String> 
             ))
         }
     };
-    use crate::formats::acl_prof::config_type::*;
+    use crate::formats::prof_values::config_type::*;
     let r = match ty {
         STORAGE_LIMIT => match v.strip_suffix("MB") {
             Some(d) if !d.is_empty() && d.len() <= 10 && d.bytes().all(|b| b.is_ascii_digit()) => {

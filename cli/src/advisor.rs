@@ -257,7 +257,7 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         }
     }
 
-    if let Some(a) = &r.dataprep {
+    if let Some(a) = &r.pipeline_analysis {
         let total: u64 = if steps.is_empty() {
             a.span_ns
         } else {

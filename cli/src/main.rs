@@ -457,7 +457,7 @@ fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> 
 /// The result directories `path` names; a database is first made one under `output`
 /// (default: beside it, `NAME_aclprof/`) and exported.
 fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
-    if path.is_file() && aclprof::sim::desc::is_database(path) {
+    if path.is_file() && aclprof::sim::import::is_database(path) {
         let out = match output {
             Some(o) => o.to_path_buf(),
             None => {
@@ -521,16 +521,18 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Analyze { path, args } if args.pipeline => aclprof::dataprep::events_of(&path)
-            .map(|ev| {
-                let a = aclprof::dataprep::analyze(&ev);
-                print!(
-                    "{}",
-                    aclprof::dataprep::render(&a, args.format == Format::Json)
-                );
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg),
+        Cmd::Analyze { path, args } if args.pipeline => {
+            aclprof::pipeline::analysis::events_of(&path)
+                .map(|ev| {
+                    let a = aclprof::pipeline::analysis::analyze(&ev);
+                    print!(
+                        "{}",
+                        aclprof::pipeline::analysis::render(&a, args.format == Format::Json)
+                    );
+                    ExitCode::SUCCESS
+                })
+                .map_err(|e| e.msg)
+        }
         Cmd::Analyze { path, args } => args
             .query()
             .and_then(|q| run_analyze(&path, &q, args.format))

@@ -203,7 +203,7 @@ pub unsafe extern "C" fn aclprofSetConfig(
         || {
             crate::init::ensure();
             let ty = configType.0;
-            if ty <= 0 || ty >= crate::formats::acl_prof::config_type::ARGS_MAX {
+            if ty <= 0 || ty >= crate::formats::prof_values::config_type::ARGS_MAX {
                 return Err(invalid(format!(
                     "configType {ty} is not an aclprofConfigType"
                 )));

@@ -201,7 +201,7 @@ pub fn begin(
     mkdir(&dir.join("mindstudio_profiler_output"))?;
     mkdir(&dir.join("analyze"))?;
     let limit = settings_kv
-        .get(&crate::formats::acl_prof::config_type::STORAGE_LIMIT)
+        .get(&crate::formats::prof_values::config_type::STORAGE_LIMIT)
         .and_then(|v| v.strip_suffix("MB"))
         .and_then(|v| v.parse::<u64>().ok())
         .map(|mb| mb << 20);
@@ -213,7 +213,7 @@ pub fn begin(
         "task_time": if config.data_type & (0x2 | 0x800) != 0 { "on" } else { "off" },
         "training_trace": if config.data_type & crate::formats::acl_prof::ACL_PROF_TRAINING_TRACE != 0 { "on" } else { "off" },
         "msproftx": if config.data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 { "on" } else { "off" },
-        "storage_limit": settings_kv.get(&crate::formats::acl_prof::config_type::STORAGE_LIMIT).cloned().unwrap_or_default(),
+        "storage_limit": settings_kv.get(&crate::formats::prof_values::config_type::STORAGE_LIMIT).cloned().unwrap_or_default(),
     });
     write_json(
         &dir.join("host/info.json"),

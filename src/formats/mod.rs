@@ -4,3 +4,4 @@
 
 pub mod acl_base;
 pub mod acl_prof;
+pub mod prof_values;

@@ -412,7 +412,13 @@ mod tests {
     #[test]
     fn data_wait_is_cut_to_a_window() {
         let ev = pipeline([0.5; 3], [0.1; 3], false);
-        assert_eq!(crate::pipeline::wait_in(&ev, 250_000_000, 750_000_000), 500_000_000);
-        assert_eq!(crate::pipeline::wait_in(&ev, 2_000_000_000, 3_000_000_000), 0);
+        assert_eq!(
+            crate::pipeline::wait_in(&ev, 250_000_000, 750_000_000),
+            500_000_000
+        );
+        assert_eq!(
+            crate::pipeline::wait_in(&ev, 2_000_000_000, 3_000_000_000),
+            0
+        );
     }
 }

@@ -136,7 +136,7 @@ pub fn import_db(
                 (n, std::cmp::Reverse(g))
             })
             .filter(|_| !m.pmu_columns.is_empty())
-            .unwrap_or(u64::from(crate::formats::acl_prof::AICORE_NONE));
+            .unwrap_or(u64::from(crate::formats::prof_values::AICORE_NONE));
         let session = serde_json::json!({
             "pid": std::process::id(), "devices": [dev], "dataTypeConfig": crate::formats::acl_prof::ACL_PROF_TASK_TIME,
             "clockMonotonicRaw": 0, "wallClockNs": 0, "aicoreMetrics": metric,

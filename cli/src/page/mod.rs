@@ -445,9 +445,9 @@ fn step_charts(steps: &[&StepTime]) -> String {
 /// MindInsight's data-preparation view: the pipeline's stages and queues, the stage that
 /// holds it back (with the rule and its evidence), and per step the training thread's wait
 /// for data and the queues' mean depth, with the steps whose last queue ran empty.
-fn dataprep(r: &RunStats, steps: &[&StepTime]) -> String {
+fn pipeline_section(r: &RunStats, steps: &[&StepTime]) -> String {
     use aclprof::pipeline::Event;
-    let Some(a) = &r.dataprep else {
+    let Some(a) = &r.pipeline_analysis else {
         return String::new();
     };
     let mut h = String::from(r#"<section id="dataprep"><h2>Data preparation</h2>"#);
@@ -719,7 +719,7 @@ fn render(x: &Inputs) -> String {
     h.push_str(&step_charts(x.steps));
     h.push_str("</section>\n");
 
-    h.push_str(&dataprep(r, x.steps));
+    h.push_str(&pipeline_section(r, x.steps));
 
     // Busy and free time.
     h.push_str(r#"<section id="busy"><h2>Busy and free time</h2><p class="note">The whole run, from each device's or stream's first op to its last.</p>"#);

@@ -79,7 +79,7 @@ fn is_run_file(p: &Path) -> bool {
     let Ok(m) = std::fs::metadata(p) else {
         return false;
     };
-    aclprof::sim::desc::is_database(p)
+    aclprof::sim::import::is_database(p)
         || (m.len() > 0 && m.len() % aclprof::record::RECORD_SIZE as u64 == 0)
 }
 
