@@ -5,7 +5,7 @@
 //!
 //!   cargo bench --bench export [-- 1000000 10000000]
 
-use aclprof::record::{encode, sign, OpFields, RECORD_SIZE};
+use aclprof::formats::record::{encode, sign, OpFields, RECORD_SIZE};
 use aclprof::transport::StreamFiles;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -472,36 +472,37 @@ fn main() {
 
     // The signature of one record (CANN's CRC-32C register over bytes 4..512): signing a
     // record just built (producer), and verifying one (reader: the zero bytes are checked).
-    let recs: Vec<aclprof::record::Record> = (0..2048u64)
+    let recs: Vec<aclprof::formats::record::Record> = (0..2048u64)
         .map(|i| {
             let mut r = [0u8; 512];
-            let f = aclprof::record::OpFields {
+            let f = aclprof::formats::record::OpFields {
                 op_index: i,
                 start: i * 1000,
                 end: i * 1000 + 700,
                 ..Default::default()
             };
-            aclprof::record::encode(
+            aclprof::formats::record::encode(
                 &mut r,
                 &f,
                 b"resnet50/layer3/block4/conv2/Conv2D",
                 b"Conv2D",
             );
-            aclprof::record::sign(&mut r);
+            aclprof::formats::record::sign(&mut r);
             r
         })
         .collect();
     let sign = ns_per(7, 2_000_000, |n| {
         let mut acc = 0u32;
         for k in 0..n {
-            acc ^= aclprof::record::fresh_signature_of(black_box(&recs[(k % 2048) as usize]));
+            acc ^=
+                aclprof::formats::record::fresh_signature_of(black_box(&recs[(k % 2048) as usize]));
         }
         black_box(acc);
     });
     let verify = ns_per(7, 2_000_000, |n| {
         let mut acc = 0u32;
         for k in 0..n {
-            acc ^= aclprof::record::signature_of(black_box(&recs[(k % 2048) as usize]));
+            acc ^= aclprof::formats::record::signature_of(black_box(&recs[(k % 2048) as usize]));
         }
         black_box(acc);
     });

@@ -6,7 +6,7 @@
 //! and can be read any number of times, in any process.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
-use crate::record::{self, View, RECORD_SIZE};
+use crate::formats::record::{self, View, RECORD_SIZE};
 
 fn check_len(len: usize) -> Result<()> {
     if len % RECORD_SIZE != 0 {
@@ -282,7 +282,7 @@ fn short_buffer(len: usize, field: Field, have: usize) -> Result<()> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::record::{encode, sign, OpFields, Record};
+    use crate::formats::record::{encode, sign, OpFields, Record};
 
     pub(crate) fn make(n: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(n * RECORD_SIZE);

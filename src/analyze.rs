@@ -5,7 +5,7 @@
 //! one entry per op.
 
 use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM};
-use crate::record::{self, View, RECORD_SIZE};
+use crate::formats::record::{self, View, RECORD_SIZE};
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt::Write as _;
 use std::io::Read;

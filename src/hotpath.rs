@@ -8,7 +8,7 @@
 //!   a pipe subscription.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
-use crate::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
+use crate::formats::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
 use crate::transport::Sub;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -383,14 +383,14 @@ fn retry(
 pub struct Replay {
     /// The stream the input says it ran on (else the reporting thread's).
     pub stream: Option<u32>,
-    /// 1 + its index in its simulated model (see [`crate::record::OpFields::sim_op`]).
+    /// 1 + its index in its simulated model (see [`crate::formats::record::OpFields::sim_op`]).
     pub sim_op: u32,
     /// The op's id in the op metadata table ([`crate::opmeta`]), or 0.
     pub meta: u32,
 }
 
 /// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
-/// use [`crate::record::until_nul`] on other input); `replay` is the default unless the
+/// use [`crate::formats::record::until_nul`] on other input); `replay` is the default unless the
 /// simulator replays the op.
 #[inline]
 pub fn report_op(

@@ -26,7 +26,7 @@ pub fn kept(s: &[u8]) -> std::borrow::Cow<'_, [u8]> {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3)
     });
     let tail = format!("~{hash:016x}");
-    let mut out = crate::record::truncate_at_char(s, MAX_KEPT - tail.len()).to_vec();
+    let mut out = crate::formats::record::truncate_at_char(s, MAX_KEPT - tail.len()).to_vec();
     out.extend_from_slice(tail.as_bytes());
     out.into()
 }

@@ -266,7 +266,7 @@ impl RunStats {
         if path.is_dir() {
             for d in analyze::result_dirs(path)? {
                 pipeline.extend(crate::pipeline::read(&d.join(crate::filemode::HOST_LOG)));
-                let out = d.join("mindstudio_profiler_output");
+                let out = d.join(crate::formats::layout::OUTPUT_DIR);
                 for f in analyze::entries_named(&out, "op_statistic_").unwrap_or_default() {
                     for r in csv_rows(&f) {
                         if let (Some(t), Some(c)) = (r.get("OP Type"), r.get("Core Type")) {

@@ -117,7 +117,7 @@ fn check_stream(bytes: &[u8]) -> usize {
     );
     let mut last: HashMap<(u32, u32), u64> = HashMap::new();
     for rec in bytes.chunks_exact(REC) {
-        let v = aclprof::record::View(rec.try_into().unwrap());
+        let v = aclprof::formats::record::View(rec.try_into().unwrap());
         let key = (v.model_id(), v.thread_id());
         if let Some(&prev) = last.get(&key) {
             assert!(v.op_index() > prev, "stream {key:?} out of order");

@@ -9,7 +9,7 @@
 //! The cluster is kept in target/bench-ranks-RANKSxOPS (delete it to make it again); read
 //! from the page cache after the first round, so the figures are the analysis, not the disk.
 
-use aclprof::record::{encode, sign, OpFields, RECORD_SIZE};
+use aclprof::formats::record::{encode, sign, OpFields, RECORD_SIZE};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -4,7 +4,7 @@
 //! the records the view dropped.
 
 use aclprof::error::*;
-use aclprof::record::{View, RECORD_SIZE};
+use aclprof::formats::record::{View, RECORD_SIZE};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -301,11 +301,11 @@ mod tests {
         let mut recs = Vec::new();
         for i in 0..8u64 {
             let mut r = [0u8; RECORD_SIZE];
-            aclprof::record::encode(
+            aclprof::formats::record::encode(
                 &mut r,
-                &aclprof::record::OpFields {
+                &aclprof::formats::record::OpFields {
                     model_id: 1,
-                    flag: aclprof::record::FLAG_OP,
+                    flag: aclprof::formats::record::FLAG_OP,
                     thread_id: 1,
                     op_index: i,
                     start: 100 * i,

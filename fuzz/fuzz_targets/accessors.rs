@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     // Half the time, make the records validly signed so decoding goes deep.
     if data[4] & 1 == 1 {
         for rec in body.chunks_exact_mut(512) {
-            aclprof::record::sign(rec);
+            aclprof::formats::record::sign(rec);
         }
     }
     let p = body.as_ptr() as *const c_void;

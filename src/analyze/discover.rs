@@ -29,52 +29,8 @@ pub(super) fn io_err<T>(p: &Path, e: std::io::Error) -> Result<T> {
     err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display()))
 }
 
-/// True if `p` is a result directory (`PROF_*`).
-pub fn is_prof_dir(p: &Path) -> bool {
-    p.join(crate::filemode::SESSION_FILE).is_file()
-        || p.file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with("PROF_"))
-            && p.is_dir()
-}
-
-/// The rank a device directory's info.json names (`rank_id`).
-pub(super) fn rank_of(device_dir: &Path) -> Option<u32> {
-    let entries = std::fs::read_dir(device_dir).ok()?;
-    for e in entries.flatten() {
-        let n = e.file_name();
-        if n.to_str().is_some_and(|n| n.starts_with("info.json")) {
-            let v: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok()?;
-            return v["rank_id"].as_u64().and_then(|r| u32::try_from(r).ok());
-        }
-    }
-    None
-}
-
-/// The ranks of result directory `dir`'s devices (those whose info.json gives one).
-pub fn ranks_of(dir: &Path) -> Vec<u32> {
-    entries_named(dir, "device_")
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|d| rank_of(d))
-        .collect()
-}
-
-/// The entries of `dir` whose names start with `prefix`, sorted.
-pub fn entries_named(dir: &Path, prefix: &str) -> std::io::Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(prefix))
-        })
-        .collect();
-    v.sort();
-    Ok(v)
-}
+use crate::formats::layout::rank_of;
+pub use crate::formats::layout::{entries_named, is_prof_dir, ranks_of};
 
 pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
@@ -109,48 +65,16 @@ pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     Ok(())
 }
 
-/// The result directories `path` names: itself if it is one, else every `PROF_*` directory
-/// under it, at any depth (devices, ranks, repeated starts), sorted.
+/// The result directories `path` names ([`crate::formats::layout::result_dirs`]).
 pub fn result_dirs(path: &Path) -> Result<Vec<PathBuf>> {
-    if is_prof_dir(path) {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    if path.is_file() {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            format!(
-                "{}: a file, not a PROF_* result directory or a folder of them",
-                path.display()
-            ),
-        );
-    }
-    let mut stack = vec![path.to_path_buf()];
-    let mut dirs = Vec::new();
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).or_else(|e| io_err(&d, e))?.flatten() {
-            let p = e.path();
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            if is_prof_dir(&p) {
-                dirs.push(p);
-            } else {
-                stack.push(p);
-            }
-        }
-    }
-    dirs.sort();
-    if dirs.is_empty() {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            format!(
-                "{}: no PROF_* result directory in it (give a result directory, a folder \
-                 of them, a file of records, or - for standard input)",
-                path.display()
-            ),
-        );
-    }
-    Ok(dirs)
+    crate::formats::layout::result_dirs(path).map_err(|e| {
+        let code = if e.kind() == std::io::ErrorKind::InvalidInput {
+            ACL_ERROR_INVALID_PARAM
+        } else {
+            ACL_ERROR_INVALID_FILE
+        };
+        crate::error::Error::new(code, e.to_string())
+    })
 }
 
 /// What `path` holds: "-" is standard input; a result directory; a folder of them; or a
@@ -175,36 +99,12 @@ pub(super) fn inputs(path: &Path) -> Result<Vec<Input>> {
     Ok(v)
 }
 
-/// Reads whole records from `r`, 2048 at a time; a torn tail is counted as corrupt.
+/// Reads whole records from `r` ([`crate::formats::raw::each_record`]).
 pub(super) fn each_record(
     r: &mut dyn Read,
     what: &Path,
     corrupt: &mut u64,
     f: &mut dyn FnMut(View<'_>),
 ) -> Result<()> {
-    let mut buf = vec![0u8; RECORD_SIZE * 2048];
-    let mut filled = 0;
-    loop {
-        let n = match r.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return io_err(what, e),
-        };
-        filled += n;
-        let whole = filled / RECORD_SIZE * RECORD_SIZE;
-        for rec in buf[..whole].chunks_exact(RECORD_SIZE) {
-            if record::get_u32(rec, 0) == record::signature_of(rec) {
-                f(View(rec.try_into().unwrap()));
-            } else {
-                *corrupt += 1;
-            }
-        }
-        buf.copy_within(whole..filled, 0);
-        filled -= whole;
-    }
-    if filled > 0 {
-        *corrupt += 1;
-    }
-    Ok(())
+    crate::formats::raw::each_record(r, corrupt, f).or_else(|e| io_err(what, e))
 }

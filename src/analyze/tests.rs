@@ -1,7 +1,7 @@
 //! Tests of the analysis: queries, inputs, ranking, steps and rendering.
 
 use super::*;
-use crate::record::{encode, sign, OpFields};
+use crate::formats::record::{encode, sign, OpFields};
 
 fn rec(name: &str, ty: &str, dev: u32, stream: u32, start: u64, dur: u64) -> Vec<u8> {
     let mut r = Box::new([0u8; RECORD_SIZE]);

@@ -810,8 +810,8 @@ pub unsafe extern "C" fn aclprofExtDecodeOps(
     )
 }
 
-fn unpack(v: crate::record::View<'_>) -> aclprofExtOp {
-    use crate::record::{get_u16, OFF_NAME, OFF_NAME_LEN, OFF_TYPE, OFF_TYPE_LEN};
+fn unpack(v: crate::formats::record::View<'_>) -> aclprofExtOp {
+    use crate::formats::record::{get_u16, OFF_NAME, OFF_NAME_LEN, OFF_TYPE, OFF_TYPE_LEN};
     aclprofExtOp {
         start: v.start(),
         end: v.end(),

@@ -168,7 +168,7 @@ pub(crate) unsafe fn op_record<'a>(
     len: usize,
     index: u32,
 ) -> Result<crate::accessor::Checked<'a>> {
-    use crate::record::RECORD_SIZE;
+    use crate::formats::record::RECORD_SIZE;
     // The common case in straight-line code; the error (which needs the same tests again
     // to say which one failed) is built out of line.
     if p.is_null() || len % RECORD_SIZE != 0 || index as usize >= len / RECORD_SIZE {
@@ -177,7 +177,7 @@ pub(crate) unsafe fn op_record<'a>(
     let rec = &*p
         .cast::<u8>()
         .add(index as usize * RECORD_SIZE)
-        .cast::<crate::record::Record>();
+        .cast::<crate::formats::record::Record>();
     crate::accessor::verified(rec, index)
 }
 

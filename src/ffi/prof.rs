@@ -7,7 +7,7 @@ use super::{
 };
 use crate::accessor::{self, Field};
 use crate::error::{Error, ACL_ERROR_INVALID_PARAM, MSPROFTX_FAILED};
-use crate::record::{FLAG_NONE, FLAG_OP_THREAD, RECORD_SIZE};
+use crate::formats::record::{FLAG_NONE, FLAG_OP_THREAD, RECORD_SIZE};
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CString};
 
@@ -503,7 +503,7 @@ unsafe fn field<T: Copy>(
     len: usize,
     index: u32,
     on_error: T,
-    get: impl FnOnce(crate::record::View<'_>) -> T,
+    get: impl FnOnce(crate::formats::record::View<'_>) -> T,
 ) -> T {
     match cached_record(opInfo, len, index) {
         Some(c) => get(c.view),
@@ -518,7 +518,7 @@ unsafe fn field_checked<T: Copy>(
     len: usize,
     index: u32,
     on_error: T,
-    get: impl FnOnce(crate::record::View<'_>) -> T,
+    get: impl FnOnce(crate::formats::record::View<'_>) -> T,
 ) -> T {
     guard(func, on_error, || match op_record(opInfo, len, index) {
         Ok(c) => get(c.view),

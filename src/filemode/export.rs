@@ -13,13 +13,14 @@ use super::pftrace::{Arg, Pftrace};
 use super::{local_stamp, HOST_LOG, SESSION_FILE};
 use crate::agg::Agg;
 use crate::error::*;
-use crate::record::{self, View, RECORD_SIZE};
+use crate::formats::raw::StreamReader;
+use crate::formats::record::{View, RECORD_SIZE};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 mod text;
@@ -178,40 +179,9 @@ impl Timeline {
     }
 }
 
-/// One stream's raw file, read a record at a time.
-struct StreamReader {
-    r: BufReader<File>,
-    cur: Box<[u8; RECORD_SIZE]>,
-}
-
-impl StreamReader {
-    /// Next validly signed record; false at the end (a torn tail counts as corrupt).
-    fn advance(&mut self, corrupt: &mut u64) -> bool {
-        loop {
-            match self.r.read_exact(&mut self.cur[..]) {
-                Ok(()) => {
-                    if record::get_u32(&self.cur[..], 0) == record::signature_of(&self.cur[..]) {
-                        return true;
-                    }
-                    *corrupt += 1;
-                }
-                Err(_) => return false,
-            }
-        }
-    }
-}
-
+/// The raw stream files of a device's `data` directory, in name order.
 pub fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = io("cannot list", dir, fs::read_dir(dir))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("aclprof_ops.stream_") && n.ends_with(".bin"))
-        })
-        .collect();
-    v.sort();
-    Ok(v)
+    io("cannot list", dir, crate::formats::raw::stream_files(dir))
 }
 
 /// The names export writes into `mindstudio_profiler_output/`.
@@ -341,9 +311,9 @@ impl Replays {
         let op = m.ops.get(i)?;
         // The model id could name another model by now: the op must be the one recorded.
         let same = v.name()
-            == Some(crate::record::truncate_at_char(
+            == Some(crate::formats::record::truncate_at_char(
                 op.name.as_bytes(),
-                crate::record::MAX_NAME_LEN,
+                crate::formats::record::MAX_NAME_LEN,
             ));
         same.then_some((op, at.as_slice()))
     }
@@ -562,11 +532,7 @@ fn merge_devices(
         let mut metas = crate::opmeta::Lookup::new(&data, pid as u32);
         let mut readers: Vec<StreamReader> = Vec::new();
         for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
-            let f = io("cannot open", &p, File::open(&p))?;
-            let mut r = StreamReader {
-                r: BufReader::with_capacity(256 * 1024, f),
-                cur: Box::new([0; RECORD_SIZE]),
-            };
+            let mut r = io("cannot open", &p, StreamReader::open(&p))?;
             if r.advance(&mut summary.corrupt) {
                 readers.push(r);
             }
@@ -575,7 +541,7 @@ fn merge_devices(
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let v = View(r.cur[..].try_into().unwrap());
+                let v = r.current();
                 Reverse((v.start(), v.end(), i))
             })
             .collect();
@@ -587,7 +553,7 @@ fn merge_devices(
         let mut prev_end: Option<u64> = None;
         let mut n = 0u64;
         while let Some(Reverse((start, end, i))) = heap.pop() {
-            let v = View(readers[i].cur[..].try_into().unwrap());
+            let v = readers[i].current();
             let replayed = replays.op(&v);
             let sim = replayed.map(|r| r.0);
             let meta = metas.get(v.meta());
@@ -706,7 +672,7 @@ fn merge_devices(
                 progress(merged, expected);
             }
             if readers[i].advance(&mut summary.corrupt) {
-                let v = View(readers[i].cur[..].try_into().unwrap());
+                let v = readers[i].current();
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
         }
@@ -761,7 +727,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
     let mono0 = session["clockMonotonicRaw"].as_u64().unwrap_or(0);
     let wall0 = session["wallClockNs"].as_u64().unwrap_or(0);
     let pid = session["pid"].as_u64().unwrap_or(0);
-    let out = dir.join("mindstudio_profiler_output");
+    let out = dir.join(crate::formats::layout::OUTPUT_DIR);
     if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
         return err(
             ACL_ERROR_INVALID_FILE,

@@ -25,8 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub const HOST_LOG: &str = "host/data/aclprof_host.jsonl";
-pub const SESSION_FILE: &str = "host/data/aclprof_session.json";
+pub use crate::formats::layout::{HOST_LOG, SESSION_FILE};
 
 /// One running `aclprofStart`.
 pub struct Session {
@@ -198,7 +197,7 @@ pub fn begin(
         h.finish()
     });
     mkdir(&dir.join("host/data"))?;
-    mkdir(&dir.join("mindstudio_profiler_output"))?;
+    mkdir(&dir.join(crate::formats::layout::OUTPUT_DIR))?;
     mkdir(&dir.join("analyze"))?;
     let limit = settings_kv
         .get(&crate::formats::prof_values::config_type::STORAGE_LIMIT)

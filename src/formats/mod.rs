@@ -4,4 +4,8 @@
 
 pub mod acl_base;
 pub mod acl_prof;
+pub mod layout;
 pub mod prof_values;
+pub mod raw;
+pub mod record;
+pub mod signature;

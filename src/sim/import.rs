@@ -61,16 +61,7 @@ pub struct TaskInfo {
     pub task_id: Option<u32>,
 }
 
-/// The first bytes of every SQLite database file.
-pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
-
-/// True if the file at `p` starts as an SQLite database does.
-pub fn is_database(p: &Path) -> bool {
-    let mut magic = [0u8; 16];
-    std::fs::File::open(p)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|_| &magic == SQLITE_MAGIC)
-}
+pub use crate::formats::layout::{is_database, SQLITE_MAGIC};
 
 /// The formats a model description can have, for error messages.
 pub const FORMATS: &str = "aclprof's JSON model description, msprof's op_summary CSV, \

@@ -8,7 +8,7 @@ pub mod import;
 pub use import::*;
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID};
-use crate::record::until_nul;
+use crate::formats::record::until_nul;
 use std::path::Path;
 
 /// Loads the description as a model of the emulated runtime; returns its model id.
@@ -91,7 +91,7 @@ pub fn import_db(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<std::path::PathBuf> {
     use crate::error::ACL_ERROR_INVALID_FILE;
-    use crate::record::{encode, sign, OpFields, FLAG_OP, RECORD_SIZE};
+    use crate::formats::record::{encode, sign, OpFields, FLAG_OP, RECORD_SIZE};
     use std::io::Write;
     if !is_database(db) {
         return err(

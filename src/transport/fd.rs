@@ -2,7 +2,7 @@
 //! that never raise `SIGPIPE` (or `SIGXFSZ`) in the host process.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
-use crate::record::RECORD_SIZE;
+use crate::formats::record::RECORD_SIZE;
 use std::os::raw::c_int;
 
 /// The application's `int *` given to `aclprofCreateSubscribeConfig`.

@@ -1,7 +1,7 @@
 //! File mode's destination: one raw file of records per stream, so the export can merge
 //! streams in time order with memory independent of the number of ops.
 
-use crate::record::{self, RECORD_SIZE};
+use crate::formats::record::{self, RECORD_SIZE};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
@@ -33,7 +33,7 @@ impl StreamFiles {
 
     /// The raw file of stream `s` in `dir`.
     pub fn path(dir: &Path, s: u32) -> PathBuf {
-        dir.join(format!("aclprof_ops.stream_{s}.bin"))
+        crate::formats::raw::stream_path(dir, s)
     }
 
     fn file(&mut self, s: u32) -> std::io::Result<&mut File> {

@@ -10,7 +10,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
-use crate::record::RECORD_SIZE;
+use crate::formats::record::RECORD_SIZE;
 
 /// At most this many records past its producer's head have their pages faulted in by the
 /// flusher on a private lane's first lap (2 MiB): twice what a producer at ~100 k ops/s

@@ -26,7 +26,6 @@
 
 mod barrier;
 pub mod fd;
-pub mod files;
 mod flusher;
 pub(crate) mod lane;
 #[cfg(all(test, loom))]
@@ -35,12 +34,13 @@ pub mod ring;
 mod waits;
 
 pub use fd::{prepare_fd, Kind, UserFd};
+pub mod files;
 pub use files::StreamFiles;
 use waits::Waited;
 pub use waits::{waits, Waits};
 
 use crate::error::Result;
-use crate::record::{self, OpFields, RECORD_SIZE};
+use crate::formats::record::{self, OpFields, RECORD_SIZE};
 use crate::settings::OnFull;
 use crate::sync::{AtomicBool, AtomicU64, AtomicU8, Mutex};
 use lane::{Cons, Lane, Mem, Prod};

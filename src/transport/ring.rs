@@ -26,7 +26,7 @@
 
 use super::lane::{LaneCtl, Mem, LANE_CTL_SIZE};
 use crate::error::*;
-use crate::record::{self, RECORD_SIZE};
+use crate::formats::record::{self, RECORD_SIZE};
 use memmap2::MmapRaw;
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};

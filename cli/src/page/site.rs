@@ -80,7 +80,7 @@ fn is_run_file(p: &Path) -> bool {
         return false;
     };
     aclprof::sim::import::is_database(p)
-        || (m.len() > 0 && m.len() % aclprof::record::RECORD_SIZE as u64 == 0)
+        || (m.len() > 0 && m.len() % aclprof::formats::record::RECORD_SIZE as u64 == 0)
 }
 
 /// A page's file name for a run: its name's safe characters, unique in the site.

@@ -215,7 +215,7 @@ mod tests {
 
     #[test]
     fn sparse_path_equals_the_reference_for_every_string_length() {
-        use crate::record::{encode, OpFields};
+        use crate::formats::record::{encode, OpFields};
         for tlen in [0usize, 1, 5, 6, 7, 8, 30, 63, 64, 70] {
             for nlen in [0usize, 1, 2, 3, 6, 7, 8, 9, 35, 100, 250, 255, 256, 300] {
                 let mut r = [0u8; 512];
@@ -228,14 +228,14 @@ mod tests {
                 encode(&mut r, &f, &vec![b'n'; nlen], &vec![b't'; tlen]);
                 let want = bitwise(&r[4..]);
                 let mut fresh = r;
-                crate::record::sign_fresh(&mut fresh);
+                crate::formats::record::sign_fresh(&mut fresh);
                 assert_eq!(
-                    crate::record::get_u32(&fresh, 0),
+                    crate::formats::record::get_u32(&fresh, 0),
                     want,
                     "type {tlen}, name {nlen}"
                 );
                 assert_eq!(
-                    crate::record::signature_of(&r),
+                    crate::formats::record::signature_of(&r),
                     want,
                     "type {tlen}, name {nlen}"
                 );
@@ -244,7 +244,7 @@ mod tests {
                     let mut bad = r;
                     bad[at] ^= 0x40;
                     assert_eq!(
-                        crate::record::signature_of(&bad),
+                        crate::formats::record::signature_of(&bad),
                         bitwise(&bad[4..]),
                         "byte {at}"
                     );

@@ -77,7 +77,7 @@ pub type Record = [u8; RECORD_SIZE];
 /// XOR, i.e. the bitwise NOT of the standard CRC-32C.
 #[inline]
 pub fn crc_register(bytes: &[u8]) -> u32 {
-    crate::signature::register(bytes)
+    crate::formats::signature::register(bytes)
 }
 
 /// Where a record's non-zero bytes can be: the header and the op type in `[4, e1)`, the
@@ -99,7 +99,7 @@ fn spans(rec: &Record) -> (usize, usize, usize) {
 #[inline]
 pub fn signature_of(rec: &[u8]) -> u32 {
     match <&Record>::try_from(rec) {
-        Ok(r) => crate::signature::of_record(r),
+        Ok(r) => crate::formats::signature::of_record(r),
         Err(_) => crc_register(&rec[4..]),
     }
 }
@@ -107,7 +107,7 @@ pub fn signature_of(rec: &[u8]) -> u32 {
 /// The signature of a record just built by [`encode`] into a zeroed buffer.
 #[inline]
 pub fn fresh_signature_of(rec: &Record) -> u32 {
-    crate::signature::of_sparse_record(rec, spans(rec))
+    crate::formats::signature::of_sparse_record(rec, spans(rec))
 }
 
 /// Signs a record just built by [`encode`] into a zeroed buffer (the bytes after its
