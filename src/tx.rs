@@ -11,6 +11,7 @@
 //! host event log.
 
 use crate::error::*;
+use crate::formats::host::{HostEvent, StepTag, TxKind};
 use crate::handles::Table;
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -108,28 +109,33 @@ fn enabled() -> Result<()> {
 fn emit(e: Event) {
     log::trace!("aclprof msproftx event {e:?}");
     let (kind, message, start, end, tid) = match &e {
-        Event::Mark { message, ns, tid } => ("mark", message, *ns, *ns, *tid),
+        Event::Mark { message, ns, tid } => (TxKind::Mark, message, *ns, *ns, *tid),
         Event::MarkEx {
             message, ns, tid, ..
-        } => ("mark_ex", message, *ns, *ns, *tid),
+        } => (TxKind::MarkEx, message, *ns, *ns, *tid),
         Event::PushPop {
             message,
             start_ns,
             end_ns,
             tid,
-        } => ("push_pop", message, *start_ns, *end_ns, *tid),
+        } => (TxKind::PushPop, message, *start_ns, *end_ns, *tid),
         Event::Range {
             message,
             start_ns,
             end_ns,
             tid,
             ..
-        } => ("range", message, *start_ns, *end_ns, *tid),
+        } => (TxKind::Range, message, *start_ns, *end_ns, *tid),
     };
-    crate::filemode::host_event(
-        0x80,
-        || serde_json::json!({"kind": "tx", "type": kind, "name": message, "tid": tid, "start": start, "end": end}),
-    );
+    crate::filemode::host_event(crate::formats::acl_prof::ACL_PROF_MSPROFTX, || {
+        HostEvent::Tx {
+            end,
+            name: message.clone(),
+            start,
+            tid: u64::from(tid),
+            kind,
+        }
+    });
 }
 
 fn stamp<R>(h: usize, f: impl FnOnce(&mut Stamp) -> R) -> Result<R> {
@@ -349,7 +355,12 @@ pub fn step_timestamp(h: usize, tag: u32) -> Result<(u64, bool, u64)> {
         }
         let now = crate::clock::now_ns();
         crate::filemode::host_event(crate::formats::acl_prof::ACL_PROF_TRAINING_TRACE, || {
-            serde_json::json!({"kind": "step", "index": s.index, "tag": if start { "start" } else { "end" }, "tid": crate::clock::thread_id(), "start": now})
+            HostEvent::Step {
+                index: s.index,
+                start: now,
+                tag: if start { StepTag::Start } else { StepTag::End },
+                tid: u64::from(crate::clock::thread_id()),
+            }
         });
         Ok((s.index, start, now))
     });

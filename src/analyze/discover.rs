@@ -34,15 +34,16 @@ pub use crate::formats::layout::{entries_named, is_prof_dir, ranks_of};
 
 pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
-    let session = std::fs::read(dir.join(crate::filemode::SESSION_FILE))
+    let session = std::fs::read_to_string(dir.join(crate::formats::layout::SESSION_FILE))
         .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-    let point = |key: &str| -> Option<std::sync::Arc<str>> {
-        session
-            .as_ref()
-            .and_then(|v| v[key].as_str().filter(|p| !p.is_empty()).map(Into::into))
+        .and_then(|t| crate::formats::host::Session::from_json(&t).ok());
+    let point = |p: Option<&String>| -> Option<std::sync::Arc<str>> {
+        p.filter(|p| !p.is_empty()).map(|p| p.as_str().into())
     };
-    let (fp, bp) = (point("fpPoint"), point("bpPoint"));
+    let (fp, bp) = match &session {
+        Some(s) => (point(s.fp_point.as_ref()), point(s.bp_point.as_ref())),
+        None => (None, None),
+    };
     for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {
         // A device that recorded nothing may have no data directory; any other failure to
         // list it is an error, not fewer ops.

@@ -709,24 +709,17 @@ pub fn export(dir: &Path) -> Result<Summary> {
 
 /// [`export`], calling `progress(merged, expected)` every 256 Ki ops.
 pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Summary> {
-    let session: serde_json::Value = {
+    let session = {
         let p = dir.join(SESSION_FILE);
         let text = io("cannot read", &p, fs::read_to_string(&p))?;
-        serde_json::from_str(&text)
+        crate::formats::host::Session::from_json(&text)
             .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?
     };
-    let devices: Vec<u32> = session["devices"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|d| d.as_u64().map(|d| d as u32))
-                .collect()
-        })
-        .unwrap_or_default();
-    let data_type = session["dataTypeConfig"].as_u64().unwrap_or(0);
-    let mono0 = session["clockMonotonicRaw"].as_u64().unwrap_or(0);
-    let wall0 = session["wallClockNs"].as_u64().unwrap_or(0);
-    let pid = session["pid"].as_u64().unwrap_or(0);
+    let devices = session.devices.clone();
+    let data_type = session.data_type_config;
+    let mono0 = session.clock_monotonic_raw;
+    let wall0 = session.wall_clock_ns;
+    let pid = session.pid;
     let out = dir.join(crate::formats::layout::OUTPUT_DIR);
     if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
         return err(
@@ -777,9 +770,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
     let r = tl.pf.clock(wall0);
     tlw(tl.pf_err(r))?;
 
-    let metric = session["aicoreMetrics"]
-        .as_u64()
-        .unwrap_or(crate::state::ACL_AICORE_NONE as u64);
+    let metric = session.aicore_metrics;
     let pmu = pmu_columns(metric);
     let mut rows = Rows::create(&out, &stamp, pmu)?;
     // The database goes where CANN puts it, in the result directory itself (msprof-analyze
@@ -803,8 +794,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
     let tl_cell = std::sync::Mutex::new(tl);
     // Steps: the host's step timestamps, else the fp_point ops, else the whole run.
     let host_steps = read_host_steps(dir);
-    let point = |k: &str| session[k].as_str().map(str::to_string);
-    let (fp, bp) = (point("fpPoint"), point("bpPoint"));
+    let (fp, bp) = (session.fp_point.clone(), session.bp_point.clone());
     let new_steps = || Steps::new(host_steps.clone(), fp.clone(), bp.clone());
     let (steps_done, mut db) = std::thread::scope(|scope| -> Result<(Steps, Db)> {
         let mut db_sink = DbSink::start(scope, db);

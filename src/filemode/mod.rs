@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::formats::host::{HostEvent, Session as HostSession};
 pub use crate::formats::layout::{HOST_LOG, SESSION_FILE};
 
 /// One running `aclprofStart`.
@@ -56,9 +57,8 @@ struct HostLog {
 const HOST_BATCH: usize = 64 * 1024;
 
 impl HostLog {
-    fn push(&mut self, ev: &serde_json::Value) {
-        // (Writing a Value into a Vec cannot fail.)
-        let _ = serde_json::to_writer(&mut self.buf, ev);
+    fn push(&mut self, ev: &HostEvent) {
+        ev.to_line(&mut self.buf);
         self.buf.push(b'\n');
         self.pending += 1;
         if self.buf.len() >= HOST_BATCH {
@@ -132,7 +132,7 @@ pub fn dir_name(index: u64) -> String {
     )
 }
 
-fn write_json(path: &Path, v: &serde_json::Value) -> Result<()> {
+fn write_json(path: &Path, v: &impl serde::Serialize) -> Result<()> {
     let text = serde_json::to_string_pretty(v).unwrap_or_default();
     fs::write(path, text + "\n").or_else(|e| {
         err(
@@ -223,10 +223,18 @@ pub fn begin(
     // The session file lets `export` rebuild everything from disk, even after a crash.
     write_json(
         &dir.join(SESSION_FILE),
-        &json!({"pid": pid, "devices": config.devices, "dataTypeConfig": config.data_type,
-                "clockMonotonicRaw": mono, "wallClockNs": wall, "storageLimitBytes": limit,
-                "aicoreMetrics": config.aicore_metrics, "fpPoint": config.fp_point,
-                "bpPoint": config.bp_point}),
+        &HostSession {
+            aicore_metrics: u64::from(config.aicore_metrics),
+            bp_point: config.bp_point.clone(),
+            clock_monotonic_raw: mono,
+            data_type_config: config.data_type,
+            devices: config.devices.clone(),
+            fp_point: config.fp_point.clone(),
+            imported_from: None,
+            pid: u64::from(pid),
+            storage_limit_bytes: limit,
+            wall_clock_ns: wall,
+        },
     )?;
     let s = settings::get();
     let mut sinks = Vec::new();
@@ -325,7 +333,7 @@ pub fn flush_host_events() -> Option<(u64, String)> {
 
 /// Appends one host event if its switch is on (`bit` of dataTypeConfig); `ev` makes it, so
 /// nothing is built (no allocation, no system call) while the switch is off.
-pub fn host_event(bit: u64, ev: impl FnOnce() -> serde_json::Value) {
+pub fn host_event(bit: u64, ev: impl FnOnce() -> HostEvent) {
     if DATA_TYPE.load(std::sync::atomic::Ordering::Acquire) & bit == 0 {
         return;
     }

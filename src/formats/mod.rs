@@ -4,6 +4,7 @@
 
 pub mod acl_base;
 pub mod acl_prof;
+pub mod host;
 pub mod layout;
 pub mod prof_values;
 pub mod raw;

@@ -8,6 +8,7 @@
 pub mod analysis;
 
 use crate::error::*;
+use crate::formats::host::{HostEvent, PipelineEvent};
 use std::path::Path;
 
 /// The stage name of the training thread's wait for its next batch: the per-step data wait
@@ -35,7 +36,7 @@ pub fn span(
     worker: u32,
     start: u64,
     end: u64,
-) -> Result<impl FnOnce() -> serde_json::Value + '_> {
+) -> Result<impl FnOnce() -> HostEvent + '_> {
     if end < start {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -44,9 +45,13 @@ pub fn span(
     }
     let stage = stage_name(stage)?;
     Ok(move || {
-        let tid = crate::clock::thread_id();
-        serde_json::json!({"kind": "pipeline", "type": "span", "name": stage, "worker": worker,
-            "tid": tid, "start": start, "end": end})
+        HostEvent::Pipeline(PipelineEvent::Span {
+            end,
+            name: stage.to_string(),
+            start,
+            tid: u64::from(crate::clock::thread_id()),
+            worker,
+        })
     })
 }
 
@@ -57,7 +62,7 @@ pub fn queue(
     depth: u32,
     capacity: u32,
     ns: u64,
-) -> Result<impl FnOnce() -> serde_json::Value + '_> {
+) -> Result<impl FnOnce() -> HostEvent + '_> {
     if capacity > 0 && depth > capacity {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -66,8 +71,12 @@ pub fn queue(
     }
     let stage = stage_name(stage)?;
     Ok(move || {
-        serde_json::json!({"kind": "pipeline", "type": "queue", "name": stage, "depth": depth,
-            "capacity": capacity, "start": ns})
+        HostEvent::Pipeline(PipelineEvent::Queue {
+            capacity,
+            depth,
+            name: stage.to_string(),
+            start: ns,
+        })
     })
 }
 
@@ -89,29 +98,37 @@ pub enum Event {
     },
 }
 
-/// The pipeline events in a host event line, if it is one.
-pub fn parse(ev: &serde_json::Value) -> Option<Event> {
-    if ev["kind"].as_str() != Some("pipeline") {
+/// The pipeline event a host event is, if it is one.
+pub fn parse(ev: &HostEvent) -> Option<Event> {
+    let HostEvent::Pipeline(p) = ev else {
         return None;
-    }
-    let stage = ev["name"].as_str()?.to_string();
-    let start = ev["start"].as_u64().unwrap_or(0);
-    match ev["type"].as_str()? {
-        "span" => Some(Event::Span {
-            stage,
-            worker: ev["worker"].as_u64().unwrap_or(0) as u32,
-            tid: ev["tid"].as_u64().unwrap_or(0),
+    };
+    Some(match p {
+        PipelineEvent::Span {
+            end,
+            name,
             start,
-            end: ev["end"].as_u64().unwrap_or(start).max(start),
-        }),
-        "queue" => Some(Event::Queue {
-            stage,
-            depth: ev["depth"].as_u64().unwrap_or(0) as u32,
-            capacity: ev["capacity"].as_u64().unwrap_or(0) as u32,
-            ns: start,
-        }),
-        _ => None,
-    }
+            tid,
+            worker,
+        } => Event::Span {
+            stage: name.clone(),
+            worker: *worker,
+            tid: *tid,
+            start: *start,
+            end: (*end).max(*start),
+        },
+        PipelineEvent::Queue {
+            capacity,
+            depth,
+            name,
+            start,
+        } => Event::Queue {
+            stage: name.clone(),
+            depth: *depth,
+            capacity: *capacity,
+            ns: *start,
+        },
+    })
 }
 
 /// The pipeline events in the host event log `log`, in the order they were recorded.
@@ -125,7 +142,7 @@ pub fn read(log: &Path) -> Vec<Event> {
         .map_while(std::result::Result::ok)
         // Most host events are API calls: only pipeline lines are parsed.
         .filter(|l| l.contains("\"pipeline\""))
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(&l).ok())
+        .filter_map(|l| HostEvent::from_line(&l))
         .filter_map(|v| parse(&v))
         .collect()
 }

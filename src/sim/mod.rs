@@ -73,8 +73,13 @@ pub fn execute(id: u32) -> Result<()> {
     crate::clock::sleep_until(t);
     // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
     crate::filemode::host_event(crate::formats::acl_prof::ACL_PROF_ACL_API, || {
-        serde_json::json!({"kind": "api", "name": "aclmdlExecute", "item": m.name,
-                           "tid": crate::clock::thread_id(), "start": call_start, "end": crate::clock::now_ns()})
+        crate::formats::host::HostEvent::Api {
+            end: crate::clock::now_ns(),
+            item: m.name.clone(),
+            name: "aclmdlExecute".into(),
+            start: call_start,
+            tid: u64::from(crate::clock::thread_id()),
+        }
     });
     Ok(())
 }
@@ -137,13 +142,16 @@ pub fn import_db(
             })
             .filter(|_| !m.pmu_columns.is_empty())
             .unwrap_or(u64::from(crate::formats::prof_values::AICORE_NONE));
-        let session = serde_json::json!({
-            "pid": std::process::id(), "devices": [dev], "dataTypeConfig": crate::formats::acl_prof::ACL_PROF_TASK_TIME,
-            "clockMonotonicRaw": 0, "wallClockNs": 0, "aicoreMetrics": metric,
-            "importedFrom": db.display().to_string(),
-        });
+        let session = crate::formats::host::Session {
+            aicore_metrics: metric,
+            data_type_config: crate::formats::acl_prof::ACL_PROF_TASK_TIME,
+            devices: vec![dev],
+            imported_from: Some(db.display().to_string()),
+            pid: u64::from(std::process::id()),
+            ..Default::default()
+        };
         let sp = dir.join(crate::filemode::SESSION_FILE);
-        std::fs::write(&sp, session.to_string()).map_err(|e| io("write", &sp, e))?;
+        std::fs::write(&sp, session.to_json()).map_err(|e| io("write", &sp, e))?;
         let info = dir.join(format!("device_{dev}/info.json.{dev}"));
         std::fs::write(&info, serde_json::json!({"rank_id": dev}).to_string())
             .map_err(|e| io("write", &info, e))?;

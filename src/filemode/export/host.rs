@@ -2,6 +2,7 @@
 //! msproftx, pipeline spans) from the session's host log.
 
 use super::*;
+use crate::formats::host::{HostEvent, StepTag, TxKind};
 
 /// The steps `aclprofGetStepTimestamp` marked: (index, start, end).
 pub fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
@@ -15,18 +16,16 @@ pub fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
         if !line.contains("\"step\"") {
             continue;
         }
-        let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
+        let Some(HostEvent::Step {
+            index, start, tag, ..
+        }) = HostEvent::from_line(&line)
+        else {
             continue;
         };
-        if ev["kind"].as_str() != Some("step") {
-            continue;
-        }
-        let idx = ev["index"].as_u64().unwrap_or(0);
-        let t = ev["start"].as_u64().unwrap_or(0);
-        if ev["tag"].as_str() == Some("start") {
-            open.insert(idx, t);
-        } else if let Some(s) = open.remove(&idx) {
-            steps.push((idx, s, t.max(s)));
+        if tag == StepTag::Start {
+            open.insert(index, start);
+        } else if let Some(s) = open.remove(&index) {
+            steps.push((index, s, start.max(s)));
         }
     }
     steps
@@ -122,22 +121,26 @@ pub(super) fn host_events(
         .flatten()
         .map_while(std::result::Result::ok)
     {
-        let Ok(ev) = serde_json::from_str::<serde_json::Value>(&line) else {
+        let Some(ev) = HostEvent::from_line(&line) else {
             continue;
         };
-        let tid = ev["tid"].as_u64().unwrap_or(0);
-        let start = ev["start"].as_u64().unwrap_or(0);
-        let end = ev["end"].as_u64().unwrap_or(start).max(start);
-        let name = ev["name"].as_str().unwrap_or("").to_string();
-        match ev["kind"].as_str() {
-            Some("api") => {
+        match &ev {
+            HostEvent::Api {
+                end,
+                item,
+                name,
+                start,
+                tid,
+            } => {
+                let (start, tid, name) = (*start, *tid, name.clone());
+                let end = (*end).max(start);
                 tlw(tl.process(cann, "CANN", "CPU", 7))?;
                 tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
                 let args = [
                     ("Thread Id", Arg::U(tid)),
                     ("Mode", Arg::S("ACL_MODEL")),
                     ("level", Arg::S("acl")),
-                    ("item_id", Arg::S(ev["item"].as_str().unwrap_or(""))),
+                    ("item_id", Arg::S(item)),
                 ];
                 tlw(tl.slice(
                     &format!("AscendCL@{name}"),
@@ -152,7 +155,7 @@ pub(super) fn host_events(
                     .or_default()
                     .add(end - start);
             }
-            Some("pipeline") => {
+            HostEvent::Pipeline(_) => {
                 tlw(tl.process(pipep, "Data Pipeline", "CPU", 9))?;
                 let n = pipe_tracks.len() as u64;
                 let Some(e) = crate::pipeline::parse(&ev) else {
@@ -192,23 +195,31 @@ pub(super) fn host_events(
                     }
                 }
             }
-            Some("tx") => {
+            HostEvent::Tx {
+                end,
+                name,
+                start,
+                tid,
+                kind,
+            } => {
+                let (start, tid, kind_name) = (*start, *tid, kind.as_str());
+                let end = (*end).max(start);
                 tlw(tl.process(txp, "MsprofTx", "CPU", 6))?;
                 tlw(tl.thread(txp, tid, &format!("Thread {tid}"), tid))?;
-                let args = [("Event Type", Arg::S(ev["type"].as_str().unwrap_or("")))];
-                tlw(tl.slice(&name, txp, tid, start, end - start, &args))?;
-                let kind = match ev["type"].as_str() {
-                    Some("range") => crate::filemode::db::MSTX_RANGE,
-                    Some("push_pop") => crate::filemode::db::MSTX_PUSH_POP,
-                    Some("mark_ex") => crate::filemode::db::MSTX_MARKER_EX,
-                    _ => crate::filemode::db::MSTX_MARKER,
+                let args = [("Event Type", Arg::S(kind_name))];
+                tlw(tl.slice(name, txp, tid, start, end - start, &args))?;
+                let db_kind = match kind {
+                    TxKind::Range => crate::filemode::db::MSTX_RANGE,
+                    TxKind::PushPop => crate::filemode::db::MSTX_PUSH_POP,
+                    TxKind::MarkEx => crate::filemode::db::MSTX_MARKER_EX,
+                    TxKind::Mark | TxKind::Unknown => crate::filemode::db::MSTX_MARKER,
                 };
                 db.mstx(
                     tx_events,
-                    kind,
+                    db_kind,
                     tl.pid,
                     tid,
-                    &name,
+                    name,
                     tl.wall(start),
                     tl.wall(end),
                 )?;
@@ -218,13 +229,13 @@ pub(super) fn host_events(
                         tl.pid.to_string().as_str(),
                         &tid.to_string(),
                         "0",
-                        ev["type"].as_str().unwrap_or(""),
+                        kind_name,
                         "0",
                         "0",
                         &tl.ts(start),
                         &tl.ts(end),
                         "0",
-                        &name,
+                        name,
                     ])
                     .map_err(|e| csv_err(&tx_path, e))?;
                 }
