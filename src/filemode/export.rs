@@ -29,8 +29,7 @@ use text::*;
 mod sinks;
 use sinks::*;
 
-mod schema;
-pub use schema::*;
+pub use crate::formats::op_summary::*;
 
 mod readme;
 use readme::*;

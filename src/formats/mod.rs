@@ -4,8 +4,10 @@
 
 pub mod acl_base;
 pub mod acl_prof;
+pub mod db_schema;
 pub mod host;
 pub mod layout;
+pub mod op_summary;
 pub mod prof_values;
 pub mod raw;
 pub mod record;

@@ -632,28 +632,7 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
     Ok(())
 }
 
-/// An op_summary PMU column's name in CANN's database (TASK_PMU_INFO), and whether it is a
-/// time (µs in op_summary, ns in the database): `aicore_time(us)` is `aic_total_time`,
-/// `aiv_time(us)` is `aiv_total_time`, other times drop their `(us)`.
-pub fn pmu_db_name(column: &str) -> (String, bool) {
-    match column.strip_suffix("(us)") {
-        Some("aicore_time") => ("aic_total_time".into(), true),
-        Some("aiv_time") => ("aiv_total_time".into(), true),
-        Some(t) => (t.to_string(), true),
-        None => (column.to_string(), false),
-    }
-}
-
-/// The op_summary column of a TASK_PMU_INFO name (the inverse of [`pmu_db_name`]) and
-/// whether it is a time.
-pub fn pmu_column_of(db_name: &str) -> (String, bool) {
-    match db_name {
-        "aic_total_time" => ("aicore_time(us)".into(), true),
-        "aiv_total_time" => ("aiv_time(us)".into(), true),
-        n if n.ends_with("_time") => (format!("{n}(us)"), true),
-        n => (n.to_string(), false),
-    }
-}
+pub use crate::formats::db_schema::{pmu_column_of, pmu_db_name};
 
 /// PMU column names, and each task's values by globalTaskId (see [`db_pmu`]).
 type PmuValues = (Vec<String>, HashMap<i64, Vec<String>>);
