@@ -1,24 +1,11 @@
 //! aclprof: Huawei CANN's AscendCL profiling API (`acl/acl_prof.h`) on any Linux machine.
 //!
 //! The C ABI lives in [`ffi`] (thin, checked wrappers); everything else is safe Rust, one
-//! module per concern. Modules import downward only, in this order (top first):
+//! module per concern, in layers. A module imports only from its own layer and the layers
+//! below it (`tests/layers.rs` checks every import against this table, which is
+//! `src/layers.md`; a submodule not named is in its parent's layer). Top first:
 //!
-//! | module | concern |
-//! |---|---|
-//! | [`ffi`] | the C boundary |
-//! | [`init`] | first use: settings, environment-variable profiling, the fork handlers wired |
-//! | [`runtime`] | the emulated AscendCL runtime (`acl.h`: devices, memory, datasets, models) |
-//! | [`sim`] | the model simulator (executing; [`sim::import`], the descriptions, is a leaf) |
-//! | [`api`] | global state, handles and subscriptions glued together |
-//! | [`page`], [`analyze`] | the report page; the analysis engine over raw records |
-//! | [`tx`], [`filemode`] | msproftx stamps and step info; file mode's sessions and export |
-//! | [`report`] | the hot path: a runtime reports an executed op |
-//! | [`transport`] | lanes, pipe and file writes, shared-memory rings |
-//! | [`state`], [`registry`], [`accessor`] | the state machine; the emulated runtime's models; what the `aclprofGetOp*` accessors check |
-//! | [`record`], [`signature`], [`agg`] | the 512-byte op record and CANN's signature; duration aggregates |
-//! | [`settings`], [`error`], [`logging`], [`panic`], [`handles`], [`names`], [`opmeta`], [`clock`], [`fork`], [`sync`] | leaves |
-//!
-//! `tests/layers.rs` fails on any import cycle; docs/design.md ("Layers") draws them.
+#![doc = include_str!("layers.md")]
 
 pub mod accessor;
 pub mod agg;

@@ -265,7 +265,9 @@ impl RunStats {
         let mut pipeline = Vec::new();
         if path.is_dir() {
             for d in analyze::result_dirs(path)? {
-                pipeline.extend(crate::pipeline::read(&d.join(crate::filemode::HOST_LOG)));
+                pipeline.extend(crate::pipeline::read(
+                    &d.join(crate::formats::layout::HOST_LOG),
+                ));
                 let out = d.join(crate::formats::layout::OUTPUT_DIR);
                 for f in analyze::entries_named(&out, "op_statistic_").unwrap_or_default() {
                     for r in csv_rows(&f) {

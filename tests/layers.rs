@@ -1,14 +1,47 @@
-//! The crate's modules import downward only: no cycle of `crate::` (or `super::`) paths
-//! between modules outside their tests. A module and its own submodules may use each
-//! other. The layers are drawn in docs/design.md ("Layers").
+//! The crate's modules import downward only. The layers are data, declared once in
+//! `src/layers.md` (which `lib.rs` shows as its documentation and docs/design.md repeats):
+//! every `crate::` (or `super::`, or parent-to-child) path outside tests must name a module
+//! of its own layer or a lower one, and there is no cycle between modules (a module and its
+//! own submodules may use each other).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 mod common;
 
-/// Module path (`transport::lane`) -> the source outside `#[cfg(test)]`.
+/// Module path (`transport::lane`) -> the source outside `#[cfg(test)]`. Modules declared
+/// only for tests (`#[cfg(test)] mod tests;`, `#[cfg(all(test, loom))] mod loom_models;`)
+/// are left out.
 fn modules(src: &Path) -> BTreeMap<String, String> {
+    let all = all_modules(src);
+    let test_only = regex::Regex::new(
+        r"#\[cfg\([^\]]*\btest\b[^\]]*\)\]\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;",
+    )
+    .unwrap();
+    let mut skip = BTreeSet::new();
+    for m in all.keys() {
+        for c in test_only.captures_iter(&full_text(src, m)) {
+            skip.insert(format!("{m}::{}", &c[1]));
+        }
+    }
+    all.into_iter()
+        .filter(|(m, _)| {
+            !skip
+                .iter()
+                .any(|s| m == s || m.starts_with(&format!("{s}::")))
+        })
+        .collect()
+}
+
+/// The whole source of module `m` (tests included).
+fn full_text(src: &Path, m: &str) -> String {
+    let rel = m.replace("::", "/");
+    std::fs::read_to_string(src.join(format!("{rel}.rs")))
+        .or_else(|_| std::fs::read_to_string(src.join(format!("{rel}/mod.rs"))))
+        .unwrap_or_default()
+}
+
+fn all_modules(src: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut stack = vec![src.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -144,10 +177,131 @@ fn cycles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     out
 }
 
+/// `src/layers.md`'s table: each layer's modules, top first.
+fn layers(table: &str) -> Vec<Vec<String>> {
+    table
+        .lines()
+        .skip(2)
+        .filter(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            cells[2]
+                .split(',')
+                .map(|m| m.trim().trim_matches('`').to_string())
+                .filter(|m| !m.is_empty())
+                .collect()
+        })
+        .collect()
+}
+
+/// The layer (0: top) of `module`: its own if the table names it, else its nearest named
+/// ancestor's.
+fn layer_of(layers: &[Vec<String>], module: &str) -> Option<usize> {
+    let mut m = module;
+    loop {
+        if let Some(i) = layers.iter().position(|l| l.iter().any(|x| x == m)) {
+            return Some(i);
+        }
+        m = m.rsplit_once("::")?.0;
+    }
+}
+
+/// Every import that goes up a layer: (importer, imported).
+fn upward(layers: &[Vec<String>], g: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (m, targets) in g {
+        let Some(lm) = layer_of(layers, m) else {
+            continue;
+        };
+        for t in targets {
+            if layer_of(layers, t).is_some_and(|lt| lt < lm) {
+                out.push((m.clone(), t.clone()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_import_goes_down_the_declared_layers() {
+    let root = common::root();
+    let table = std::fs::read_to_string(root.join("src/layers.md")).unwrap();
+    let layers = layers(&table);
+    let mods = modules(&root.join("src"));
+    // Every module of the crate has a layer; every module the table names exists.
+    let tops: BTreeSet<&str> = mods.keys().map(|m| m.split("::").next().unwrap()).collect();
+    let unplaced: Vec<&&str> = tops
+        .iter()
+        .filter(|m| layer_of(&layers, m).is_none())
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules src/layers.md does not place: {unplaced:?}"
+    );
+    let named: Vec<&String> = layers.iter().flatten().collect();
+    let missing: Vec<&&String> = named
+        .iter()
+        .filter(|m| !mods.contains_key(m.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "src/layers.md names modules that do not exist: {missing:?}"
+    );
+    let up = upward(&layers, &imports(&mods));
+    assert!(
+        up.is_empty(),
+        "imports that go up a layer (src/layers.md, docs/design.md \"Layers\"): {up:?}"
+    );
+    // lib.rs shows the table as its documentation, and design.md repeats it.
+    let lib = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("#![doc = include_str!(\"layers.md\")]"));
+    let design = std::fs::read_to_string(root.join("docs/design.md")).unwrap();
+    assert!(
+        design.contains(&table),
+        "docs/design.md (\"Layers\") must show src/layers.md's table as it is"
+    );
+}
+
+/// The check finds an import that goes up, through a path and through a submodule that
+/// inherits its parent's layer, and lets one go down or stay in its layer.
+#[test]
+fn the_check_finds_an_upward_import() {
+    let table = "| layer | modules | what |\n|---|---|---|\n| top | `a`, `b::c` | x |\n| low | `b`, `d` | y |\n";
+    let layers = layers(table);
+    assert_eq!(layers, vec![vec!["a", "b::c"], vec!["b", "d"]]);
+    let m = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    let ok = m(&[
+        ("a", "use crate::b::X; use crate::d;"),
+        ("b", "use crate::d::Y;"),
+        ("b::c", "use crate::a::Z;"),
+        ("d", ""),
+        ("d::e", "use crate::b::W;"),
+    ]);
+    assert!(upward(&layers, &imports(&ok)).is_empty());
+    let bad = m(&[
+        ("a", ""),
+        ("b", ""),
+        ("b::c", ""),
+        ("d", "fn f() { crate::a::g() }"),
+        ("d::e", "use crate::b::c::V;"),
+    ]);
+    assert_eq!(
+        upward(&layers, &imports(&bad)),
+        vec![
+            ("d".to_string(), "a".to_string()),
+            ("d::e".to_string(), "b::c".to_string())
+        ]
+    );
+}
+
 #[test]
 fn no_import_cycles_between_modules() {
     let mods = modules(&common::root().join("src"));
-    assert!(mods.contains_key("transport::lane") && mods.contains_key("report"));
+    assert!(mods.contains_key("transport::lane") && mods.contains_key("hotpath"));
     let found = cycles(&imports(&mods));
     assert!(
         found.is_empty(),

@@ -1,5 +1,5 @@
 //! CANN's `aclError` codes, with CANN's values: the one definition the library's errors
-//! ([`crate::error`]) and the C header `acl/acl_base.h` (cbindgen reads this file, build.rs)
+//! (`error.rs`) and the C header `acl/acl_base.h` (cbindgen reads this file, build.rs)
 //! both use.
 #![allow(non_camel_case_types)]
 

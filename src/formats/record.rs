@@ -171,7 +171,7 @@ pub struct OpFields {
     /// A replayed op: 1 + its index in its simulated model, whose description says what the
     /// record has no field for (task type, block dims, task id); 0 for other ops.
     pub sim_op: u32,
-    /// The op's id in the op metadata table ([`crate::opmeta`]), or 0.
+    /// The op's id in the op metadata table (`opmeta`), or 0.
     pub meta: u32,
 }
 

@@ -322,7 +322,7 @@ pub fn render(a: &Analysis, json: bool) -> String {
 pub fn events_of(path: &Path) -> Result<Vec<Event>> {
     let mut all = Vec::new();
     for d in crate::analyze::result_dirs(path)? {
-        all.extend(super::read(&d.join(crate::filemode::HOST_LOG)));
+        all.extend(super::read(&d.join(crate::formats::layout::HOST_LOG)));
     }
     if all.is_empty() {
         return err(

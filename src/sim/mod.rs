@@ -150,7 +150,7 @@ pub fn import_db(
             pid: u64::from(std::process::id()),
             ..Default::default()
         };
-        let sp = dir.join(crate::filemode::SESSION_FILE);
+        let sp = dir.join(crate::formats::layout::SESSION_FILE);
         std::fs::write(&sp, session.to_json()).map_err(|e| io("write", &sp, e))?;
         let info = dir.join(format!("device_{dev}/info.json.{dev}"));
         std::fs::write(&info, serde_json::json!({"rank_id": dev}).to_string())
