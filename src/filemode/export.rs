@@ -183,19 +183,7 @@ pub fn stream_files(dir: &Path) -> Result<Vec<PathBuf>> {
     io("cannot list", dir, crate::formats::raw::stream_files(dir))
 }
 
-/// The names export writes into `mindstudio_profiler_output/`.
-fn is_output_name(n: &str) -> bool {
-    const PREFIXES: [&str; 7] = [
-        "msprof_",
-        "op_summary_",
-        "op_statistic_",
-        "task_time_",
-        "api_statistic_",
-        "step_trace_",
-        "msprof_tx_",
-    ];
-    n == "README.txt" || PREFIXES.iter().any(|p| n.starts_with(p))
-}
+use crate::formats::layout::is_output_name;
 
 /// The stamp of the export already in `out`: that of its op_summary (every export writes
 /// one), if there is exactly one.

@@ -11,6 +11,21 @@ pub const SESSION_FILE: &str = "host/data/aclprof_session.json";
 /// Where the export writes the tables and timelines people read.
 pub const OUTPUT_DIR: &str = "mindstudio_profiler_output";
 
+/// The names the export writes into [`OUTPUT_DIR`] (a new output file adds its prefix here:
+/// a re-export replaces exactly these).
+pub fn is_output_name(n: &str) -> bool {
+    const PREFIXES: [&str; 7] = [
+        "msprof_",
+        "op_summary_",
+        "op_statistic_",
+        "task_time_",
+        "api_statistic_",
+        "step_trace_",
+        "msprof_tx_",
+    ];
+    n == "README.txt" || PREFIXES.iter().any(|p| n.starts_with(p))
+}
+
 /// The first bytes of every SQLite database file.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
