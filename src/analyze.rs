@@ -25,17 +25,19 @@ pub enum Key {
 }
 
 impl Key {
+    /// The names `--aggregate-by` (and the JSON query's `aggregate_by`) take.
+    pub const CHOICES: Choices<Key> = Choices(&[
+        ("type", Key::Type),
+        ("name", Key::Name),
+        ("name+shape", Key::NameShape),
+        ("device", Key::Device),
+        ("stream", Key::Stream),
+        ("model", Key::Model),
+        ("rank", Key::Rank),
+    ]);
+
     pub fn parse(s: &str) -> Option<Key> {
-        Some(match s {
-            "type" => Key::Type,
-            "name" => Key::Name,
-            "device" => Key::Device,
-            "stream" => Key::Stream,
-            "model" => Key::Model,
-            "rank" => Key::Rank,
-            "name+shape" => Key::NameShape,
-            _ => return None,
-        })
+        Key::CHOICES.parse(s)
     }
     fn title(self) -> &'static str {
         match self {
@@ -61,15 +63,17 @@ pub enum Func {
 }
 
 impl Func {
+    /// The names `--aggregate` (and the JSON query's `aggregate`) take.
+    pub const CHOICES: Choices<Func> = Choices(&[
+        ("sum", Func::Sum),
+        ("mean", Func::Mean),
+        ("max", Func::Max),
+        ("min", Func::Min),
+        ("count", Func::Count),
+    ]);
+
     pub fn parse(s: &str) -> Option<Func> {
-        Some(match s {
-            "sum" => Func::Sum,
-            "mean" => Func::Mean,
-            "max" => Func::Max,
-            "min" => Func::Min,
-            "count" => Func::Count,
-            _ => return None,
-        })
+        Func::CHOICES.parse(s)
     }
 }
 
@@ -136,81 +140,6 @@ impl Query {
     /// `--name`: a regular expression over op names.
     pub fn name_regex(re: &str) -> std::result::Result<regex::bytes::Regex, String> {
         regex::bytes::Regex::new(re).map_err(|e| format!("name {re:?}: {e}"))
-    }
-
-    /// A query and an output format from a JSON object with the command line's options as
-    /// keys (`top`, `aggregate_by`, `aggregate`, `order_by`, `min_time` in µs, `type` (a
-    /// string or a list), `name`, `device`, `rank`, `step`, `format`). What the C and Python
-    /// interfaces take; an unknown key or a value of the wrong kind is an error naming it.
-    pub fn from_json(v: &serde_json::Value) -> std::result::Result<(Query, Format), String> {
-        let obj = match v {
-            serde_json::Value::Null => return Ok((Query::default(), Format::Json)),
-            serde_json::Value::Object(o) => o,
-            _ => return Err("the query is not a JSON object".into()),
-        };
-        let mut q = Query::default();
-        let mut format = Format::Json;
-        let bad = |k: &str, what: &str| format!("{k}: expected {what}");
-        let uint =
-            |k: &str, x: &serde_json::Value| x.as_u64().ok_or_else(|| bad(k, "a whole number"));
-        let text = |k: &str, x: &serde_json::Value| {
-            x.as_str()
-                .map(str::to_string)
-                .ok_or_else(|| bad(k, "a string"))
-        };
-        let id = |k: &str, x: &serde_json::Value| {
-            uint(k, x).and_then(|n| u32::try_from(n).map_err(|_| bad(k, "a 32-bit id")))
-        };
-        for (k, x) in obj {
-            if x.is_null() {
-                continue;
-            }
-            match k.as_str() {
-                "top" => q.top = uint(k, x)? as usize,
-                "aggregate_by" => {
-                    q.by = Some(Key::parse(&text(k, x)?).ok_or_else(|| {
-                        bad(
-                            k,
-                            "one of type, name, device, stream, model, rank, name+shape",
-                        )
-                    })?)
-                }
-                "aggregate" => {
-                    q.func = Func::parse(&text(k, x)?)
-                        .ok_or_else(|| bad(k, "one of sum, mean, max, min, count"))?
-                }
-                "order_by" => q.order_by = Some(text(k, x)?),
-                "min_time" => {
-                    q.min_time_ns =
-                        Query::time_ns(k, x.as_f64().ok_or_else(|| bad(k, "a number"))?)?
-                }
-                "max_time" => {
-                    q.max_time_ns =
-                        Query::time_ns(k, x.as_f64().ok_or_else(|| bad(k, "a number"))?)?
-                }
-                "type" => {
-                    q.types = match x {
-                        serde_json::Value::Array(a) => a
-                            .iter()
-                            .map(|t| text(k, t))
-                            .collect::<std::result::Result<_, _>>()?,
-                        _ => vec![text(k, x)?],
-                    }
-                }
-                "name" => q.name = Some(Query::name_regex(&text(k, x)?)?),
-                "device" => q.device = Some(id(k, x)?),
-                "rank" => q.rank = Some(id(k, x)?),
-                "step" => q.step = Some(uint(k, x)?),
-                "input_dtype" => q.input_dtype = Some(text(k, x)?),
-                "threads" => q.threads = uint(k, x)? as usize,
-                "format" => {
-                    format = Format::parse(&text(k, x)?)
-                        .ok_or_else(|| bad(k, "one of table, csv, json, markdown"))?
-                }
-                _ => return Err(format!("unknown option {k:?}")),
-            }
-        }
-        Ok((q, format))
     }
 }
 
@@ -892,6 +821,8 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
 }
 
 mod discover;
+mod options;
+pub use options::{Choices, Options};
 mod render;
 mod scan;
 

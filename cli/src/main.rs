@@ -174,40 +174,40 @@ enum Cmd {
     },
 }
 
+// The choices and their names are the library's (analyze::Options), as the JSON query's.
 fn parse_key(s: &str) -> Result<Key, String> {
-    Key::parse(s).ok_or_else(|| "one of type, name, name+shape, device, stream, model, rank".into())
+    Key::parse(s).ok_or_else(|| Key::CHOICES.one_of())
 }
 fn parse_func(s: &str) -> Result<Func, String> {
-    Func::parse(s).ok_or_else(|| "one of sum, mean, max, min, count".into())
+    Func::parse(s).ok_or_else(|| Func::CHOICES.one_of())
 }
 fn parse_format(s: &str) -> Result<Format, String> {
-    Format::parse(s).ok_or_else(|| "one of table, csv, json, markdown".into())
+    Format::parse(s).ok_or_else(|| Format::CHOICES.one_of())
 }
 
 impl AnalyzeArgs {
-    fn query(&self) -> Result<Query, String> {
-        let name = match &self.name {
-            Some(n) => Some(Query::name_regex(n).map_err(|e| format!("--{e}"))?),
-            None => None,
-        };
-        Ok(Query {
+    /// The options as the library defines them; it checks them into the query.
+    fn options(&self) -> analyze::Options {
+        analyze::Options {
             top: self.top,
-            by: self.aggregate_by,
-            func: self.aggregate,
+            aggregate_by: self.aggregate_by,
+            aggregate: self.aggregate,
             order_by: self.order_by.clone(),
-            min_time_ns: Query::time_ns("--min-time", self.min_time)?,
-            max_time_ns: match self.max_time {
-                Some(t) => Query::time_ns("--max-time", t)?,
-                None => u64::MAX,
-            },
+            min_time_us: self.min_time,
+            max_time_us: self.max_time,
             types: self.types.clone(),
-            name,
+            name: self.name.clone(),
             device: self.device,
             rank: self.rank,
             step: self.step,
             input_dtype: self.input_dtype.clone(),
             threads: self.threads,
-        })
+            format: self.format,
+        }
+    }
+
+    fn query(&self) -> Result<Query, String> {
+        self.options().query(true)
     }
 }
 

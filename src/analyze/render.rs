@@ -13,14 +13,17 @@ pub enum Format {
 }
 
 impl Format {
+    /// The names `--format` (and the JSON query's `format`) take; `md` is `markdown`.
+    pub const CHOICES: Choices<Format> = Choices(&[
+        ("table", Format::Table),
+        ("csv", Format::Csv),
+        ("json", Format::Json),
+        ("markdown", Format::Markdown),
+        ("md", Format::Markdown),
+    ]);
+
     pub fn parse(s: &str) -> Option<Format> {
-        Some(match s {
-            "table" => Format::Table,
-            "csv" => Format::Csv,
-            "json" => Format::Json,
-            "markdown" | "md" => Format::Markdown,
-            _ => return None,
-        })
+        Format::CHOICES.parse(s)
     }
 }
 

@@ -371,3 +371,46 @@ fn threads_change_nothing_but_speed() {
     assert_eq!(workers(8, 3), 3);
     let _ = std::fs::remove_dir_all(root);
 }
+
+/// The JSON query and the command line fill the same options, checked in one place; an
+/// error names the option as each spells it, and every choice's names come from one table.
+#[test]
+fn json_and_command_line_options_make_the_same_query() {
+    let v: serde_json::Value = serde_json::json!({
+        "top": 3, "aggregate_by": "name+shape", "aggregate": "mean", "min_time": 1.5,
+        "type": "Conv2D", "name": "conv", "device": 1, "format": "md", "order_by": null,
+    });
+    let o = Options::from_json(&v).unwrap();
+    let cli = Options {
+        top: 3,
+        aggregate_by: Some(Key::NameShape),
+        aggregate: Func::Mean,
+        min_time_us: 1.5,
+        types: vec!["Conv2D".into()],
+        name: Some("conv".into()),
+        device: Some(1),
+        format: Format::Markdown,
+        ..Options::default()
+    };
+    let (a, b) = (o.query(false).unwrap(), cli.query(true).unwrap());
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
+    assert_eq!(o.format, Format::Markdown);
+    let neg = Options {
+        min_time_us: -1.0,
+        ..Options::default()
+    };
+    assert!(neg.query(true).unwrap_err().starts_with("--min-time -1 "));
+    assert!(neg.query(false).unwrap_err().starts_with("min_time -1 "));
+    let bad = Options::from_json(&serde_json::json!({"aggregate_by": "op"})).unwrap_err();
+    assert_eq!(
+        bad,
+        "aggregate_by: expected one of type, name, name+shape, device, stream, model, rank"
+    );
+    assert_eq!(
+        Format::CHOICES.names(),
+        ["table", "csv", "json", "markdown"]
+    );
+    assert!(Options::from_json(&serde_json::json!({"topp": 1}))
+        .unwrap_err()
+        .contains("unknown option"));
+}
