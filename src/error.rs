@@ -17,6 +17,22 @@ pub use crate::formats::acl_base::*;
 /// What the msproftx functions return on any failure (CANN's internal `PROFILING_FAILED`).
 pub const MSPROFTX_FAILED: Code = -1;
 
+/// A failure about file `p`, as every file error reads: `{what} {p}: {e}` (`{p}: {e}`
+/// when `what` is empty), `ACL_ERROR_INVALID_FILE`.
+pub fn file_error(what: &str, p: &std::path::Path, e: impl fmt::Display) -> Error {
+    let msg = if what.is_empty() {
+        format!("{}: {e}", p.display())
+    } else {
+        format!("{what} {}: {e}", p.display())
+    };
+    Error::new(ACL_ERROR_INVALID_FILE, msg)
+}
+
+/// An I/O result about file `p`, its error as [`file_error`] words it.
+pub fn io<T>(what: &str, p: &std::path::Path, r: std::io::Result<T>) -> Result<T> {
+    r.map_err(|e| file_error(what, p, e))
+}
+
 /// A failure: CANN's code plus the explanation given to the user.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Error {

@@ -26,7 +26,7 @@ pub(super) enum Input {
 }
 
 pub(super) fn io_err<T>(p: &Path, e: std::io::Error) -> Result<T> {
-    err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display()))
+    Err(crate::error::file_error("", p, e))
 }
 
 use crate::formats::layout::rank_of;

@@ -133,14 +133,7 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
     (head, rows)
 }
 
-/// A CSV field, quoted when it must be.
-pub fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
+pub use crate::formats::text::csv_field;
 
 /// `head` and `rows` as a Markdown table.
 pub fn markdown_table(head: &[String], rows: &[Vec<String>]) -> String {

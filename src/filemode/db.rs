@@ -69,7 +69,7 @@ pub struct Db {
 }
 
 fn db_err(p: &Path, e: rusqlite::Error) -> Error {
-    Error::new(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display()))
+    crate::error::file_error("", p, e)
 }
 
 impl Db {

@@ -18,13 +18,12 @@ use crate::formats::record::{View, RECORD_SIZE};
 use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-mod text;
-use text::*;
+use crate::error::io;
+use crate::formats::text::*;
 
 mod sinks;
 use sinks::*;
@@ -217,10 +216,7 @@ fn csv_writer(p: &Path) -> Result<csv::Writer<File>> {
 }
 
 fn csv_err(p: &Path, e: csv::Error) -> Error {
-    Error::new(
-        ACL_ERROR_INVALID_FILE,
-        format!("cannot write {}: {e}", p.display()),
-    )
+    crate::error::file_error("cannot write", p, e)
 }
 
 /// The start of a JSON trace event: `{"name":…,"pid":…,"tid":…,"ts":"<µs>"`.

@@ -80,44 +80,11 @@ const DA_STRING_IID: u32 = 17;
 /// Strings each intern table holds at most.
 pub const INTERN_MAX: usize = 1 << 16;
 
-/// The intern tables' hash: a multiply-rotate hash over 8-byte words (as rustc's FxHash).
-/// The keys are our own op and argument names, so no hash-flooding defence is needed, and
-/// std's SipHash made interning cost more than it saved in bytes written.
-#[derive(Default)]
-struct WordHasher(u64);
-
-impl std::hash::Hasher for WordHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().unwrap_or([0; 8])));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(last));
-        }
-    }
-
-    fn write_u8(&mut self, b: u8) {
-        self.add(b as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl WordHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
 /// One intern table: string -> iid (from 1).
 #[derive(Default)]
-struct Interned(HashMap<Box<str>, u64, std::hash::BuildHasherDefault<WordHasher>>);
+// FxHash (rustc-hash): the keys are our own op and argument names, so no hash-flooding
+// defence is needed, and std's SipHash made interning cost more than it saved in bytes.
+struct Interned(HashMap<Box<str>, u64, rustc_hash::FxBuildHasher>);
 
 impl Interned {
     /// The iid of `s`, adding it (and its entry to `out`, in the InternedData field

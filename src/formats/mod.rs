@@ -12,3 +12,4 @@ pub mod prof_values;
 pub mod raw;
 pub mod record;
 pub mod signature;
+pub mod text;

@@ -666,6 +666,7 @@ fn db_pmu(conn: &rusqlite::Connection) -> rusqlite::Result<Option<PmuValues>> {
         });
         use rusqlite::types::ValueRef;
         let text = match r.get_ref(2)? {
+            ValueRef::Integer(i) if time && i >= 0 => crate::formats::text::us3(i as u64),
             ValueRef::Integer(i) if time => format!("{:.3}", i as f64 / 1000.0),
             ValueRef::Real(x) if time => format!("{:.3}", x / 1000.0),
             ValueRef::Integer(i) => i.to_string(),

@@ -117,10 +117,7 @@ pub fn import_db(
         });
         let base = base.unwrap_or(0);
         let io = |what: &str, p: &Path, e: std::io::Error| {
-            crate::error::Error::new(
-                ACL_ERROR_INVALID_FILE,
-                format!("cannot {what} {}: {e}", p.display()),
-            )
+            crate::error::file_error(&format!("cannot {what}"), p, e)
         };
         let dir = out.join(format!(
             "PROF_000001_{}_IMPORTED",

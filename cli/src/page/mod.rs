@@ -98,9 +98,7 @@ fn esc(s: &str) -> String {
     o
 }
 
-fn us(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1000.0)
-}
+use aclprof::formats::text::us3 as us;
 
 /// `to` relative to directory `from` (both made absolute), for links that survive moving
 /// the pages and the result directories together.

@@ -1,24 +1,16 @@
-//! How the export writes numbers and strings: microseconds, JSON and CSV fields.
+//! How CANN's files write numbers and strings: microseconds (exact, from integer ns), JSON
+//! string literals and CSV fields. One definition each, for the export, the analysis and
+//! the command line.
 
-use super::*;
-
-/// An I/O result, with the file it was about.
-pub(super) fn io<T>(what: &str, p: &Path, r: std::io::Result<T>) -> Result<T> {
-    r.or_else(|e| {
-        err(
-            ACL_ERROR_INVALID_FILE,
-            format!("{what} {}: {e}", p.display()),
-        )
-    })
-}
+use std::fmt::Write as _;
 
 /// `ns` as microseconds with exactly 3 decimals.
-pub(super) fn us3(ns: u64) -> String {
+pub fn us3(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
 /// Appends `ns` as microseconds with up to 3 decimals, trailing zeros removed.
-pub(super) fn push_us_trim(o: &mut String, ns: u64) {
+pub fn push_us_trim(o: &mut String, ns: u64) {
     push_u64(o, ns / 1000, 1);
     let frac = ns % 1000;
     if frac != 0 {
@@ -33,20 +25,20 @@ pub(super) fn push_us_trim(o: &mut String, ns: u64) {
 }
 
 /// Microseconds with up to 3 decimals, trailing zeros removed (msprof's DoubleToStr).
-pub(super) fn us_trim(ns: f64) -> String {
+pub fn us_trim(ns: f64) -> String {
     let mut o = String::new();
     push_us_trim(&mut o, ns.max(0.0).round() as u64);
     o
 }
 
-pub(super) fn jstr(s: &str) -> String {
+pub fn jstr(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     push_json_str(&mut o, s);
     o
 }
 
 /// Appends `s` as a JSON string literal.
-pub(super) fn push_json_str(o: &mut String, s: &str) {
+pub fn push_json_str(o: &mut String, s: &str) {
     o.push('"');
     // Op names almost never need escaping: copy them whole when they don't.
     if !s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
@@ -67,7 +59,7 @@ pub(super) fn push_json_str(o: &mut String, s: &str) {
 }
 
 /// Appends `s` as a CSV field (quoted only when it must be).
-pub(super) fn push_csv_field(o: &mut String, s: &str) {
+pub fn push_csv_field(o: &mut String, s: &str) {
     if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
         o.push('"');
         o.push_str(&s.replace('"', "\"\""));
@@ -79,7 +71,7 @@ pub(super) fn push_csv_field(o: &mut String, s: &str) {
 
 /// Appends `v` in decimal, zero-padded to `width` digits. core::fmt and a digit-at-a-time
 /// loop were the export's largest cost; itoa writes two digits per step.
-pub(super) fn push_u64(o: &mut String, v: u64, width: usize) {
+pub fn push_u64(o: &mut String, v: u64, width: usize) {
     let mut b = itoa::Buffer::new();
     let digits = b.format(v);
     for _ in digits.len()..width {
@@ -89,7 +81,7 @@ pub(super) fn push_u64(o: &mut String, v: u64, width: usize) {
 }
 
 /// Appends `ns` as microseconds with `decimals` (3 or 6) decimals.
-pub(super) fn push_us(o: &mut String, ns: u64, decimals: u32) {
+pub fn push_us(o: &mut String, ns: u64, decimals: u32) {
     push_u64(o, ns / 1000, 1);
     o.push('.');
     if decimals == 6 {
@@ -98,4 +90,11 @@ pub(super) fn push_us(o: &mut String, ns: u64, decimals: u32) {
     } else {
         push_u64(o, ns % 1000, 3);
     }
+}
+
+/// `s` as a CSV field (quoted only when it must be).
+pub fn csv_field(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    push_csv_field(&mut o, s);
+    o
 }
