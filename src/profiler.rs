@@ -146,6 +146,21 @@ pub fn finalize() -> Result<()> {
     end_session()
 }
 
+/// For tests: back to the state a fresh process starts in, whatever an earlier test (or a
+/// failed one) left: every subscription closed, any file-mode session ended (its
+/// directory exported), msproftx off, the profiler not initialised. Loaded models,
+/// handles and settings stay. Tests that share a process run one at a time and call this
+/// first (tests/filemode.rs).
+pub fn reset() {
+    let models: Vec<u32> = live().iter().map(|s| s.model_id).collect();
+    for m in models {
+        let _ = unsubscribe(m);
+    }
+    crate::tx::set_enabled(false);
+    let _ = end_session();
+    *core() = None;
+}
+
 pub fn create_config(
     devices: &[u32],
     metrics: u32,

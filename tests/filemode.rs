@@ -1,7 +1,8 @@
 //! File mode end to end through the C entry points: a multi-threaded, two-device run whose
 //! op counts and durations in op_summary, op_statistic and the timeline agree exactly with
 //! what was reported; strict parses of every file; start/stop/start/stop giving two
-//! directories; re-export from raw data. One test function: the profiler is process-wide.
+//! directories; re-export from raw data. The profiler is process-wide: the tests take
+//! turns, each from a fresh state.
 
 use aclprof::error::ACL_ERROR_INVALID_FILE;
 use aclprof::ffi::ext::*;
@@ -489,19 +490,28 @@ fn export_never_goes_through_links(dir: &Path, dirc: &CString) {
     assert_eq!(unsafe { aclprofExtExport(dirc.as_ptr()) }, 0, "clean again");
 }
 
-#[test]
-fn file_mode_end_to_end() {
+/// The tests share the process's profiler: they run one at a time, each from the state a
+/// fresh process has ([`aclprof::profiler::reset`]), in a result folder of its own that
+/// aclprofInit has been given. Returns the lock, the folder and its C string.
+fn fresh(name: &str) -> (std::sync::MutexGuard<'static, ()>, PathBuf, CString) {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    aclprof::profiler::reset();
     std::env::set_var("ACLPROF_DEVICE_COUNT", "2");
-    let root = std::env::temp_dir().join(format!("aclprof-filemode-{}", std::process::id()));
+    let root = std::env::temp_dir().join(format!("aclprof-filemode-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let rootc = CString::new(root.to_str().unwrap()).unwrap();
     assert_eq!(
         unsafe { aclprofInit(rootc.as_ptr(), root.to_str().unwrap().len()) },
         0
     );
+    (guard, root, rootc)
+}
 
-    let mut m0 = 0;
-    let mut m1 = 0;
+/// A model on each device, and a config for both that records ops, API calls, msproftx and
+/// steps.
+fn models_and_config() -> ((u32, u32), *mut aclprofConfig) {
+    let (mut m0, mut m1) = (0, 0);
     unsafe {
         assert_eq!(aclprofExtModelLoad(c"m0".as_ptr(), 0, &mut m0), 0);
         assert_eq!(aclprofExtModelLoad(c"m1".as_ptr(), 1, &mut m1), 0);
@@ -518,10 +528,10 @@ fn file_mode_end_to_end() {
         )
     };
     assert!(!cfg.is_null());
-    assert_eq!(aclprofStart(cfg), 0);
+    ((m0, m1), cfg)
+}
 
-    let mut expect = run_threads(&[(m0, 0), (m1, 1)]);
-    // The simulator (device 0) and host-side events.
+fn load_tiny() -> u32 {
     let tiny = CString::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/ctests/data/tiny.json"
@@ -532,6 +542,16 @@ fn file_mode_end_to_end() {
         unsafe { aclprofExtSimModelLoad(tiny.as_ptr(), &mut sim) },
         0
     );
+    sim
+}
+
+/// One session: threads reporting on both devices, the simulator twice inside a step, an
+/// msproftx mark and range. Returns its directory and what was reported.
+fn record_session(root: &Path) -> (PathBuf, Expect, *mut aclprofConfig, (u32, u32)) {
+    let (models, cfg) = models_and_config();
+    assert_eq!(aclprofStart(cfg), 0);
+    let mut expect = run_threads(&[(models.0, 0), (models.1, 1)]);
+    let sim = load_tiny();
     let step = aclprofCreateStepInfo();
     assert_eq!(
         aclprofGetStepTimestamp(step, aclprofStepTag(0), std::ptr::null_mut()),
@@ -555,25 +575,49 @@ fn file_mode_end_to_end() {
     assert_eq!(aclprofRangeStop(range), 0);
     aclprofDestroyStamp(stamp);
     assert_eq!(aclprofStop(cfg), 0);
-
-    let dirs = prof_dirs(&root);
+    let dirs = prof_dirs(root);
     assert_eq!(dirs.len(), 1);
-    check_dir(&dirs[0], &expect);
+    (dirs[0].clone(), expect, cfg, models)
+}
 
-    // Re-export from the raw data (what a crashed process leaves behind) gives the same.
-    let d = CString::new(dirs[0].to_str().unwrap()).unwrap();
+fn finish(cfg: *mut aclprofConfig, root: &Path) {
+    assert_eq!(aclprofFinalize(), 0);
+    aclprofDestroyConfig(cfg);
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn a_session_writes_every_op_reported_on_every_device() {
+    let (_serial, root, _) = fresh("session");
+    let (dir, expect, cfg, _) = record_session(&root);
+    check_dir(&dir, &expect);
+    finish(cfg, &root);
+}
+
+#[test]
+fn re_export_from_raw_data_gives_the_same_and_never_follows_links() {
+    let (_serial, root, rootc) = fresh("reexport");
+    let (dir, expect, cfg, _) = record_session(&root);
+    // What a crashed process leaves behind, exported again.
+    let d = CString::new(dir.to_str().unwrap()).unwrap();
     assert_eq!(unsafe { aclprofExtExport(d.as_ptr()) }, 0);
-    check_dir(&dirs[0], &expect);
+    check_dir(&dir, &expect);
     assert_ne!(
         unsafe { aclprofExtExport(rootc.as_ptr()) },
         0,
         "not a result directory"
     );
-    export_never_goes_through_links(&dirs[0], &d);
+    export_never_goes_through_links(&dir, &d);
+    finish(cfg, &root);
+}
 
-    // start/stop again: a second directory with only the new ops.
+#[test]
+fn each_start_writes_a_directory_of_its_own_ops() {
+    let (_serial, root, _) = fresh("restart");
+    let (first, _, cfg, (m0, m1)) = record_session(&root);
     assert_eq!(aclprofStart(cfg), 0);
     let mut expect2 = run_threads(&[(m0, 0), (m1, 1)]);
+    let sim = load_tiny();
     for _ in 0..2 {
         assert_eq!(aclprofExtSimModelExecute(sim), 0);
     }
@@ -586,22 +630,19 @@ fn file_mode_end_to_end() {
         aclprofGetStepTimestamp(step, aclprofStepTag(1), std::ptr::null_mut()),
         0
     );
+    aclprofDestroyStepInfo(step);
     let stamp = aclprofCreateStamp();
     assert_eq!(aclprofMark(stamp), 0);
     aclprofDestroyStamp(stamp);
     add_two_tiny_runs(&mut expect2);
     // The directory being recorded is not exported from under the session.
-    let recording = prof_dirs(&root)
-        .into_iter()
-        .find(|p| *p != dirs[0])
-        .unwrap();
+    let recording = prof_dirs(&root).into_iter().find(|p| *p != first).unwrap();
     let rc = CString::new(recording.to_str().unwrap()).unwrap();
     assert_eq!(
         unsafe { aclprofExtExport(rc.as_ptr()) },
         aclprof::error::ACL_ERROR_PROF_ALREADY_RUN
     );
     assert_eq!(aclprofStop(cfg), 0);
-    assert_eq!(aclprofFinalize(), 0);
     let dirs = prof_dirs(&root);
     assert_eq!(dirs.len(), 2, "one directory per start");
     assert!(dirs[1]
@@ -611,21 +652,48 @@ fn file_mode_end_to_end() {
         .unwrap()
         .starts_with("PROF_000002_"));
     check_dir(&dirs[1], &expect2);
-    // Outside a session, ops are not recorded anywhere.
+    finish(cfg, &root);
+}
+
+/// Every file under `dir` with its size.
+fn sizes(dir: &Path) -> BTreeMap<PathBuf, u64> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                out.insert(e.path(), m.len());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn ops_outside_a_session_are_recorded_nowhere() {
+    let (_serial, root, _) = fresh("outside");
+    let (_, _, cfg, (m0, _)) = record_session(&root);
+    let before = sizes(&root);
     assert_eq!(
         unsafe { aclprofExtReportOp(m0, c"late".as_ptr(), c"Add".as_ptr(), 1, 2) },
         0
     );
+    assert_eq!(aclprofExtFlush(), 0);
+    assert_eq!(sizes(&root), before, "nothing was written after the stop");
+    finish(cfg, &root);
+}
 
-    // A result path that stops being a directory after aclprofInit: start fails with
+#[test]
+fn a_result_path_that_is_no_longer_a_directory_fails_start_cleanly() {
+    let (_serial, root, _) = fresh("notadir");
+    let (_, cfg) = models_and_config();
     // CANN's error and a message; nothing crashes; finalize still works.
-    assert_eq!(
-        unsafe { aclprofInit(rootc.as_ptr(), root.to_str().unwrap().len()) },
-        0
-    );
     std::fs::remove_dir_all(&root).unwrap();
     std::fs::write(&root, b"not a directory").unwrap();
-    assert_eq!(aclprofStart(cfg), 100003);
+    assert_eq!(aclprofStart(cfg), ACL_ERROR_INVALID_FILE);
     let msg = unsafe { std::ffi::CStr::from_ptr(aclprof::ffi::base::aclGetRecentErrMsg()) }
         .to_string_lossy()
         .into_owned();
