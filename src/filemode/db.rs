@@ -615,3 +615,91 @@ impl DbBatch {
 pub fn global_tid(pid: u64, tid: u64) -> i64 {
     ((pid << 32) | (tid & 0xffff_ffff)) as i64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two ops written as the export writes them: one TASK row each, in start order, every
+    /// text column an id into STRING_IDS, the metadata and the schema version CANN's readers
+    /// check, and every table created even when empty.
+    #[test]
+    fn ops_become_task_rows_with_their_strings() {
+        let dir = std::env::temp_dir().join(format!("aclprof-db-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("msprof_test.db");
+        let mut db = Db::create(&path).unwrap();
+        let mut b = DbBatch::default();
+        for (i, (name, ty)) in [("conv1", "Conv2D"), ("relu1", "Relu")].iter().enumerate() {
+            b.op(&DbOp {
+                dev: 0,
+                model: 1,
+                stream: 3,
+                task: i as u64 + 1,
+                pid: 42,
+                start: 1_000 + 100 * i as u64,
+                end: 1_050 + 100 * i as u64,
+                name,
+                op_type: ty,
+                task_type: "AI_CORE",
+                block_dim: 8,
+                mix_block_dim: 0,
+                comm: false,
+                pmu: &[],
+                meta: None,
+            });
+        }
+        db.write(&b).unwrap();
+        db.finish(&DbInfo {
+            start_ns: 1_000,
+            end_ns: 1_150,
+            host_uid: "0",
+            host_name: "host",
+            devices: &[(0, None)],
+            chip: "Ascend910B",
+            analyzer: &dir.join("analyze/communication_analyzer.db"),
+        })
+        .unwrap();
+        let c = Connection::open(&path).unwrap();
+        let tasks: Vec<(i64, i64, i64)> = c
+            .prepare("SELECT startNs, endNs, streamId FROM TASK ORDER BY startNs")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(tasks, [(1_000, 1_050, 3), (1_100, 1_150, 3)]);
+        let names: Vec<String> = c
+            .prepare(
+                "SELECT s.value FROM COMPUTE_TASK_INFO t JOIN STRING_IDS s ON s.id = t.name \
+                 ORDER BY t.globalTaskId",
+            )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        assert_eq!(names, ["conv1", "relu1"]);
+        for (table, _) in TABLES {
+            let n: i64 = c
+                .query_row(
+                    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                    [table],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(n, 1, "table {table}");
+        }
+        let version: String = c
+            .query_row(
+                "SELECT value FROM META_DATA WHERE name = 'SCHEMA_VERSION'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let (a, b_, d) = SCHEMA_VERSION;
+        assert_eq!(version, format!("{a}.{b_}.{d}"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
