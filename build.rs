@@ -113,7 +113,11 @@ fn main() {
     rename_enums(&mut prof, "aclprof");
     prof.export.include.push("aclprofStopConfig".into());
     generate(
-        &["src/formats/acl_prof.rs", "src/ffi/prof.rs"],
+        &[
+            "src/formats/acl_prof.rs",
+            "src/ffi/prof.rs",
+            "src/ffi/prof_tx.rs",
+        ],
         &out.join("acl_prof.h"),
         prof,
     );
@@ -126,7 +130,11 @@ fn main() {
     );
     ext.after_includes = Some(version_macros());
     ext.style = cbindgen::Style::Both; // `typedef struct aclprofExtStats {...} aclprofExtStats;`
-    generate(&["src/ffi/ext.rs"], &out.join("acl_prof_ext.h"), ext);
+    generate(
+        &["src/ffi/ext.rs", "src/ffi/ext_ring.rs"],
+        &out.join("acl_prof_ext.h"),
+        ext,
+    );
 
     // The emulated runtime: acl_rt.h, acl_mdl.h, and acl.h, which includes both.
     let mut rt = config(

@@ -15,8 +15,10 @@
 pub mod acl;
 pub mod base;
 pub mod ext;
+pub mod ext_ring;
 pub mod mdl;
 pub mod prof;
+pub mod prof_tx;
 pub mod rt;
 
 use crate::error::{self, Error, Result};

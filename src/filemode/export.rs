@@ -36,6 +36,9 @@ use readme::*;
 mod host;
 pub use host::*;
 
+mod timeline;
+use timeline::*;
+
 /// What an export produced.
 #[derive(Debug, Default, Clone)]
 pub struct Summary {
@@ -44,137 +47,6 @@ pub struct Summary {
     pub ops: BTreeMap<u32, u64>,
     /// Raw records skipped because their signature did not match (a torn tail after a crash).
     pub corrupt: u64,
-}
-
-/// The timeline writer: a bare JSON array of trace events, and the same timeline as a
-/// native Perfetto trace (see `pftrace`).
-struct Timeline {
-    w: BufWriter<File>,
-    pf: Pftrace<BufWriter<File>>,
-    pf_path: PathBuf,
-    buf: String,
-    first: bool,
-    /// monotonic ns -> epoch ns
-    offset: i128,
-    pid: u64,
-    /// Processes (tid u64::MAX) and threads whose metadata events were written.
-    named: std::collections::HashSet<(u64, u64)>,
-}
-
-const HOST_DEV: u64 = 31;
-
-impl Timeline {
-    fn pid(&self, sort: u64, dev: u64) -> u64 {
-        (self.pid << 10) | (sort << 5) | dev
-    }
-    fn ts(&self, mono: u64) -> String {
-        us3(self.wall(mono))
-    }
-    /// Monotonic ns -> epoch ns.
-    fn wall(&self, mono: u64) -> u64 {
-        (mono as i128 + self.offset).max(0) as u64
-    }
-    /// The Perfetto trace's errors name its own file.
-    fn pf_err(&self, r: std::io::Result<()>) -> std::io::Result<()> {
-        r.map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.pf_path.display())))
-    }
-    fn event(&mut self, body: &str) -> std::io::Result<()> {
-        if !self.first {
-            self.w.write_all(b",\n")?;
-        }
-        self.first = false;
-        self.w.write_all(body.as_bytes())
-    }
-    /// Names a process (once: later calls for the same pid do nothing).
-    fn process(&mut self, pid: u64, name: &str, label: &str, sort: u64) -> std::io::Result<()> {
-        if !self.named.insert((pid, u64::MAX)) {
-            return Ok(());
-        }
-        let r = self.pf.process(pid, name, label);
-        self.pf_err(r)?;
-        self.event(&format!(
-            r#"{{"name":"process_name","pid":{pid},"tid":0,"ph":"M","args":{{"name":{}}}}}"#,
-            jstr(name)
-        ))?;
-        self.event(&format!(
-            r#"{{"name":"process_labels","pid":{pid},"tid":0,"ph":"M","args":{{"labels":{}}}}}"#,
-            jstr(label)
-        ))?;
-        self.event(&format!(r#"{{"name":"process_sort_index","pid":{pid},"tid":0,"ph":"M","args":{{"sort_index":{sort}}}}}"#))
-    }
-    /// Names a thread (once per pid and tid).
-    fn thread(&mut self, pid: u64, tid: u64, name: &str, sort: u64) -> std::io::Result<()> {
-        if !self.named.insert((pid, tid)) {
-            return Ok(());
-        }
-        let r = self.pf.thread(pid, tid, name, sort);
-        self.pf_err(r)?;
-        self.event(&format!(
-            r#"{{"name":"thread_name","pid":{pid},"tid":{tid},"ph":"M","args":{{"name":{}}}}}"#,
-            jstr(name)
-        ))?;
-        self.event(&format!(r#"{{"name":"thread_sort_index","pid":{pid},"tid":{tid},"ph":"M","args":{{"sort_index":{sort}}}}}"#))
-    }
-    /// One value of counter `name` (a series of its own in the JSON, a counter track
-    /// keyed by `tid` in the Perfetto trace) of process `pid`, from `at` on.
-    fn counter(
-        &mut self,
-        pid: u64,
-        tid: u64,
-        name: &str,
-        at: u64,
-        value: u64,
-    ) -> std::io::Result<()> {
-        let wall = self.wall(at);
-        let r = self.pf.counter_track(pid, tid, name);
-        self.pf_err(r)?;
-        let r = self.pf.counter(pid, tid, wall, value);
-        self.pf_err(r)?;
-        let mut b = String::with_capacity(128);
-        push_event_head(&mut b, name, pid, 0, wall);
-        b.push_str(",\"ph\":\"C\",\"args\":{\"depth\":");
-        push_u64(&mut b, value, 1);
-        b.push_str("}}");
-        self.event(&b)
-    }
-    fn slice(
-        &mut self,
-        name: &str,
-        pid: u64,
-        tid: u64,
-        start: u64,
-        dur_ns: u64,
-        args: &[(&'static str, Arg)],
-    ) -> std::io::Result<()> {
-        let wall = self.wall(start);
-        let r = self.pf.slice(name, pid, tid, wall, dur_ns, args);
-        self.pf_err(r)?;
-        let mut b = std::mem::take(&mut self.buf);
-        b.clear();
-        if !self.first {
-            b.push_str(",\n");
-        }
-        self.first = false;
-        push_event_head(&mut b, name, pid, tid, wall);
-        b.push_str(",\"dur\":");
-        push_us_trim(&mut b, dur_ns);
-        b.push_str(",\"ph\":\"X\",\"args\":{");
-        for (i, (k, v)) in args.iter().enumerate() {
-            if i > 0 {
-                b.push(',');
-            }
-            push_json_str(&mut b, k);
-            b.push(':');
-            match v {
-                Arg::U(u) => push_u64(&mut b, *u, 1),
-                Arg::S(t) => push_json_str(&mut b, t),
-            }
-        }
-        b.push_str("}}");
-        let r = self.w.write_all(b.as_bytes());
-        self.buf = b;
-        r
-    }
 }
 
 /// The raw stream files of a device's `data` directory, in name order.
@@ -217,19 +89,6 @@ fn csv_writer(p: &Path) -> Result<csv::Writer<File>> {
 
 fn csv_err(p: &Path, e: csv::Error) -> Error {
     crate::error::file_error("cannot write", p, e)
-}
-
-/// The start of a JSON trace event: `{"name":…,"pid":…,"tid":…,"ts":"<µs>"`.
-fn push_event_head(b: &mut String, name: &str, pid: u64, tid: u64, wall: u64) {
-    b.push_str("{\"name\":");
-    push_json_str(b, name);
-    b.push_str(",\"pid\":");
-    push_u64(b, pid, 1);
-    b.push_str(",\"tid\":");
-    push_u64(b, tid, 1);
-    b.push_str(",\"ts\":\"");
-    push_us(b, wall, 3);
-    b.push('"');
 }
 
 /// The slice args an op's metadata gives: op_summary's six tensor columns, in its order and
