@@ -67,10 +67,72 @@ pub fn sleep_until(t: u64) {
     }
 }
 
+/// `secs` since the epoch as calendar fields: local time (the `TZ` the process has, as CANN
+/// names its result directories) or UTC. libc's conversions, for both.
+fn calendar(secs: u64, local: bool) -> libc::tm {
+    let t = secs as libc::time_t;
+    // SAFETY: an all-zero tm is a valid value to be overwritten.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointers; the _r variants are thread-safe.
+    unsafe {
+        if local {
+            libc::localtime_r(&t, &mut tm);
+        } else {
+            libc::gmtime_r(&t, &mut tm);
+        }
+    }
+    tm
+}
+
+/// Local time now as `YYYYMMDDhhmmss`, plus `mmm` milliseconds when `millis` (result
+/// directories' and exports' stamps).
+pub fn local_stamp(millis: bool) -> String {
+    let now = std::time::Duration::from_nanos(wall_ns());
+    let tm = calendar(now.as_secs(), true);
+    let base = format!(
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    );
+    if millis {
+        format!("{base}{:03}", now.subsec_millis())
+    } else {
+        base
+    }
+}
+
+/// Seconds since the epoch as `YYYY-MM-DD hh:mm:ss`, UTC.
+pub fn utc_date_time(secs: u64) -> String {
+    let tm = calendar(secs, false);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
 /// The calling thread's OS thread id (a system call: cache it on hot paths).
 pub fn thread_id() -> u32 {
     // The raw system call, not glibc's gettid() wrapper: that wrapper is glibc 2.30, and the
     // library supports glibc 2.28 (docs/design.md, "Building and installing").
     // SAFETY: SYS_gettid takes no arguments and cannot fail.
     unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc_date_time(0), "1970-01-01 00:00:00");
+        assert_eq!(super::utc_date_time(1_795_653_693), "2026-11-26 00:41:33");
+        assert_eq!(super::utc_date_time(951_782_400), "2000-02-29 00:00:00");
+    }
 }

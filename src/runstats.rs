@@ -493,28 +493,7 @@ pub fn when(path: &Path) -> String {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_secs());
-    civil(secs)
-}
-
-/// Seconds since the epoch as "YYYY-MM-DD hh:mm:ss" UTC (Howard Hinnant's days-to-civil).
-fn civil(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let s = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
+    crate::clock::utc_date_time(secs)
 }
 
 #[cfg(test)]
@@ -541,12 +520,6 @@ mod tests {
             s.add(a, b);
         }
         assert_eq!((s.ops, s.first, s.last, s.busy()), (5, 0, 30, 25));
-    }
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil(0), "1970-01-01 00:00:00");
-        assert_eq!(civil(1_795_653_693), "2026-11-26 00:41:33");
     }
 
     fn ops(v: &[(u64, u64, bool, bool)]) -> DeviceOps {

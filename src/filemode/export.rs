@@ -10,8 +10,9 @@
 use super::db::{Db, DbBatch, DbInfo, DbOp};
 use super::overlap::{Overlap, StepRow, Steps, Track};
 use super::pftrace::{Arg, Pftrace};
-use super::{local_stamp, HOST_LOG, SESSION_FILE};
+use super::{HOST_LOG, SESSION_FILE};
 use crate::agg::Agg;
+use crate::clock::local_stamp;
 use crate::error::*;
 use crate::formats::raw::StreamReader;
 use crate::formats::record::{View, RECORD_SIZE};

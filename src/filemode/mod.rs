@@ -90,28 +90,7 @@ impl HostLog {
 }
 static DATA_TYPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-/// Local time as `YYYYMMDDhhmmss` plus `mmm` milliseconds when `millis`.
-pub fn local_stamp(millis: bool) -> String {
-    let now = std::time::Duration::from_nanos(crate::clock::wall_ns());
-    let secs = now.as_secs() as libc::time_t;
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers; localtime_r is thread-safe.
-    unsafe { libc::localtime_r(&secs, &mut tm) };
-    let base = format!(
-        "{:04}{:02}{:02}{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    );
-    if millis {
-        format!("{base}{:03}", now.subsec_millis())
-    } else {
-        base
-    }
-}
+pub use crate::clock::local_stamp;
 
 /// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>`, as CANN names them.
 pub fn dir_name(index: u64) -> String {

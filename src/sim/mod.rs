@@ -121,7 +121,7 @@ pub fn import_db(
         };
         let dir = out.join(format!(
             "PROF_000001_{}_IMPORTED",
-            crate::filemode::local_stamp(true)
+            crate::clock::local_stamp(true)
         ));
         let dev = m.device;
         let data = dir.join(format!("device_{dev}/data"));
