@@ -57,12 +57,13 @@ class BuildLibrary(build_rust):
         if root is None:
             return super().build_extension(ext, *args)
         target = Path(os.environ.get("CARGO_TARGET_DIR") or root / "target")
-        what = ["-p", "aclprof-cli", "--bin", COMMAND] if isinstance(ext, RustBin) else ["-p", "aclprof", "--lib"]
-        # The checkout's own build command (no --crate-type), so that cargo finds what the
-        # checkout built and rebuilds only what changed.
+        # The checkout's own build command, the same for the library and the command line
+        # (both crates: building one crate alone would resolve shared dependencies' features
+        # differently and rebuild the library), so that cargo finds what the checkout built
+        # and rebuilds only what changed.
         subprocess.run(
             ["cargo", "build", "--release", "--manifest-path", str(root / "Cargo.toml"),
-             "--target-dir", str(target), *what],
+             "--target-dir", str(target)],
             check=True,
         )
         built = target / "release" / (COMMAND if isinstance(ext, RustBin) else LIBRARY)

@@ -67,9 +67,10 @@ pub fn sleep_until(t: u64) {
     }
 }
 
-/// `secs` since the epoch as calendar fields: local time (the `TZ` the process has, as CANN
-/// names its result directories) or UTC. libc's conversions, for both.
-fn calendar(secs: u64, local: bool) -> libc::tm {
+/// `secs` since the epoch as [year, month, day, hour, minute, second]: local time (the `TZ`
+/// the process has, as CANN names its result directories) or UTC. libc's conversions, for
+/// both.
+fn calendar(secs: u64, local: bool) -> [i32; 6] {
     let t = secs as libc::time_t;
     // SAFETY: an all-zero tm is a valid value to be overwritten.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
@@ -81,23 +82,22 @@ fn calendar(secs: u64, local: bool) -> libc::tm {
             libc::gmtime_r(&t, &mut tm);
         }
     }
-    tm
+    [
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+    ]
 }
 
 /// Local time now as `YYYYMMDDhhmmss`, plus `mmm` milliseconds when `millis` (result
 /// directories' and exports' stamps).
 pub fn local_stamp(millis: bool) -> String {
     let now = std::time::Duration::from_nanos(wall_ns());
-    let tm = calendar(now.as_secs(), true);
-    let base = format!(
-        "{:04}{:02}{:02}{:02}{:02}{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    );
+    let [y, mo, d, h, mi, s] = calendar(now.as_secs(), true);
+    let base = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}");
     if millis {
         format!("{base}{:03}", now.subsec_millis())
     } else {
@@ -107,16 +107,8 @@ pub fn local_stamp(millis: bool) -> String {
 
 /// Seconds since the epoch as `YYYY-MM-DD hh:mm:ss`, UTC.
 pub fn utc_date_time(secs: u64) -> String {
-    let tm = calendar(secs, false);
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    let [y, mo, d, h, mi, s] = calendar(secs, false);
+    format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
 }
 
 /// The calling thread's OS thread id (a system call: cache it on hot paths).
