@@ -154,7 +154,7 @@ pub fn refused() -> u64 {
 }
 
 /// The file beside a directory's records that holds the descriptions they use.
-pub const FILE: &str = "op_meta.tsv";
+pub use crate::formats::layout::OP_META_FILE as FILE;
 const HEADER: &str = "id\tinput_shapes\tinput_types\tinput_formats\toutput_shapes\toutput_types\toutput_formats\tflops\tbytes";
 
 fn escape(s: &str, out: &mut String) {

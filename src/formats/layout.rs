@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 pub const HOST_LOG: &str = "host/data/aclprof_host.jsonl";
 /// The session's description.
 pub const SESSION_FILE: &str = "host/data/aclprof_session.json";
+/// Op metadata (shapes, data types, costs) the records of a device's `data` directory
+/// name by id, one op per line.
+pub const OP_META_FILE: &str = "op_meta.tsv";
 /// Where the export writes the tables and timelines people read.
 pub const OUTPUT_DIR: &str = "mindstudio_profiler_output";
 
