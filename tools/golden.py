@@ -87,10 +87,9 @@ DEVICE_PROCESSES = {"Ascend Hardware", "Overlap Analysis", "HCCL", "Step Trace"}
 
 def mask_timeline(text):
     """The JSON timeline's pids are the host pid shifted, plus an index: keep the index.
-    Host threads' tids are masked; device streams' stay."""
+    On the host's processes (not the device's), a thread's id is masked where the timeline
+    gives it: the event's tid, its thread's name and sort index, the "Thread Id" argument."""
     host = set()
-    for m in re.finditer(r'"pid":(\d+)', text):
-        HOST_IDS.add(str(int(m.group(1)) >> 10))
     for m in re.finditer(r'"name":"process_name","pid":(\d+),.*"args":\{"name":"([^"]*)"', text):
         if m.group(2) not in DEVICE_PROCESSES:
             host.add(m.group(1))
@@ -100,23 +99,13 @@ def mask_timeline(text):
         if not pm:
             return l
         if pm.group(1) in host:
-            tm = re.search(r'"tid":([1-9]\d*)', l)
-            if tm:
-                HOST_IDS.add(tm.group(1))
+            l = re.sub(r'"tid":[1-9]\d*', '"tid":<tid>', l)
+            l = re.sub(r'"Thread Id":\d+', '"Thread Id":<tid>', l)
+            l = re.sub(r'"name":"Thread \d+"', '"name":"Thread <tid>"', l)
+            if l.startswith('{"name":"thread_sort_index"'):
+                l = re.sub(r'"sort_index":\d+', '"sort_index":<tid>', l)
         return l.replace(pm.group(0), f'"pid":"<pid>|{int(pm.group(1)) & 1023}"', 1)
     return "\n".join(line(l) for l in text.split("\n"))
-
-
-# The host's pid and thread ids seen in the timelines: masked wherever they appear as a
-# whole number (thread names, sort indexes, annotations) in that run's outputs.
-HOST_IDS = set()
-
-
-def mask_host_ids(text):
-    if not HOST_IDS:
-        return text
-    alt = "|".join(sorted(HOST_IDS, key=len, reverse=True))
-    return re.sub(r"(?<![\d.])(?:" + alt + r")(?![\d.])", "<tid>", text)
 
 
 def mask_tx(text):
@@ -164,31 +153,70 @@ def message(b):
     return out
 
 
-# Perfetto's TracePacket.track_descriptor(60).process(3).pid(1): the host's pid.
+# Perfetto's paths (field numbers from the root) of what differs from run to run: the
+# host's pid, TracePacket.track_descriptor(60).process(3).pid(1); a host thread's track (a
+# TrackDescriptor named "Thread <tid>") and its sibling rank (12); a track event's (11)
+# debug annotation (4) named by the interned (12) debug annotation name (3) "Thread Id".
 PFTRACE_PID = (1, 60, 3, 1)
+THREAD_NAME = re.compile(rb"Thread \d+")
+
+
+def tree(b):
+    """The protobuf message `b` as a list of (field, wire type, value or sub-tree)."""
+    out = []
+    for num, wire, v in message(b) or []:
+        if wire == 2 and v and (not v.isascii() or v[0] < 32):
+            sub = message(v)
+            if sub is not None:
+                out.append((num, wire, tree(v)))
+                continue
+        out.append((num, wire, v))
+    return out
+
+
+def thread_id_iids(t, path=()):
+    """The iids the trace interns the debug annotation name "Thread Id" as."""
+    found = set()
+    for num, _, v in t:
+        if isinstance(v, list):
+            if path[-1:] == (12,) and num == 3:
+                fields = {n: x for n, _, x in v}
+                if fields.get(2) == b"Thread Id":
+                    found.add(fields.get(1))
+            found |= thread_id_iids(v, path + (num,))
+    return found
 
 
 def dump_pftrace(data):
-    """The native trace as an indented tree of its protobuf fields, with the pid masked."""
+    """The native trace as an indented tree of its protobuf fields, what differs from run to
+    run masked (see PFTRACE_PID)."""
+    root = tree(data)
+    iids = thread_id_iids(root)
     lines = []
 
-    def walk(b, path, depth):
-        for num, wire, v in message(b) or []:
+    def walk(t, path, depth):
+        fields = {n: x for n, _, x in t}
+        host_thread = path == (1, 60) and isinstance(fields.get(2), bytes) \
+            and THREAD_NAME.fullmatch(fields[2]) is not None
+        thread_arg = path == (1, 11, 4) and fields.get(1) in iids
+        pad = "  " * depth
+        for num, wire, v in t:
             p = path + (num,)
-            pad = "  " * depth
-            if wire == 2:
-                sub = message(v) if v and not v.isascii() or (v and v[0] < 32) else None
-                if sub is not None:
-                    lines.append(f"{pad}{num} {{")
-                    walk(v, p, depth + 1)
-                    lines.append(f"{pad}}}")
-                else:
-                    lines.append(f"{pad}{num}: {v!r}")
+            if isinstance(v, list):
+                lines.append(f"{pad}{num} {{")
+                walk(v, p, depth + 1)
+                lines.append(f"{pad}}}")
             elif p == PFTRACE_PID:
                 lines.append(f"{pad}{num}: <pid>|{v & 1023}")
+            elif host_thread and num == 2:
+                lines.append(f"{pad}{num}: b'Thread <tid>'")
+            elif (host_thread and num == 12) or (thread_arg and num == 3):
+                lines.append(f"{pad}{num}: <tid>")
+            elif wire == 2:
+                lines.append(f"{pad}{num}: {v!r}")
             else:
                 lines.append(f"{pad}{num}: {v.hex() if isinstance(v, bytes) else v}")
-    walk(data, (), 0)
+    walk(root, (), 0)
     return "\n".join(lines) + "\n"
 
 
@@ -215,7 +243,6 @@ def collect(name, path, out, mask):
             text = mask_timeline(text)
         elif re.fullmatch(r"msprof_tx_\d+\.csv", os.path.basename(path)):
             text = mask_tx(text)
-    text = mask_host_ids(text)
     out[f"{name}/{base}"] = mask(text)
 
 
