@@ -329,9 +329,15 @@ pub fn unsubscribe(model: u32) -> Result<()> {
         user.set_closed();
     }
     if let Some(l) = sub.new_losses() {
+        let why = if l.lost > 0 {
+            sub.loss_reason()
+        } else {
+            "full buffers under ACLPROF_ON_FULL=drop".into()
+        };
         crate::logging::loss(&format!(
-            "model {model} unsubscribed; {} of its {} records were lost ({})",
-            l.n, c.reported, l.why
+            "model {model} unsubscribed; {} of its {} records were lost ({why})",
+            l.lost + l.chosen,
+            c.reported
         ));
     }
     Ok(())
@@ -363,12 +369,12 @@ pub fn flush() -> Result<()> {
     let mut chosen: Vec<String> = Vec::new();
     for s in &subs {
         let Some(l) = s.new_losses() else { continue };
-        if l.n > l.chosen {
-            let why = if l.chosen > 0 { s.loss_reason() } else { l.why };
+        if l.lost > 0 {
             lost.push(format!(
-                "{}: {} records lost ({why})",
+                "{}: {} records lost ({})",
                 s.describe(),
-                l.n - l.chosen
+                l.lost,
+                s.loss_reason()
             ));
         }
         if l.chosen > 0 {

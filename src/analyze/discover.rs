@@ -25,10 +25,6 @@ pub(super) enum Input {
     Stdin,
 }
 
-pub(super) fn io_err<T>(p: &Path, e: std::io::Error) -> Result<T> {
-    Err(crate::error::file_error("", p, e))
-}
-
 use crate::formats::layout::rank_of;
 pub use crate::formats::layout::{entries_named, is_prof_dir, ranks_of};
 
@@ -44,7 +40,7 @@ pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
         Some(s) => (point(s.fp_point.as_ref()), point(s.bp_point.as_ref())),
         None => (None, None),
     };
-    for d in entries_named(dir, "device_").or_else(|e| io_err(dir, e))? {
+    for d in crate::error::io("", dir, entries_named(dir, "device_"))? {
         // A device that recorded nothing may have no data directory; any other failure to
         // list it is an error, not fewer ops.
         let data = d.join("data");
@@ -84,7 +80,7 @@ pub(super) fn inputs(path: &Path) -> Result<Vec<Input>> {
     if path == Path::new("-") {
         return Ok(vec![Input::Stdin]);
     }
-    let meta = std::fs::metadata(path).or_else(|e| io_err(path, e))?;
+    let meta = crate::error::io("", path, std::fs::metadata(path))?;
     let mut v = Vec::new();
     if meta.is_file() {
         v.push(if crate::sim::import::is_database(path) {
@@ -107,5 +103,5 @@ pub(super) fn each_record(
     corrupt: &mut u64,
     f: &mut dyn FnMut(View<'_>),
 ) -> Result<()> {
-    crate::formats::raw::each_record(r, corrupt, f).or_else(|e| io_err(what, e))
+    crate::error::io("", what, crate::formats::raw::each_record(r, corrupt, f))
 }

@@ -223,9 +223,12 @@ pub(super) fn each_part_op(
     let mut on_record = |v: View<'_>| f(&origin, v);
     match part.extent {
         Extent::Bytes(p, start, len) => {
-            let mut file = std::fs::File::open(p).or_else(|e| io_err(p, e))?;
-            std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start))
-                .or_else(|e| io_err(p, e))?;
+            let mut file = crate::error::io("", p, std::fs::File::open(p))?;
+            crate::error::io(
+                "",
+                p,
+                std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(start)),
+            )?;
             each_record(&mut file.take(len), p, corrupt, &mut on_record)
         }
         Extent::Db(p) => db_records(p, &mut on_record),

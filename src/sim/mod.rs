@@ -116,17 +116,16 @@ pub fn import_db(
             err(ACL_ERROR_INVALID_FILE, "first task read")
         });
         let base = base.unwrap_or(0);
-        let io = |what: &str, p: &Path, e: std::io::Error| {
-            crate::error::file_error(&format!("cannot {what}"), p, e)
-        };
         let dir = out.join(format!(
             "PROF_000001_{}_IMPORTED",
             crate::clock::local_stamp(true)
         ));
         let dev = m.device;
         let data = dir.join(format!("device_{dev}/data"));
-        std::fs::create_dir_all(&data).map_err(|e| io("create", &data, e))?;
-        std::fs::create_dir_all(dir.join("host/data")).map_err(|e| io("create", &dir, e))?;
+        std::fs::create_dir_all(&data)
+            .map_err(|e| crate::error::file_error("cannot create", &data, e))?;
+        std::fs::create_dir_all(dir.join("host/data"))
+            .map_err(|e| crate::error::file_error("cannot create", &dir, e))?;
         // op_summary's PMU columns: the metric group that has the most of the database's.
         let metric = (0..9u64)
             .max_by_key(|&g| {
@@ -148,10 +147,11 @@ pub fn import_db(
             ..Default::default()
         };
         let sp = dir.join(crate::formats::layout::SESSION_FILE);
-        std::fs::write(&sp, session.to_json()).map_err(|e| io("write", &sp, e))?;
+        std::fs::write(&sp, session.to_json())
+            .map_err(|e| crate::error::file_error("cannot write", &sp, e))?;
         let info = dir.join(format!("device_{dev}/info.json.{dev}"));
         std::fs::write(&info, serde_json::json!({"rank_id": dev}).to_string())
-            .map_err(|e| io("write", &info, e))?;
+            .map_err(|e| crate::error::file_error("cannot write", &info, e))?;
         let mut files: std::collections::HashMap<u32, std::io::BufWriter<std::fs::File>> =
             Default::default();
         let mut rec = [0u8; RECORD_SIZE];
@@ -185,14 +185,17 @@ pub fn import_db(
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
                     let p = crate::transport::StreamFiles::path(&data, stream);
-                    let f = std::fs::File::create(&p).map_err(|e| io("create", &p, e))?;
+                    let f = std::fs::File::create(&p)
+                        .map_err(|e| crate::error::file_error("cannot create", &p, e))?;
                     v.insert(std::io::BufWriter::with_capacity(1 << 18, f))
                 }
             };
-            w.write_all(&rec).map_err(|e| io("write", &data, e))?;
+            w.write_all(&rec)
+                .map_err(|e| crate::error::file_error("cannot write", &data, e))?;
         }
         for w in files.values_mut() {
-            w.flush().map_err(|e| io("write", &data, e))?;
+            w.flush()
+                .map_err(|e| crate::error::file_error("cannot write", &data, e))?;
         }
         crate::filemode::export_quietly_with_progress(&dir, progress)?;
         Ok(dir)

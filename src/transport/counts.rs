@@ -6,11 +6,11 @@ use super::*;
 /// What [`Sub::new_losses`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Losses {
-    /// Records lost or dropped since the last look.
-    pub n: u64,
-    /// Of them, those dropped as `ACLPROF_ON_FULL=drop` asked: counted, not a failure.
+    /// Records lost since the last look: a failure ([`Sub::loss_reason`] says why).
+    pub lost: u64,
+    /// Records dropped since the last look as `ACLPROF_ON_FULL=drop` asked: counted, not a
+    /// failure.
     pub chosen: u64,
-    pub why: String,
 }
 
 /// Record counts, as `aclprofExtGetStats` reports them.
@@ -47,13 +47,8 @@ impl Sub {
             let n = lost - before;
             let chosen = (chosen - chosen_before).min(n);
             Losses {
-                n,
+                lost: n - chosen,
                 chosen,
-                why: if chosen == n {
-                    "full buffers under ACLPROF_ON_FULL=drop".into()
-                } else {
-                    self.loss_reason()
-                },
             }
         })
     }
