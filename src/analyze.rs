@@ -497,7 +497,7 @@ fn no_records(path: &Path, corrupt: u64) -> String {
     let is_text = text.is_some() && !head[..n].contains(&0);
     let looks = match text {
         _ if n == 0 && corrupt == 0 => "is empty".to_string(),
-        _ if head.starts_with(crate::sim::import::SQLITE_MAGIC) => {
+        _ if head.starts_with(crate::formats::layout::SQLITE_MAGIC) => {
             "is a database with no compute or communication task".to_string()
         }
         Some(t) if t.starts_with('{') || t.starts_with('[') => {

@@ -3,7 +3,8 @@
 //! free), then per op type, per op (by name) and per step; each row base, new, difference and
 //! ratio (docs/design.md, "Comparing runs").
 
-use crate::analyze::{csv_field, markdown_table, text_table, Format};
+use crate::analyze::{markdown_table, text_table, Format};
+use crate::formats::text::csv_field;
 use crate::runstats::RunStats;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

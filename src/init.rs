@@ -8,7 +8,7 @@ use crate::formats::acl_prof::{
     ACL_PROF_ACL_API, ACL_PROF_AICPU, ACL_PROF_HCCL_TRACE, ACL_PROF_L2CACHE, ACL_PROF_MSPROFTX,
     ACL_PROF_RUNTIME_API, ACL_PROF_TASK_MEMORY, ACL_PROF_TASK_TIME, ACL_PROF_TRAINING_TRACE,
 };
-use crate::state::{self, ProfConfig};
+use crate::state::ProfConfig;
 
 /// The process-wide settings, after the first-use work. A thread that arrives while
 /// another starts environment-variable profiling waits for it, so no op reported from the
@@ -174,7 +174,7 @@ pub fn env_mode_config(
         .iter()
         .filter(|(k, _)| on(k))
         .fold(0, |a, (_, b)| a | b);
-    let mut metric = state::ACL_AICORE_NONE;
+    let mut metric = crate::formats::prof_values::AICORE_NONE;
     if let Some(m) = v
         .get("aic_metrics")
         .and_then(|x| x.as_str())
@@ -344,7 +344,7 @@ mod tests {
             let c = parse(s, Unknown::Warn).unwrap();
             assert_eq!(
                 (c.aicore_metrics, c.data_type),
-                (state::ACL_AICORE_NONE, 0x1 | 0x2)
+                (crate::formats::prof_values::AICORE_NONE, 0x1 | 0x2)
             );
             assert_eq!(c.fp_point, None);
         }

@@ -154,7 +154,6 @@ pub fn refused() -> u64 {
 }
 
 /// The file beside a directory's records that holds the descriptions they use.
-pub use crate::formats::layout::OP_META_FILE as FILE;
 const HEADER: &str = "id\tinput_shapes\tinput_types\tinput_formats\toutput_shapes\toutput_types\toutput_formats\tflops\tbytes";
 
 fn escape(s: &str, out: &mut String) {
@@ -266,7 +265,7 @@ pub struct Lookup {
 impl Lookup {
     /// For records in `dir` written by process `pid`.
     pub fn new(dir: &Path, pid: u32) -> Lookup {
-        let p = dir.join(FILE);
+        let p = dir.join(crate::formats::layout::OP_META_FILE);
         Lookup {
             file: p.exists().then(|| read(&p)),
             pid,
@@ -344,8 +343,9 @@ mod tests {
         for id in [ids[1], ids[0], ids[1], 0] {
             here.get(id);
         }
-        here.write(&dir.join(FILE)).unwrap();
-        let back = read(&dir.join(FILE));
+        here.write(&dir.join(crate::formats::layout::OP_META_FILE))
+            .unwrap();
+        let back = read(&dir.join(crate::formats::layout::OP_META_FILE));
         assert_eq!(back.len(), 2);
         assert_eq!(*back[&ids[0]], conv());
         assert_eq!(*back[&ids[1]], odd);

@@ -210,7 +210,7 @@ pub fn start(handle: usize) -> Result<()> {
             return Err(e);
         }
     }
-    if c.data_type & state::ACL_PROF_MSPROFTX != 0 {
+    if c.data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
         crate::tx::set_enabled(true);
     }
     Ok(())
@@ -276,11 +276,16 @@ pub fn subscribe(model: u32, handle: usize) -> Result<()> {
 /// file at `path`). Returns the ring's fd (valid until the model is unsubscribed).
 pub fn ring_subscribe(model: u32, path: Option<&std::path::Path>, capacity: u64) -> Result<i32> {
     let mut fd = -1;
-    subscribe_with(model, true, state::ACL_AICORE_NONE, || {
-        let ring = Arc::new(crate::transport::ring::Ring::create(path, capacity)?);
-        fd = ring.fd();
-        Ok(Dest::Ring(ring))
-    })?;
+    subscribe_with(
+        model,
+        true,
+        crate::formats::prof_values::AICORE_NONE,
+        || {
+            let ring = Arc::new(crate::transport::ring::Ring::create(path, capacity)?);
+            fd = ring.fd();
+            Ok(Dest::Ring(ring))
+        },
+    )?;
     Ok(fd)
 }
 
@@ -449,7 +454,7 @@ pub fn start_env_session(root: &Path, config: &ProfConfig) -> Result<()> {
     match r {
         Ok(session) => {
             *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
-            if config.data_type & state::ACL_PROF_MSPROFTX != 0 {
+            if config.data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
                 crate::tx::set_enabled(true);
             }
             Ok(())

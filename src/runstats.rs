@@ -7,8 +7,9 @@
 
 use crate::analyze::{self, Key, Query, Report};
 use crate::error::*;
-use crate::filemode::export::{is_communication, task_type_and_block_dim};
+use crate::filemode::export::is_communication;
 use crate::filemode::overlap::{Overlap, Steps, Track};
+use crate::formats::op_summary::task_type_and_block_dim;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -269,7 +270,9 @@ impl RunStats {
                     &d.join(crate::formats::layout::HOST_LOG),
                 ));
                 let out = d.join(crate::formats::layout::OUTPUT_DIR);
-                for f in analyze::entries_named(&out, "op_statistic_").unwrap_or_default() {
+                for f in
+                    crate::formats::layout::entries_named(&out, "op_statistic_").unwrap_or_default()
+                {
                     for r in csv_rows(&f) {
                         if let (Some(t), Some(c)) = (r.get("OP Type"), r.get("Core Type")) {
                             core.insert(t.clone(), c.clone());

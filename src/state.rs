@@ -16,9 +16,8 @@ use crate::error::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-pub use crate::formats::acl_prof::ACL_PROF_MSPROFTX;
-pub use crate::formats::prof_values::config_type::ARGS_MAX;
-pub use crate::formats::prof_values::{AICORE_NONE as ACL_AICORE_NONE, DATA_TYPE_MASK};
+use crate::formats::acl_prof::ACL_PROF_MSPROFTX;
+use crate::formats::prof_values::{AICORE_NONE as ACL_AICORE_NONE, DATA_TYPE_MASK};
 /// Result path limit, bytes.
 pub const MAX_PATH: usize = 4096;
 pub const MAX_CONFIG_VALUE: usize = 256;

@@ -145,7 +145,7 @@ fn check_dir(dir: &Path, expect: &Expect) {
 
     // op_summary: the documented header; every reported op once, exact durations.
     let (h, rows) = read_csv(&output(dir, "op_summary_"));
-    assert_eq!(h, aclprof::filemode::export::OP_SUMMARY_HEADER.to_vec());
+    assert_eq!(h, aclprof::formats::op_summary::OP_SUMMARY_HEADER.to_vec());
     let mut got: Expect = BTreeMap::new();
     let mut last_start: HashMap<u32, u64> = HashMap::new();
     let mut type_of: HashMap<String, String> = HashMap::new();

@@ -151,7 +151,7 @@ fn metadata_reaches_every_output() {
     assert_eq!(aclprofFinalize(), 0);
     aclprofDestroyConfig(cfg);
 
-    let dirs: Vec<PathBuf> = analyze::entries_named(&root, "PROF_").unwrap();
+    let dirs: Vec<PathBuf> = aclprof::formats::layout::entries_named(&root, "PROF_").unwrap();
     assert_eq!(dirs.len(), 1);
     let dir = &dirs[0];
 
@@ -216,7 +216,10 @@ fn metadata_reaches_every_output() {
     );
 
     // op_meta.tsv beside the records, with the ids they use.
-    let tsv = aclprof::opmeta::read(&dir.join("device_0/data").join(aclprof::opmeta::FILE));
+    let tsv = aclprof::opmeta::read(
+        &dir.join("device_0/data")
+            .join(aclprof::formats::layout::OP_META_FILE),
+    );
     assert_eq!(tsv.len(), 3, "small, big and fc");
     assert_eq!(tsv[&small].flops, Some(3_888));
 

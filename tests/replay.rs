@@ -290,7 +290,7 @@ fn check_db_pmu(what: &str, input: &Path, dir: &Path, ours: &Path) -> usize {
     let from = oh.iter().position(|h| h == "Context ID").unwrap() + 1;
     let mut compared = 0;
     for c in &oh[from..] {
-        let (name, _) = aclprof::sim::import::pmu_db_name(c);
+        let (name, _) = aclprof::formats::db_schema::pmu_db_name(c);
         let mut got: Vec<String> = orows
             .iter()
             .map(|r| r[c].clone())

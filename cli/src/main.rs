@@ -243,7 +243,7 @@ fn unknown_cost_order(q: &Query, r: &analyze::Report) -> Option<String> {
 
 /// PROF_* directories directly under `dir`.
 fn prof_dirs(dir: &Path) -> Vec<PathBuf> {
-    analyze::entries_named(dir, "PROF_").unwrap_or_default()
+    aclprof::formats::layout::entries_named(dir, "PROF_").unwrap_or_default()
 }
 
 fn record(
@@ -457,7 +457,7 @@ fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> 
 /// The result directories `path` names; a database is first made one under `output`
 /// (default: beside it, `NAME_aclprof/`) and exported.
 fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
-    if path.is_file() && aclprof::sim::import::is_database(path) {
+    if path.is_file() && aclprof::formats::layout::is_database(path) {
         let out = match output {
             Some(o) => o.to_path_buf(),
             None => {

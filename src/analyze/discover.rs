@@ -25,8 +25,8 @@ pub(super) enum Input {
     Stdin,
 }
 
+use crate::formats::layout::entries_named;
 use crate::formats::layout::rank_of;
-pub use crate::formats::layout::{entries_named, is_prof_dir, ranks_of};
 
 pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
     let steps = std::sync::Arc::new(crate::filemode::export::read_host_steps(dir));
@@ -49,7 +49,9 @@ pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
         } else {
             Vec::new()
         };
-        let metas = std::sync::Arc::new(crate::opmeta::read(&data.join(crate::opmeta::FILE)));
+        let metas = std::sync::Arc::new(crate::opmeta::read(
+            &data.join(crate::formats::layout::OP_META_FILE),
+        ));
         out.push(Input::Device {
             files,
             metas,
@@ -83,7 +85,7 @@ pub(super) fn inputs(path: &Path) -> Result<Vec<Input>> {
     let meta = crate::error::io("", path, std::fs::metadata(path))?;
     let mut v = Vec::new();
     if meta.is_file() {
-        v.push(if crate::sim::import::is_database(path) {
+        v.push(if crate::formats::layout::is_database(path) {
             Input::Db(path.to_path_buf())
         } else {
             Input::Raw(path.to_path_buf())

@@ -133,7 +133,7 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
     (head, rows)
 }
 
-pub use crate::formats::text::csv_field;
+use crate::formats::text::csv_field;
 
 /// `head` and `rows` as a Markdown table.
 pub fn markdown_table(head: &[String], rows: &[Vec<String>]) -> String {

@@ -231,7 +231,7 @@ impl Db {
             }
             while let Some((_, col, v)) = pmu_at.next_if(|p| p.0 == k) {
                 // CANN's names, times in ns (op_summary's are in µs).
-                let (name, time) = crate::sim::import::pmu_db_name(col);
+                let (name, time) = crate::formats::db_schema::pmu_db_name(col);
                 let col = sid(&mut self.strings, &name);
                 // NUMERIC: SQLite keeps a number as one, text (N/A, a percentage) as text.
                 match v.parse::<f64>() {

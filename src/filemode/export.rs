@@ -29,7 +29,7 @@ use crate::formats::text::*;
 mod sinks;
 use sinks::*;
 
-pub use crate::formats::op_summary::*;
+use crate::formats::op_summary::*;
 
 mod readme;
 use readme::*;
@@ -520,7 +520,7 @@ fn merge_devices(
             }
         }
         // Another process (a re-export, `aclprof analyze`) finds the ids here.
-        let path = data.join(crate::opmeta::FILE);
+        let path = data.join(crate::formats::layout::OP_META_FILE);
         io("cannot write", &path, metas.write(&path))?;
         let b = db.batch();
         overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::formats::host::{HostEvent, Session as HostSession};
-pub use crate::formats::layout::{HOST_LOG, SESSION_FILE};
+use crate::formats::layout::{HOST_LOG, SESSION_FILE};
 
 /// One running `aclprofStart`.
 pub struct Session {
@@ -143,7 +143,7 @@ fn hostname() -> String {
 
 /// `DeviceInfo` of an emulated device: an Ascend 310P-class NPU.
 fn device_info(id: u32) -> serde_json::Value {
-    json!({"id": id, "ai_core_num": export::AI_CORE_NUM, "aiv_num": export::AIV_NUM, "aic_frequency": "1080", "hwts_frequency": "100",
+    json!({"id": id, "ai_core_num": crate::formats::op_summary::AI_CORE_NUM, "aiv_num": crate::formats::op_summary::AIV_NUM, "aic_frequency": "1080", "hwts_frequency": "100",
            "aiv_frequency": "1080", "env_type": 3, "ctrl_cpu_id": "ARMv8_Cortex_A55", "ctrl_cpu_core_num": 8})
 }
 

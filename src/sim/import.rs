@@ -61,8 +61,6 @@ pub struct TaskInfo {
     pub task_id: Option<u32>,
 }
 
-pub use crate::formats::layout::{is_database, SQLITE_MAGIC};
-
 /// The formats a model description can have, for error messages.
 pub const FORMATS: &str = "aclprof's JSON model description, msprof's op_summary CSV, \
     torch_npu's kernel_details CSV, MindSpore's op CSV, a Chrome-trace timeline with an \
@@ -572,7 +570,7 @@ pub fn parse_file(path: &Path) -> Result<SimModel> {
         Ok(t) => t,
         Err(e) => return bad(path, format!("cannot read: {e}")),
     };
-    if bytes.starts_with(SQLITE_MAGIC) {
+    if bytes.starts_with(crate::formats::layout::SQLITE_MAGIC) {
         return parse_db(path);
     }
     match String::from_utf8(bytes) {

@@ -98,7 +98,7 @@ pub fn import_db(
     use crate::error::ACL_ERROR_INVALID_FILE;
     use crate::formats::record::{encode, sign, OpFields, FLAG_OP, RECORD_SIZE};
     use std::io::Write;
-    if !is_database(db) {
+    if !crate::formats::layout::is_database(db) {
         return err(
             ACL_ERROR_INVALID_FILE,
             format!("{}: not an SQLite database", db.display()),
@@ -129,7 +129,7 @@ pub fn import_db(
         // op_summary's PMU columns: the metric group that has the most of the database's.
         let metric = (0..9u64)
             .max_by_key(|&g| {
-                let cols = crate::filemode::export::pmu_columns(g);
+                let cols = crate::formats::op_summary::pmu_columns(g);
                 let n = cols
                     .iter()
                     .filter(|c| m.pmu_columns.contains(&c.to_string()))

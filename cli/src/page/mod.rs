@@ -124,7 +124,9 @@ fn relative(from: &Path, to: &Path) -> String {
 /// killed process's directory), so the page can link its timelines.
 fn exported(dir: &Path) -> Result<PathBuf> {
     let out = dir.join("mindstudio_profiler_output");
-    let has = |prefix: &str| analyze::entries_named(&out, prefix).is_ok_and(|v| !v.is_empty());
+    let has = |prefix: &str| {
+        aclprof::formats::layout::entries_named(&out, prefix).is_ok_and(|v| !v.is_empty())
+    };
     if !has("op_summary_") || !has("msprof_") {
         aclprof::filemode::export_quietly(dir)?;
     }
@@ -140,7 +142,7 @@ fn timelines(path: &Path, page_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     }
     for d in analyze::result_dirs(path)? {
         let o = exported(&d)?;
-        for f in analyze::entries_named(&o, "msprof_").unwrap_or_default() {
+        for f in aclprof::formats::layout::entries_named(&o, "msprof_").unwrap_or_default() {
             if f.extension().is_some_and(|e| e == "json" || e == "pftrace") {
                 links.push((relative(page_dir, &f), f));
             }

@@ -26,7 +26,7 @@ const DIFF_ROWS: usize = 500;
 /// `path` whose ranks are all different (torchrun's ranks writing into one folder) are one
 /// run together: `path` itself.
 pub fn runs_in(path: &Path) -> Result<Vec<PathBuf>> {
-    if !path.is_dir() || analyze::is_prof_dir(path) {
+    if !path.is_dir() || aclprof::formats::layout::is_prof_dir(path) {
         return Ok(vec![path.to_path_buf()]);
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
@@ -40,11 +40,14 @@ pub fn runs_in(path: &Path) -> Result<Vec<PathBuf>> {
         })
         .collect();
     entries.sort();
-    let prof: Vec<&PathBuf> = entries.iter().filter(|p| analyze::is_prof_dir(p)).collect();
+    let prof: Vec<&PathBuf> = entries
+        .iter()
+        .filter(|p| aclprof::formats::layout::is_prof_dir(p))
+        .collect();
     if prof.len() >= 2 && prof.len() == entries.len() {
         let mut seen = std::collections::BTreeSet::new();
         let disjoint = prof.iter().all(|d| {
-            let r = analyze::ranks_of(d);
+            let r = aclprof::formats::layout::ranks_of(d);
             !r.is_empty() && r.into_iter().all(|k| seen.insert(k))
         });
         if disjoint {
@@ -55,7 +58,7 @@ pub fn runs_in(path: &Path) -> Result<Vec<PathBuf>> {
         .into_iter()
         .filter(|p| {
             if p.is_dir() {
-                analyze::is_prof_dir(p) || analyze::result_dirs(p).is_ok()
+                aclprof::formats::layout::is_prof_dir(p) || analyze::result_dirs(p).is_ok()
             } else {
                 is_run_file(p)
             }
@@ -79,7 +82,7 @@ fn is_run_file(p: &Path) -> bool {
     let Ok(m) = std::fs::metadata(p) else {
         return false;
     };
-    aclprof::sim::import::is_database(p)
+    aclprof::formats::layout::is_database(p)
         || (m.len() > 0 && m.len() % aclprof::formats::record::RECORD_SIZE as u64 == 0)
 }
 

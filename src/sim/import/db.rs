@@ -138,7 +138,7 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
     Ok(())
 }
 
-pub use crate::formats::db_schema::{pmu_column_of, pmu_db_name};
+use crate::formats::db_schema::pmu_column_of;
 
 /// PMU column names, and each task's values by globalTaskId (see [`db_pmu`]).
 type PmuValues = (Vec<String>, HashMap<i64, Vec<String>>);
