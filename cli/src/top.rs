@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 
 /// Distinct ops shown as the longest.
 const LONGEST: usize = 5;
+/// Op names a window keeps (a program that names every op anew must not grow the viewer
+/// without bound); ops of names beyond it still count everywhere else.
+const MAX_NAMES: usize = 1 << 16;
 
 /// An op (by name) in a window: its longest run, where that ran, and how often it ran.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -65,8 +68,10 @@ impl Window {
         s.0 += 1;
         s.1 += d;
         let name = String::from_utf8_lossy(v.name().unwrap_or_default());
+        let full = self.ops_by_name.len() >= MAX_NAMES;
         let op = match self.ops_by_name.get_mut(name.as_ref()) {
             Some(op) => op,
+            None if full => return,
             None => self.ops_by_name.entry(name.into_owned()).or_default(),
         };
         op.count += 1;
@@ -103,6 +108,9 @@ impl Window {
             e.1 += s.1;
         }
         for (k, op) in &o.ops_by_name {
+            if self.ops_by_name.len() >= MAX_NAMES && !self.ops_by_name.contains_key(k) {
+                continue;
+            }
             let e = self.ops_by_name.entry(k.clone()).or_default();
             let count = e.count + op.count;
             if op.max_ns > e.max_ns || e.count == 0 {
