@@ -131,7 +131,11 @@ fn main() {
     ext.after_includes = Some(version_macros());
     ext.style = cbindgen::Style::Both; // `typedef struct aclprofExtStats {...} aclprofExtStats;`
     generate(
-        &["src/ffi/ext.rs", "src/ffi/ext_ring.rs"],
+        &[
+            "src/ffi/ext.rs",
+            "src/ffi/ext_mem.rs",
+            "src/ffi/ext_ring.rs",
+        ],
         &out.join("acl_prof_ext.h"),
         ext,
     );

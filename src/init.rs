@@ -9,6 +9,7 @@ use crate::formats::acl_prof::{
     ACL_PROF_RUNTIME_API, ACL_PROF_TASK_MEMORY, ACL_PROF_TASK_TIME, ACL_PROF_TRAINING_TRACE,
 };
 use crate::state::ProfConfig;
+use std::collections::HashMap;
 
 /// The process-wide settings, after the first-use work. A thread that arrives while
 /// another starts environment-variable profiling waits for it, so no op reported from the
@@ -30,6 +31,7 @@ pub fn ensure() -> &'static crate::settings::Settings {
 const FORK_PREPARES: &[crate::fork::Prepare] = &[
     crate::runtime::fork_prepare,
     || vec![crate::sim::fork_prepare()],
+    || vec![crate::memory::fork_prepare()],
     crate::tx::fork_prepare,
     crate::profiler::fork_prepare,
     || vec![crate::registry::fork_prepare()],
@@ -82,8 +84,9 @@ fn switch_value(key: &str, v: &serde_json::Value) -> Option<bool> {
     }
 }
 
-/// Keys of `PROFILING_OPTIONS` that CANN accepts and the emulated device has no data for
-/// (system sampling, storage limits, ...): accepted and ignored.
+/// Keys of `PROFILING_OPTIONS` that are not switches: those of [`ENV_SETTINGS`] are used
+/// (see [`env_mode_settings`]); the others ask for data the emulated device has none of
+/// (hardware sampling, ...) and are accepted and ignored.
 const ENV_ACCEPTED: [&str; 13] = [
     "storage_limit",
     "ge_api",
@@ -99,6 +102,47 @@ const ENV_ACCEPTED: [&str; 13] = [
     "op_attr",
     "aic_metrics_freq",
 ];
+
+/// `PROFILING_OPTIONS` keys that are `aclprofSetConfig` values: (key, config type).
+const ENV_SETTINGS: [(&str, i32); 4] = {
+    use crate::formats::prof_values::config_type as ct;
+    [
+        ("sys_hardware_mem_freq", ct::SYS_HARDWARE_MEM_FREQ),
+        ("host_sys", ct::HOST_SYS),
+        ("host_sys_usage", ct::HOST_SYS_USAGE),
+        ("host_sys_usage_freq", ct::HOST_SYS_USAGE_FREQ),
+    ]
+};
+
+/// The `aclprofSetConfig` values `PROFILING_OPTIONS` gives (`host_sys`, memory and host
+/// frequencies, ...), each checked as aclprofSetConfig checks it; a bad one is refused or
+/// (environment variable) logged and left out.
+pub fn env_mode_settings(options: &str, unknown: Unknown) -> Result<HashMap<i32, String>> {
+    let v: serde_json::Value = serde_json::from_str(options).unwrap_or_default();
+    let mut out = HashMap::new();
+    for (key, ty) in ENV_SETTINGS {
+        let Some(val) = v.get(key) else { continue };
+        // CANN's options give numbers as strings or numbers.
+        let text = match val {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            other => other.to_string(),
+        };
+        match crate::state::validate_set_config(ty, &text) {
+            Ok(()) => {
+                out.insert(ty, text);
+            }
+            Err(why) => {
+                let why = format!("PROFILING_OPTIONS {key}: {why}");
+                match unknown {
+                    Unknown::Refuse => return err(ACL_ERROR_INVALID_PARAM, why),
+                    Unknown::Warn => log::warn!("aclprof: {why}; ignored"),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
 
 /// How `PROFILING_OPTIONS`-style JSON treats keys it does not know.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,8 +270,12 @@ fn start_env_mode() {
         }
     }
     let options = std::env::var("PROFILING_OPTIONS").unwrap_or_default();
-    let r = env_mode_config(&options, crate::settings::get().device_count, Unknown::Warn)
-        .and_then(|(root, config)| crate::profiler::start_env_session(&root, &config));
+    let r = env_mode_config(&options, crate::settings::get().device_count, Unknown::Warn).and_then(
+        |(root, config)| {
+            let settings = env_mode_settings(&options, Unknown::Warn)?;
+            crate::profiler::start_env_session(&root, &config, &settings)
+        },
+    );
     match r {
         Ok(()) => export_at_exit(),
         Err(e) => {
@@ -249,7 +297,8 @@ pub fn options_start(options: &str) -> Result<()> {
         crate::settings::get().device_count,
         Unknown::Refuse,
     )?;
-    crate::profiler::start_env_session(&root, &config)?;
+    let settings = env_mode_settings(options, Unknown::Refuse)?;
+    crate::profiler::start_env_session(&root, &config, &settings)?;
     export_at_exit();
     Ok(())
 }

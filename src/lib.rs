@@ -21,6 +21,7 @@ pub(crate) mod handles;
 pub(crate) mod hotpath;
 pub mod init;
 pub mod logging;
+pub mod memory;
 pub(crate) mod names;
 pub mod opmeta;
 pub(crate) mod panic;

@@ -210,9 +210,7 @@ pub fn start(handle: usize) -> Result<()> {
             return Err(e);
         }
     }
-    if c.data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
-        crate::tx::set_enabled(true);
-    }
+    session_started(c.data_type);
     Ok(())
 }
 
@@ -437,7 +435,13 @@ pub fn next_config_id() -> u64 {
 
 /// Environment-variable profiling: a file-mode session for `config` into `root`, started
 /// without aclprofInit/aclprofStart (the control calls then answer 100042).
-pub fn start_env_session(root: &Path, config: &ProfConfig) -> Result<()> {
+/// `settings`: the aclprofSetConfig values PROFILING_OPTIONS gave (they override the
+/// process's own).
+pub fn start_env_session(
+    root: &Path,
+    config: &ProfConfig,
+    settings: &std::collections::HashMap<i32, String>,
+) -> Result<()> {
     let mut g = core();
     let core = g.get_or_insert_with(Core::default);
     // Subscriptions go on beside it, as beside PROFILING_MODE (docs/compatibility.md).
@@ -450,13 +454,13 @@ pub fn start_env_session(root: &Path, config: &ProfConfig) -> Result<()> {
     }
     let root = state::prepare_result_dir(root)?;
     let index = core.start_cmd(config, root.clone());
-    let r = crate::filemode::begin(&root, index - 1, config, &core.config_values());
+    let mut values = core.config_values();
+    values.extend(settings.iter().map(|(k, v)| (*k, v.clone())));
+    let r = crate::filemode::begin(&root, index - 1, config, &values);
     match r {
         Ok(session) => {
             *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
-            if config.data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
-                crate::tx::set_enabled(true);
-            }
+            session_started(config.data_type);
             Ok(())
         }
         Err(e) => {
@@ -472,4 +476,36 @@ pub fn end_env_session() -> Option<Result<()>> {
     with_core(|c| c.end_cmd())?;
     crate::tx::set_enabled(false);
     Some(end_session())
+}
+
+/// What a file-mode session turns on once it records: msproftx, and the memory that was
+/// allocated and planned before it started.
+fn session_started(data_type: u64) {
+    if data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
+        crate::tx::set_enabled(true);
+    }
+    crate::memory::snapshot();
+    for (id, m) in crate::sim::import::loaded() {
+        crate::memory::plan(id, &m);
+    }
+}
+
+/// Runs a call of the emulated runtime (`aclrt*`, `aclmdl*`, ...); while a session records
+/// `ACL_PROF_RUNTIME_API`, the call is an API event at CANN's runtime level.
+pub fn runtime_api(name: &str, body: impl FnOnce() -> Result<()>) -> Result<()> {
+    use crate::formats::acl_prof::ACL_PROF_RUNTIME_API as BIT;
+    if !crate::filemode::recording(BIT) {
+        return body();
+    }
+    let start = crate::clock::now_ns();
+    let r = body();
+    crate::filemode::host_event(BIT, || crate::formats::host::HostEvent::Api {
+        end: crate::clock::now_ns(),
+        item: String::new(),
+        level: crate::formats::db_schema::API_LEVEL_RUNTIME.into(),
+        name: name.into(),
+        start,
+        tid: u64::from(crate::clock::thread_id()),
+    });
+    r
 }

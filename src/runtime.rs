@@ -19,6 +19,7 @@ use crate::error::{
     ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_RT_CONTEXT_NULL,
     ACL_ERROR_RT_INVALID_DEVICEID,
 };
+use crate::formats::memory::Pool;
 use crate::handles::Table;
 use crate::sim::SimModel;
 use std::alloc::Layout;
@@ -66,7 +67,11 @@ static BUFFERS: Table<DataBuffer> = Table::new();
 static DATASETS: Table<Dataset> = Table::new();
 static DESCS: Table<Desc> = Table::new();
 /// Address -> layout of each live `aclrtMalloc`/`aclrtMallocHost` block.
-static MEMORY: Mutex<Option<HashMap<usize, Layout>>> = Mutex::new(None);
+/// Live allocations: their layout, and the device of device memory (None: host memory).
+type Allocations = HashMap<usize, (Layout, Option<u32>)>;
+static MEMORY: Mutex<Option<Allocations>> = Mutex::new(None);
+/// The work and weight memory the runtime allocated for a loaded model: (device, bytes).
+static MODEL_MEMORY: Mutex<Option<HashMap<u32, (u32, u64)>>> = Mutex::new(None);
 
 thread_local! {
     static CURRENT_DEVICE: Cell<Option<i32>> = const { Cell::new(None) };
@@ -77,13 +82,14 @@ thread_local! {
 /// stay valid in the child. They are leaves: no other lock is taken while one is held.
 pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
     let memory = memory();
+    let models = MODEL_MEMORY.lock().unwrap_or_else(|p| p.into_inner());
     vec![
         CONTEXTS.fork_prepare(),
         STREAMS.fork_prepare(),
         BUFFERS.fork_prepare(),
         DATASETS.fork_prepare(),
         DESCS.fork_prepare(),
-        Box::new(move |_child| drop(memory)),
+        Box::new(move |_child| drop((memory, models))),
     ]
 }
 
@@ -241,12 +247,18 @@ pub fn synchronize_stream(h: usize) -> Result<()> {
 
 // ---- memory -----------------------------------------------------------------------------
 
-fn memory() -> std::sync::MutexGuard<'static, Option<HashMap<usize, Layout>>> {
+fn memory() -> std::sync::MutexGuard<'static, Option<Allocations>> {
     MEMORY.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Zeroed host memory standing in for device (or pinned host) memory.
-pub fn malloc(size: usize) -> Result<usize> {
+/// The device `aclrtMalloc` allocates on: the calling thread's (device 0 if it set none).
+fn malloc_device() -> u32 {
+    CURRENT_DEVICE.get().map_or(0, |d| d as u32)
+}
+
+/// Zeroed host memory standing in for device memory (`device`: the application's memory
+/// on it, counted in its pool) or pinned host memory (None).
+pub fn malloc(size: usize, device: bool) -> Result<usize> {
     if size == 0 {
         return invalid("size must be greater than 0");
     }
@@ -261,14 +273,19 @@ pub fn malloc(size: usize) -> Result<usize> {
             format!("out of memory allocating {size} bytes"),
         );
     }
+    let dev = device.then(malloc_device);
     memory()
         .get_or_insert_with(HashMap::new)
-        .insert(p as usize, layout);
+        .insert(p as usize, (layout, dev));
+    if let Some(d) = dev {
+        let at = crate::clock::now_ns();
+        crate::memory::event(d, Pool::App, p as u64, size as i64, "aclrtMalloc", at, None);
+    }
     Ok(p as usize)
 }
 
 pub fn free(addr: usize) -> Result<()> {
-    let Some(layout) = memory().as_mut().and_then(|m| m.remove(&addr)) else {
+    let Some((layout, dev)) = memory().as_mut().and_then(|m| m.remove(&addr)) else {
         return invalid(format!(
             "{addr:#x} is not memory from aclrtMalloc or aclrtMallocHost (or was freed)"
         ));
@@ -276,6 +293,10 @@ pub fn free(addr: usize) -> Result<()> {
     // SAFETY: `addr` came from alloc_zeroed with this layout and was removed from the table,
     // so it is freed once.
     unsafe { std::alloc::dealloc(addr as *mut u8, layout) };
+    if let Some(d) = dev {
+        let (at, size) = (crate::clock::now_ns(), layout.size() as i64);
+        crate::memory::event(d, Pool::App, addr as u64, -size, "aclrtFree", at, None);
+    }
     Ok(())
 }
 
@@ -391,10 +412,25 @@ pub fn description_of(path: &Path) -> Result<PathBuf> {
 
 /// `aclmdlLoadFromFile`: loads the description onto the calling thread's current device
 /// (the description's own device if the thread has none).
-pub fn load_model(path: &Path) -> Result<u32> {
+/// `own_memory`: the runtime allocates the model's work and weight memory (aclmdlLoadFromFile;
+/// with aclmdlLoadFromFileWithMem the application gave its own).
+pub fn load_model(path: &Path, own_memory: bool) -> Result<u32> {
     let desc = description_of(path)?;
     let device = CURRENT_DEVICE.get().map(|d| d as u32);
-    crate::sim::load_on(&desc, device).map_err(as_loader_error)
+    let id = crate::sim::load_on(&desc, device).map_err(as_loader_error)?;
+    if own_memory {
+        let dev = crate::sim::get(id).map_or(0, |m| m.device);
+        let bytes = (SIM_WORK_SIZE + SIM_WEIGHT_SIZE) as u64;
+        MODEL_MEMORY
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(id, (dev, bytes));
+        let name = format!("model {id}");
+        let at = crate::clock::now_ns();
+        crate::memory::event(dev, Pool::Model, 0, bytes as i64, &name, at, None);
+    }
+    Ok(id)
 }
 
 /// The model loader's code for a description the simulator cannot read.
@@ -419,6 +455,15 @@ pub fn unload_model(model: u32) -> Result<()> {
     loaded(model)?;
     crate::profiler::model_unload(model)?;
     crate::sim::forget(model);
+    let owned = MODEL_MEMORY
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&model));
+    if let Some((dev, bytes)) = owned {
+        let (name, at) = (format!("model {model}"), crate::clock::now_ns());
+        crate::memory::event(dev, Pool::Model, 0, -(bytes as i64), &name, at, None);
+    }
     Ok(())
 }
 
@@ -519,7 +564,7 @@ mod tests {
 
     #[test]
     fn memory_is_tracked() {
-        let p = malloc(100).unwrap();
+        let p = malloc(100, true).unwrap();
         assert_eq!(p % ALIGN, 0);
         free(p).unwrap();
         assert_eq!(
@@ -528,9 +573,9 @@ mod tests {
             "double free"
         );
         assert_eq!(free(12345).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
-        assert_eq!(malloc(0).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
+        assert_eq!(malloc(0, true).unwrap_err().code, ACL_ERROR_INVALID_PARAM);
         assert_eq!(
-            malloc(usize::MAX).unwrap_err().code,
+            malloc(usize::MAX, false).unwrap_err().code,
             ACL_ERROR_INVALID_PARAM
         );
     }
@@ -602,7 +647,7 @@ mod tests {
     #[test]
     fn an_unloaded_model_is_gone() {
         let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("ctests/data/tiny.json");
-        let m = load_model(&tiny).unwrap();
+        let m = load_model(&tiny, true).unwrap();
         let (i, o) = (create_dataset(), create_dataset());
         execute(m, i, o, 0).unwrap();
         unload_model(m).unwrap();

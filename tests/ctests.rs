@@ -1166,3 +1166,6 @@ fn top_watches_a_running_program() {
     let _ = top().output().unwrap();
     assert!(!sockets.join(format!("{pid}.sock")).exists());
 }
+
+#[path = "c/memory.rs"]
+mod memory;

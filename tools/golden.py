@@ -218,10 +218,35 @@ def dump_pftrace(data):
     return "\n".join(lines) + "\n"
 
 
+# Columns of the database that hold the host's process or thread ids, or its name: they
+# differ between runs and machines, and are masked by column, never by value.
+DB_MASKED = {
+    "TASK": {"globalPid"},
+    "CANN_API": {"globalTid"},
+    "MSTX_EVENTS": {"globalTid", "endGlobalTid"},
+    "NPU_OP_MEM": {"globalTid"},
+    "HOST_INFO": {"hostUid", "hostName"},
+}
+
+
 def dump_db(path):
+    """The database as text: each table's schema, then its rows in rowid order."""
     con = sqlite3.connect(path)
     try:
-        return "\n".join(con.iterdump()) + "\n"
+        lines = []
+        tables = con.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name").fetchall()
+        for name, sql in tables:
+            lines.append(sql + ";")
+            cols = [c[1] for c in con.execute(f'PRAGMA table_info("{name}")')]
+            masked = DB_MASKED.get(name, set())
+            for row in con.execute(f'SELECT * FROM "{name}" ORDER BY rowid'):
+                cells = ["<masked>" if c in masked else repr(v) for c, v in zip(cols, row)]
+                lines.append(f"{name}: " + ", ".join(cells))
+        for (sql,) in con.execute("SELECT sql FROM sqlite_master WHERE type = 'index' ORDER BY name"):
+            if sql:
+                lines.append(sql + ";")
+        return "\n".join(lines) + "\n"
     finally:
         con.close()
 
@@ -265,6 +290,9 @@ def produce():
         outdir = os.path.join(prof, "mindstudio_profiler_output")
         for f in sorted(os.listdir(outdir)):
             collect(f"{name}/export", os.path.join(outdir, f), out, mask)
+        # CANN's database sits beside mindstudio_profiler_output/.
+        for f in sorted(glob.glob(os.path.join(prof, "msprof_*.db"))):
+            collect(f"{name}/export", f, out, mask)
         for tag, args in (("table", []), ("type.csv", ["--aggregate-by", "type", "--format", "csv"]),
                           ("name.json", ["--aggregate-by", "name", "--format", "json", "--top", "0"]),
                           ("ops.md", ["--format", "markdown", "--top", "20"])):

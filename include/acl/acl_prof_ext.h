@@ -14,6 +14,16 @@
 #define ACLPROF_VERSION "0.1.0"
 
 /**
+ * Operator memory: an op's workspace and outputs (memory_record, operator_memory).
+ */
+#define ACLPROF_EXT_MEM_OPERATOR 0
+
+/**
+ * The application's own device memory (npu_mem APP).
+ */
+#define ACLPROF_EXT_MEM_APP 1
+
+/**
  * A reader's handle on a shared-memory ring (aclprofExtRingAttach).
  */
 typedef struct aclprofExtRing aclprofExtRing;
@@ -91,6 +101,42 @@ typedef struct aclprofExtWaits {
    */
   uint64_t flushWaitNs;
 } aclprofExtWaits;
+
+/**
+ * One allocation or release of device memory, for aclprofExtMemReport.
+ */
+typedef struct aclprofExtMemEvent {
+  /**
+   * The device the memory is on.
+   */
+  uint32_t deviceId;
+  /**
+   * ACLPROF_EXT_MEM_OPERATOR or ACLPROF_EXT_MEM_APP.
+   */
+  uint32_t pool;
+  /**
+   * The memory's address (pairs a release with its allocation).
+   */
+  uint64_t addr;
+  /**
+   * Bytes allocated (> 0) or released (< 0).
+   */
+  int64_t size;
+  /**
+   * The op (or call) that owns the memory; NULL or "" is unnamed.
+   */
+  const char *owner;
+  /**
+   * The pool's bytes in use and held from the device after this event, as the runtime's
+   * allocator counts them; both 0: aclprof counts them from the events.
+   */
+  uint64_t totalAllocated;
+  uint64_t totalReserved;
+  /**
+   * When (aclprofExtNowNs's clock); 0 is now.
+   */
+  uint64_t timeNs;
+} aclprofExtMemEvent;
 
 /**
  * One op record unpacked by aclprofExtDecodeOps. The strings point into the buffer that
@@ -334,6 +380,18 @@ aclError aclprofExtDiff(const char *base,
  * Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
  */
 MSVP_PROF_API void aclprofExtFreeResult(char *result);
+
+/**
+ * Reports one allocation or release of device memory. Recorded while a file-mode session
+ * records ACL_PROF_TASK_MEMORY (or samples memory, for ACLPROF_EXT_MEM_APP), buffered with
+ * the host's other events (no system call of its own); otherwise only the pool's totals
+ * are kept. Errors: NULL `event`, size 0, an unknown pool, or an owner that is not UTF-8
+ * or longer than 255 bytes -> ACL_ERROR_INVALID_PARAM.
+ *
+ * # Safety
+ * `event` is NULL or points to an aclprofExtMemEvent whose `owner` is NULL or a C string.
+ */
+MSVP_PROF_API aclError aclprofExtMemReport(const struct aclprofExtMemEvent *event);
 
 /**
  * Subscribes a loaded model to a new shared-memory ring of `capacityRecords` 512-byte

@@ -28,7 +28,9 @@ pub unsafe extern "C" fn aclmdlLoadFromFile(
 ) -> aclError {
     runtime_call("aclmdlLoadFromFile", || {
         let path = path_arg(modelPath, "modelPath")?;
-        fill(modelId, "modelId", || crate::runtime::load_model(path))
+        fill(modelId, "modelId", || {
+            crate::runtime::load_model(path, true)
+        })
     })
 }
 
@@ -67,7 +69,7 @@ pub unsafe extern "C" fn aclmdlLoadFromFileWithMem(
             weightPtr as usize,
             weightSize,
         )?;
-        *o = crate::runtime::load_model(path)?;
+        *o = crate::runtime::load_model(path, workPtr.is_null() && weightPtr.is_null())?;
         Ok(())
     })
 }

@@ -15,6 +15,7 @@
 pub mod acl;
 pub mod base;
 pub mod ext;
+pub mod ext_mem;
 pub mod ext_ring;
 pub mod mdl;
 pub mod prof;
@@ -47,7 +48,7 @@ pub(crate) fn entry(func: &str, fallback: i32, body: impl FnOnce() -> Result<()>
 pub(crate) fn runtime_call(func: &str, body: impl FnOnce() -> Result<()>) -> i32 {
     entry(func, error::ACL_ERROR_INTERNAL_ERROR, || {
         crate::init::ensure();
-        body()
+        crate::profiler::runtime_api(func, body)
     })
 }
 

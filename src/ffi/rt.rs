@@ -169,7 +169,7 @@ pub unsafe extern "C" fn aclrtMalloc(
     let _ = policy.0; // every policy gets host memory
     runtime_call("aclrtMalloc", || {
         fill(devPtr, "devPtr", || {
-            crate::runtime::malloc(size).map(|p| p as *mut c_void)
+            crate::runtime::malloc(size, true).map(|p| p as *mut c_void)
         })
     })
 }
@@ -186,7 +186,7 @@ pub extern "C" fn aclrtFree(devPtr: *mut c_void) -> aclError {
 pub unsafe extern "C" fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError {
     runtime_call("aclrtMallocHost", || {
         fill(hostPtr, "hostPtr", || {
-            crate::runtime::malloc(size).map(|p| p as *mut c_void)
+            crate::runtime::malloc(size, false).map(|p| p as *mut c_void)
         })
     })
 }

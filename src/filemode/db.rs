@@ -66,6 +66,8 @@ pub struct Db {
     na: i64,
     /// The latest end of anything written (epoch ns): the session's end if nothing says.
     latest: u64,
+    /// The tables of [`DATA_TABLES`] made so far.
+    made: std::collections::HashSet<&'static str>,
 }
 
 fn db_err(p: &Path, e: rusqlite::Error) -> Error {
@@ -111,6 +113,7 @@ impl Db {
             next_overlap: 0,
             na: 0,
             latest: 0,
+            made: Default::default(),
         };
         db.na = db.sid("N/A");
         Ok(db)
@@ -251,8 +254,41 @@ impl Db {
         piece.finish()
     }
 
-    /// An AscendCL API call on the host (epoch ns).
-    pub fn api(&mut self, pid: u64, tid: u64, name: &str, start: u64, end: u64) -> Result<()> {
+    /// The STRING_IDS id of `s`, for a [`Db::row`].
+    pub fn string_id(&mut self, s: &str) -> i64 {
+        self.sid(s)
+    }
+
+    /// One row of a table of [`DATA_TABLES`], creating the table with its first row.
+    pub fn row(&mut self, table: &str, values: &[rusqlite::types::Value]) -> Result<()> {
+        let Some(&(name, cols)) = DATA_TABLES.iter().find(|(n, _)| *n == table) else {
+            return err(
+                crate::error::ACL_ERROR_INTERNAL_ERROR,
+                format!("internal: {table} is not a table of CANN's database"),
+            );
+        };
+        if self.made.insert(name) {
+            let r = self
+                .conn
+                .execute_batch(&format!("CREATE TABLE {name} ({cols})"));
+            r.map_err(|x| self.e(x))?;
+        }
+        let marks: Vec<String> = (1..=values.len()).map(|i| format!("?{i}")).collect();
+        let sql = format!("INSERT INTO {table} VALUES ({})", marks.join(","));
+        self.insert(&sql, rusqlite::params_from_iter(values.iter()))
+    }
+
+    /// An API call on the host (epoch ns) at `level` (ENUM_API_TYPE).
+    #[allow(clippy::too_many_arguments)]
+    pub fn api(
+        &mut self,
+        level: i64,
+        pid: u64,
+        tid: u64,
+        name: &str,
+        start: u64,
+        end: u64,
+    ) -> Result<()> {
         self.latest = self.latest.max(end);
         let id = self.next_api;
         self.next_api += 1;
@@ -262,7 +298,7 @@ impl Db {
             params![
                 start as i64,
                 end as i64,
-                API_ACL,
+                level,
                 global_tid(pid, tid),
                 id,
                 name

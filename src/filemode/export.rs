@@ -37,6 +37,8 @@ use readme::*;
 mod host;
 pub use host::*;
 
+mod memory;
+
 mod timeline;
 use timeline::*;
 

@@ -12,6 +12,7 @@ pub mod db;
 pub mod export;
 pub mod overlap;
 mod pftrace;
+pub mod sampler;
 
 use crate::error::*;
 use crate::settings;
@@ -33,6 +34,7 @@ pub struct Session {
     pub dir: PathBuf,
     pub config: ProfConfig,
     sinks: Vec<Arc<Sub>>,
+    sampler: Option<sampler::Sampler>,
 }
 
 static HOST: Mutex<Option<HostLog>> = Mutex::new(None);
@@ -183,6 +185,17 @@ pub fn begin(
         .and_then(|v| v.strip_suffix("MB"))
         .and_then(|v| v.parse::<u64>().ok())
         .map(|mb| mb << 20);
+    use crate::formats::prof_values::config_type as ct;
+    let hz = |ty: i32| {
+        settings_kv
+            .get(&ty)
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    let mem_freq_hz = hz(ct::SYS_HARDWARE_MEM_FREQ);
+    let host_sys = settings_kv.get(&ct::HOST_SYS).cloned();
+    let host_sys_usage = settings_kv.get(&ct::HOST_SYS_USAGE).cloned();
+    let host_sys_hz = (host_sys.is_some() || host_sys_usage.is_some())
+        .then(|| hz(ct::HOST_SYS_USAGE_FREQ).unwrap_or(crate::formats::host_sys::HOST_SYS_HZ));
     let sample = json!({
         "devices": config.devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","),
         "dataTypeConfig": format!("{:#x}", config.data_type),
@@ -209,7 +222,11 @@ pub fn begin(
             data_type_config: config.data_type,
             devices: config.devices.clone(),
             fp_point: config.fp_point.clone(),
+            host_sys: host_sys.clone(),
+            host_sys_usage: host_sys_usage.clone(),
+            host_sys_hz,
             imported_from: None,
+            mem_freq_hz,
             pid: u64::from(pid),
             storage_limit_bytes: limit,
             wall_clock_ns: wall,
@@ -266,8 +283,26 @@ pub fn begin(
         why: String::new(),
         torn: false,
     });
-    DATA_TYPE.store(config.data_type, std::sync::atomic::Ordering::Release);
+    let sampled = if mem_freq_hz.is_some() {
+        crate::formats::prof_values::MEM_SAMPLED
+    } else {
+        0
+    };
+    DATA_TYPE.store(
+        config.data_type | sampled,
+        std::sync::atomic::Ordering::Release,
+    );
     crate::hotpath::set_file_sinks(routes);
+    let ask = sampler::Ask::new(
+        host_sys.as_deref(),
+        host_sys_usage.as_deref(),
+        host_sys_hz.unwrap_or(1),
+    );
+    let sampler = if ask.any() {
+        sampler::Sampler::start(ask, record_sample)
+    } else {
+        None
+    };
     log::info!(
         "aclprof: profiling devices {:?} into {}",
         config.devices,
@@ -277,6 +312,7 @@ pub fn begin(
         dir,
         config: config.clone(),
         sinks,
+        sampler,
     })
 }
 
@@ -322,8 +358,25 @@ pub fn host_event(bit: u64, ev: impl FnOnce() -> HostEvent) {
     }
 }
 
+/// True while a session records events of any of `bits` (`ACL_PROF_*` and
+/// [`crate::formats::prof_values::MEM_SAMPLED`]).
+pub fn recording(bits: u64) -> bool {
+    DATA_TYPE.load(std::sync::atomic::Ordering::Acquire) & bits != 0
+}
+
+/// Appends a sample of the host sampler to the host log.
+fn record_sample(ev: HostEvent) {
+    if let Some(h) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        h.push(&ev);
+    }
+}
+
 /// Stops recording and exports the session. Returns the result directory.
-pub fn end(session: Session) -> Result<PathBuf> {
+pub fn end(mut session: Session) -> Result<PathBuf> {
+    // The sampler's last sample goes into the log before it closes.
+    if let Some(s) = session.sampler.take() {
+        s.stop();
+    }
     DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
     crate::hotpath::set_file_sinks(HashMap::new());
     let timeout = settings::get()

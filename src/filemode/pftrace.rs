@@ -61,6 +61,7 @@ const TD_SIBLING_RANK: u32 = 12;
 const TD_COUNTER: u32 = 8;
 const TYPE_COUNTER: u64 = 4;
 const TE_COUNTER_VALUE: u32 = 30;
+const TE_DOUBLE_COUNTER_VALUE: u32 = 44;
 const ORDER_EXPLICIT: u64 = 3;
 const PD_PID: u32 = 1;
 const PD_NAME: u32 = 6;
@@ -117,6 +118,11 @@ fn varint(o: &mut Vec<u8>, mut v: u64) {
 fn uint(o: &mut Vec<u8>, field: u32, v: u64) {
     varint(o, (field as u64) << 3);
     varint(o, v);
+}
+
+fn double(o: &mut Vec<u8>, field: u32, v: f64) {
+    varint(o, u64::from(field) << 3 | 1);
+    o.extend_from_slice(&v.to_le_bytes());
 }
 
 fn bytes(o: &mut Vec<u8>, field: u32, b: &[u8]) {
@@ -315,6 +321,19 @@ impl<W: Write> Pftrace<W> {
                 uint(e, TE_TYPE, TYPE_COUNTER);
                 uint(e, TE_TRACK, track);
                 uint(e, TE_COUNTER_VALUE, value);
+            });
+        })
+    }
+
+    /// One value of a counter whose values are not whole numbers (a percentage, KB).
+    pub fn counter_f64(&mut self, pid: u64, tid: u64, ts: u64, value: f64) -> std::io::Result<()> {
+        let track = self.uuid(pid, tid);
+        self.packet(false, |b, t| {
+            uint(b, PKT_TIMESTAMP, ts);
+            nested(b, t, PKT_TRACK_EVENT, |e| {
+                uint(e, TE_TYPE, TYPE_COUNTER);
+                uint(e, TE_TRACK, track);
+                double(e, TE_DOUBLE_COUNTER_VALUE, value);
             });
         })
     }

@@ -67,6 +67,45 @@ pub const TABLES: &[(&str, &str)] = &[
     ),
 ];
 
+/// Tables CANN writes only when their data was collected (memory, host resources): created
+/// with their first row.
+pub const DATA_TABLES: &[(&str, &str)] = &[
+    (
+        "NPU_OP_MEM",
+        "operatorName INTEGER, addr INTEGER, type INTEGER, size INTEGER, \
+         timestampNs INTEGER, globalTid INTEGER, totalAllocate NUMERIC, \
+         totalReserve NUMERIC, component INTEGER, deviceId INTEGER",
+    ),
+    (
+        "NPU_MEM",
+        "type INTEGER, ddr NUMERIC, hbm NUMERIC, timestampNs INTEGER, deviceId INTEGER",
+    ),
+    (
+        "NPU_MODULE_MEM",
+        "moduleId INTEGER, timestampNs INTEGER, totalReserved NUMERIC, deviceId INTEGER",
+    ),
+    (
+        "CPU_USAGE",
+        "timestampNs INTEGER, cpuId INTEGER, usage NUMERIC",
+    ),
+    ("HOST_MEM_USAGE", "timestampNs INTEGER, usage NUMERIC"),
+    (
+        "HOST_DISK_USAGE",
+        "timestampNs INTEGER, readRate NUMERIC, writeRate NUMERIC, usage NUMERIC",
+    ),
+    (
+        "HOST_NETWORK_USAGE",
+        "timestampNs INTEGER, usage NUMERIC, speed NUMERIC",
+    ),
+];
+
+/// NPU_OP_MEM's `type` strings.
+pub const MEM_ALLOCATE: &str = "allocate";
+pub const MEM_RELEASE: &str = "release";
+/// NPU_MEM's `type` strings.
+pub const NPU_MEM_APP: &str = "app";
+pub const NPU_MEM_DEVICE: &str = "device";
+
 /// The ENUM_* tables CANN writes as data (id, name), with its newest values.
 pub const ENUMS: &[(&str, &[(i64, &str)])] = &[
     (
@@ -77,6 +116,16 @@ pub const ENUMS: &[(&str, &[(i64, &str)])] = &[
             (10000, "node"),
             (5500, "communication"),
             (5000, "runtime"),
+        ],
+    ),
+    (
+        "ENUM_MODULE",
+        &[
+            (3, "HCCL"),
+            (7, "RUNTIME"),
+            (36, "AICPU"),
+            (45, "GE"),
+            (48, "ASCENDCL"),
         ],
     ),
     (
@@ -171,6 +220,9 @@ pub const NONE_U32: i64 = u32::MAX as i64;
 pub const INVALID_ENUM: i64 = 65535;
 /// ENUM_API_TYPE's "acl" level.
 pub const API_ACL: i64 = 20000;
+/// ENUM_API_TYPE's "runtime" level, and its name.
+pub const API_RUNTIME: i64 = 5000;
+pub const API_LEVEL_RUNTIME: &str = "runtime";
 /// ENUM_MSTX_EVENT_TYPE's values.
 pub const MSTX_MARKER: i64 = 0;
 pub const MSTX_PUSH_POP: i64 = 1;

@@ -8,19 +8,24 @@
 //! Reading is lenient, as a file a killed process left may be: a missing number is 0, and
 //! a line of a kind this version does not know is [`HostEvent::Other`] (skipped).
 
+use super::memory::Pool;
 use serde::{Deserialize, Serialize};
 
 /// One event of the host's side of a session (times: the library's clock, ns).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum HostEvent {
-    /// An AscendCL API call (`ACL_PROF_ACL_API`), e.g. the simulator's `aclmdlExecute`.
+    /// An API call: AscendCL's (`ACL_PROF_ACL_API`, e.g. the simulator's `aclmdlExecute`)
+    /// or the runtime's (`ACL_PROF_RUNTIME_API`, `level` "runtime").
     Api {
         #[serde(default)]
         end: u64,
         /// What the call worked on (the model's name).
         #[serde(default)]
         item: String,
+        /// CANN's API level (ENUM_API_TYPE's name); empty is "acl".
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        level: String,
         #[serde(default)]
         name: String,
         #[serde(default)]
@@ -28,6 +33,50 @@ pub enum HostEvent {
         #[serde(default)]
         tid: u64,
     },
+    /// Device memory allocated (`size` > 0) or released (`size` < 0) at `start`
+    /// (`ACL_PROF_TASK_MEMORY`, and the sampled memory), with its pool's totals after it.
+    Mem {
+        #[serde(default)]
+        addr: u64,
+        /// The pool's bytes in use after this event.
+        #[serde(default)]
+        allocated: u64,
+        #[serde(default)]
+        device: u32,
+        /// The op (or API call) that owns the memory.
+        #[serde(default)]
+        name: String,
+        pool: Pool,
+        /// The pool's bytes held from the device after this event.
+        #[serde(default)]
+        reserved: u64,
+        #[serde(default)]
+        size: i64,
+        #[serde(default)]
+        start: u64,
+        #[serde(default)]
+        tid: u64,
+    },
+    /// One entry of a static graph's memory plan, made when the model loads: `name` needs
+    /// `size` bytes from node `first` to node `last` (`UNTIL_GRAPH_END`: to the end).
+    MemPlan {
+        #[serde(default)]
+        device: u32,
+        #[serde(default)]
+        first: u32,
+        #[serde(default)]
+        graph: u32,
+        #[serde(default)]
+        last: u32,
+        #[serde(default)]
+        model: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        size: u64,
+    },
+    /// A sample of the host's resources (`ACL_PROF_HOST_SYS`, `ACL_PROF_HOST_SYS_USAGE`).
+    Sys(super::host_sys::Sample),
     /// A sample of the data pipeline (`aclprofExtPipelineSpan`/`Queue`).
     Pipeline(PipelineEvent),
     /// One end of a step (`aclprofGetStepTimestamp`, `ACL_PROF_TRAINING_TRACE`).
@@ -153,9 +202,21 @@ pub struct Session {
     pub devices: Vec<u32>,
     #[serde(default)]
     pub fp_point: Option<String>,
+    /// `ACL_PROF_HOST_SYS`'s items ("cpu,mem,disk,network,osrt"), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sys: Option<String>,
+    /// `ACL_PROF_HOST_SYS_USAGE`'s items ("cpu,mem"), when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sys_usage: Option<String>,
+    /// How often the host is sampled, Hz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sys_hz: Option<u32>,
     /// The database an import made the directory from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
+    /// How often device memory is sampled (`ACL_PROF_SYS_HARDWARE_MEM_FREQ`), Hz.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_freq_hz: Option<u32>,
     #[serde(default)]
     pub pid: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,10 +249,43 @@ mod tests {
             HostEvent::Api {
                 end: 9,
                 item: "m".into(),
+                level: String::new(),
                 name: "aclmdlExecute".into(),
                 start: 1,
                 tid: 7,
             },
+            HostEvent::Api {
+                end: 9,
+                item: String::new(),
+                level: "runtime".into(),
+                name: "aclrtMalloc".into(),
+                start: 2,
+                tid: 7,
+            },
+            HostEvent::Mem {
+                addr: 0x1000,
+                allocated: 4096,
+                device: 1,
+                name: "conv1".into(),
+                pool: Pool::Op,
+                reserved: 2 << 20,
+                size: -4096,
+                start: 3,
+                tid: 7,
+            },
+            HostEvent::MemPlan {
+                device: 0,
+                first: 1,
+                graph: 1,
+                last: crate::formats::memory::UNTIL_GRAPH_END,
+                model: "m".into(),
+                name: "conv1".into(),
+                size: 512,
+            },
+            HostEvent::Sys(crate::formats::host_sys::Sample::Cpu {
+                start: 4,
+                cpus: vec![12.5, 0.0],
+            }),
             HostEvent::Pipeline(PipelineEvent::Span {
                 end: 5,
                 name: "decode".into(),
@@ -237,7 +331,7 @@ mod tests {
                 kind: TxKind::Range
             })
         );
-        let later = r#"{"kind":"memory","bytes":4096,"start":1}"#;
+        let later = r#"{"kind":"warp","bytes":4096,"start":1}"#;
         assert_eq!(HostEvent::from_line(later), Some(HostEvent::Other));
         assert_eq!(HostEvent::from_line(r#"{"kind":"api","na"#), None);
     }

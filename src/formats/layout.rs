@@ -17,7 +17,7 @@ pub const OUTPUT_DIR: &str = "mindstudio_profiler_output";
 /// The names the export writes into [`OUTPUT_DIR`] (a new output file adds its prefix here:
 /// a re-export replaces exactly these).
 pub fn is_output_name(n: &str) -> bool {
-    const PREFIXES: [&str; 7] = [
+    const PREFIXES: [&str; 20] = [
         "msprof_",
         "op_summary_",
         "op_statistic_",
@@ -25,6 +25,19 @@ pub fn is_output_name(n: &str) -> bool {
         "api_statistic_",
         "step_trace_",
         "msprof_tx_",
+        "memory_record_",
+        "operator_memory_",
+        "static_op_mem_",
+        "npu_mem_",
+        "npu_module_mem_",
+        "host_cpu_usage_",
+        "host_mem_usage_",
+        "host_disk_usage_",
+        "host_network_usage_",
+        "cpu_usage_",
+        "process_cpu_usage_",
+        "sys_mem_",
+        "process_mem_",
     ];
     n == "README.txt" || PREFIXES.iter().any(|p| n.starts_with(p))
 }

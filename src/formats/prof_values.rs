@@ -20,6 +20,11 @@ pub mod config_type {
     pub const ARGS_MAX: i32 = T::ACL_PROF_ARGS_MAX as i32;
 }
 
+/// Not a CANN bit: set beside a session's `ACL_PROF_*` bits (never in its config) while it
+/// samples device memory (`ACL_PROF_SYS_HARDWARE_MEM_FREQ`), so that the application's and
+/// the models' allocations are recorded for `npu_mem` and `npu_module_mem`.
+pub const MEM_SAMPLED: u64 = 1 << 63;
+
 /// `ACL_AICORE_NONE` as the `u32` the records and configs carry.
 pub const AICORE_NONE: u32 = aclprofAicoreMetricsValues::ACL_AICORE_NONE as u32;
 

@@ -6,7 +6,8 @@
 //! * aclprof's JSON: `{"name": str, "device": int, "wait_us"?: number,
 //!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number,
 //!   "input_shapes"?: str, "input_types"?: str, "input_formats"?: str, "output_shapes"?: str,
-//!   "output_types"?: str, "output_formats"?: str, "flops"?: int, "bytes"?: int}, ...],
+//!   "output_types"?: str, "output_formats"?: str, "flops"?: int, "bytes"?: int,
+//!   "output_bytes"?: int, "workspace_bytes"?: int}, ...],
 //!   "inputs"?: [bytes, ...], "outputs"?: [bytes, ...]}`
 //! * tables real runs write, replayed row by row: msprof's `op_summary_*.csv` (CANN 6.x-8.x
 //!   column sets), torch_npu's `kernel_details.csv` (Level0/1/2), MindSpore's and
@@ -47,6 +48,25 @@ pub struct SimOp {
     /// `meta`'s id in the process's table (see [`crate::opmeta`]) once the model is loaded;
     /// 0 before, or without metadata.
     pub meta_id: u32,
+    /// Bytes of the op's outputs, when the description gives them (otherwise worked out
+    /// from `meta`'s output shapes and types).
+    pub output_bytes: Option<u64>,
+    /// Bytes of the op's workspace, held while it runs.
+    pub workspace_bytes: u64,
+}
+
+impl SimOp {
+    /// The device memory the op needs: (outputs, workspace), bytes.
+    pub fn memory(&self) -> (u64, u64) {
+        let outputs = self.output_bytes.unwrap_or_else(|| {
+            self.meta.as_ref().map_or(0, |m| {
+                crate::formats::memory::tensor_bytes(&m.output_shapes, &m.output_types)
+                    .iter()
+                    .sum()
+            })
+        });
+        (outputs, self.workspace_bytes)
+    }
 }
 
 pub use crate::opmeta::OpMeta;
@@ -177,7 +197,13 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
         for f in [&mut meta.input_shapes, &mut meta.output_shapes] {
             *f = crate::opmeta::cann_shapes(f).into_owned();
         }
-        for (key, field) in [("flops", &mut meta.flops), ("bytes", &mut meta.bytes)] {
+        let (mut output_bytes, mut workspace) = (None, None);
+        for (key, field) in [
+            ("flops", &mut meta.flops),
+            ("bytes", &mut meta.bytes),
+            ("output_bytes", &mut output_bytes),
+            ("workspace_bytes", &mut workspace),
+        ] {
             match op.get(key) {
                 None => {}
                 Some(v) => match v.as_u64() {
@@ -197,6 +223,8 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
             duration_ns: d,
             wait_ns: w,
             meta: meta.known().map(Box::new),
+            output_bytes,
+            workspace_bytes: workspace.unwrap_or(0),
             ..Default::default()
         });
     }
@@ -446,6 +474,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
                 .map(Box::new)
             },
             meta_id: 0,
+            ..Default::default()
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -550,6 +579,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
             pmu: Vec::new(),
             meta: None,
             meta_id: 0,
+            ..Default::default()
         });
     }
     with_offsets(path, &mut ops, &starts)?;
@@ -619,6 +649,16 @@ pub(crate) fn insert(id: u32, m: SimModel) {
     models()
         .get_or_insert_with(HashMap::new)
         .insert(id, Arc::new(m));
+}
+
+/// Every loaded simulated model, by id.
+pub fn loaded() -> Vec<(u32, Arc<SimModel>)> {
+    let mut v: Vec<_> = models()
+        .as_ref()
+        .map(|m| m.iter().map(|(id, m)| (*id, m.clone())).collect())
+        .unwrap_or_default();
+    v.sort_by_key(|(id, _)| *id);
+    v
 }
 
 pub fn get(id: u32) -> Option<Arc<SimModel>> {

@@ -28,6 +28,7 @@ pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
             .unwrap_or(0);
     }
     let id = crate::profiler::model_load(&m.name, m.device)?;
+    crate::memory::plan(id, &m);
     import::insert(id, m);
     Ok(id)
 }
@@ -48,6 +49,7 @@ pub fn execute(id: u32) -> Result<()> {
     }
     let call_start = crate::clock::now_ns();
     let mut t = call_start;
+    let mut memory = crate::memory::Execution::begin(m.device);
     for (i, op) in m.ops.iter().enumerate() {
         // A replayed table keeps its start times; a description chains its ops.
         let start = match op.offset_ns {
@@ -68,7 +70,14 @@ pub fn execute(id: u32) -> Result<()> {
             end,
             replay,
         )?;
+        if let Some(mem) = memory.as_mut() {
+            let (outputs, workspace) = op.memory();
+            mem.op(i, outputs, workspace, start, end);
+        }
         t = t.max(end);
+    }
+    if let Some(mem) = memory {
+        mem.finish(t, &|i| m.ops[i].name.clone());
     }
     crate::clock::sleep_until(t);
     // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
@@ -76,6 +85,7 @@ pub fn execute(id: u32) -> Result<()> {
         crate::formats::host::HostEvent::Api {
             end: crate::clock::now_ns(),
             item: m.name.clone(),
+            level: String::new(),
             name: "aclmdlExecute".into(),
             start: call_start,
             tid: u64::from(crate::clock::thread_id()),

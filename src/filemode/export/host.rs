@@ -114,6 +114,7 @@ pub(super) fn host_events(
     // The training thread's waits for data: each step's Data Aug Bound.
     let mut waits: Vec<crate::pipeline::Event> = Vec::new();
     let mut apis: BTreeMap<(String, String), Agg> = BTreeMap::new();
+    let mut gathered = super::memory::Gathered::default();
     let host = dir.join(HOST_LOG);
     let lines = File::open(&host).map(|f| BufReader::new(f).lines());
     for line in lines
@@ -121,37 +122,44 @@ pub(super) fn host_events(
         .flatten()
         .map_while(std::result::Result::ok)
     {
-        let Some(ev) = HostEvent::from_line(&line) else {
+        let Some(ev) = HostEvent::from_line(&line).and_then(|e| gathered.take(e)) else {
             continue;
         };
         match &ev {
             HostEvent::Api {
                 end,
                 item,
+                level,
                 name,
                 start,
                 tid,
             } => {
                 let (start, tid, name) = (*start, *tid, name.clone());
                 let end = (*end).max(start);
+                let runtime = level == crate::formats::db_schema::API_LEVEL_RUNTIME;
+                let (level, prefix, db_level) = if runtime {
+                    ("runtime", "Runtime", crate::formats::db_schema::API_RUNTIME)
+                } else {
+                    ("acl", "AscendCL", crate::formats::db_schema::API_ACL)
+                };
                 tlw(tl.process(cann, "CANN", "CPU", 7))?;
                 tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
                 let args = [
                     ("Thread Id", Arg::U(tid)),
                     ("Mode", Arg::S("ACL_MODEL")),
-                    ("level", Arg::S("acl")),
+                    ("level", Arg::S(level)),
                     ("item_id", Arg::S(item)),
                 ];
                 tlw(tl.slice(
-                    &format!("AscendCL@{name}"),
+                    &format!("{prefix}@{name}"),
                     cann,
                     tid,
                     start,
                     end - start,
                     &args,
                 ))?;
-                db.api(tl.pid, tid, &name, tl.wall(start), tl.wall(end))?;
-                apis.entry(("acl".into(), name))
+                db.api(db_level, tl.pid, tid, &name, tl.wall(start), tl.wall(end))?;
+                apis.entry((level.into(), name))
                     .or_default()
                     .add(end - start);
             }
@@ -253,7 +261,11 @@ pub(super) fn host_events(
     if let Some(mut w) = tx_csv {
         w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;
     }
-    if data_type & crate::formats::acl_prof::ACL_PROF_ACL_API != 0 {
+    let span = super::memory::Span::of(dir);
+    super::memory::write(&mut gathered, &span, out, stamp, data_type, tl, db)?;
+    let api_bits =
+        crate::formats::acl_prof::ACL_PROF_ACL_API | crate::formats::acl_prof::ACL_PROF_RUNTIME_API;
+    if data_type & api_bits != 0 {
         let p = out.join(format!("api_statistic_{stamp}.csv"));
         let mut w = csv_writer(&p)?;
         w.write_record([

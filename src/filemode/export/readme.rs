@@ -4,7 +4,7 @@
 use super::*;
 
 /// Switches that ask for data an emulated device has none of: (bit, what, macro).
-pub(super) const NOT_COLLECTED: [(u64, &str, &str); 7] = [
+pub(super) const NOT_COLLECTED: [(u64, &str, &str); 5] = [
     (0x8, "AI CPU task details", "ACL_PROF_AICPU"),
     (0x10, "L2 cache hit rates", "ACL_PROF_L2CACHE"),
     (
@@ -12,13 +12,11 @@ pub(super) const NOT_COLLECTED: [(u64, &str, &str); 7] = [
         "HCCL task planes (communication ops themselves are on the HCCL track)",
         "ACL_PROF_HCCL_TRACE",
     ),
-    (0x100, "runtime API calls", "ACL_PROF_RUNTIME_API"),
     (
         0x200 | 0x100_0000,
         "graph engine API calls",
         "ACL_PROF_GE_API_L0/L1",
     ),
-    (0x1000, "operator memory", "ACL_PROF_TASK_MEMORY"),
     (0x4000, "operator attributes", "ACL_PROF_OP_ATTR"),
 ];
 
@@ -62,6 +60,33 @@ pub(super) fn write_readme(
     }
     if data_type & crate::formats::acl_prof::ACL_PROF_MSPROFTX != 0 {
         text += &format!("msprof_tx_{stamp}.csv     msproftx marks and ranges\n");
+    }
+    // Memory and host resources: each file that the session's switches wrote.
+    for (prefix, what) in [
+        (
+            "memory_record",
+            "operator memory's totals at every allocation and release",
+        ),
+        (
+            "operator_memory",
+            "each operator allocation with its release",
+        ),
+        ("static_op_mem", "the static graphs' memory plans"),
+        ("npu_mem", "device memory, sampled"),
+        ("npu_module_mem", "each module's device memory, sampled"),
+        ("host_cpu_usage", "this process's CPUs"),
+        ("host_mem_usage", "this process's memory"),
+        ("host_disk_usage", "this process's disk reads and writes"),
+        ("host_network_usage", "the network"),
+        ("cpu_usage", "the system's CPUs"),
+        ("process_cpu_usage", "every process's CPU"),
+        ("sys_mem", "the system's memory"),
+        ("process_mem", "every process's memory"),
+    ] {
+        let name = format!("{prefix}_{stamp}.csv");
+        if out.join(&name).exists() {
+            text += &format!("{name:<25} {what}\n");
+        }
     }
     let missing = not_collected(data_type, metric);
     if !missing.is_empty() {

@@ -106,6 +106,32 @@ impl Timeline {
         b.push_str("}}");
         self.event(&b)
     }
+    /// One value of counter `name` as msprof writes its resource counters: args
+    /// `{key: value}` with `decimals` places (`{"KB": 1.5}`, `{"Usage(%)": 12.5}`), a
+    /// double counter in the Perfetto trace.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn counter_of(
+        &mut self,
+        pid: u64,
+        tid: u64,
+        name: &str,
+        at: u64,
+        key: &str,
+        value: f64,
+        decimals: usize,
+    ) -> std::io::Result<()> {
+        let wall = self.wall(at);
+        let r = self.pf.counter_track(pid, tid, name);
+        self.pf_err(r)?;
+        let r = self.pf.counter_f64(pid, tid, wall, value);
+        self.pf_err(r)?;
+        let mut b = String::with_capacity(128);
+        push_event_head(&mut b, name, pid, 0, wall);
+        b.push_str(",\"ph\":\"C\",\"args\":{");
+        push_json_str(&mut b, key);
+        b.push_str(&format!(":{value:.decimals$}}}}}"));
+        self.event(&b)
+    }
     pub(super) fn slice(
         &mut self,
         name: &str,

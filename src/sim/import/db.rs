@@ -207,6 +207,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
             pmu: Vec::new(),
             meta: t.meta,
             meta_id: 0,
+            ..Default::default()
         });
         Ok(())
     })

@@ -75,6 +75,8 @@ fn op_summary_csv_replays_names_types_durations_and_waits() {
                 ..Default::default()
             })),
             meta_id: 0,
+            output_bytes: None,
+            workspace_bytes: 0,
         }
     );
     assert_eq!(m.ops[1].meta, None, "N/A is unknown");

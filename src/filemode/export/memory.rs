@@ -1,0 +1,622 @@
+//! Memory and host resources in an export: `memory_record`, `operator_memory`,
+//! `static_op_mem`, `npu_mem`, `npu_module_mem` and the host's usage files; their tables
+//! in CANN's database; the `NPU MEM` and usage counter tracks of the timelines. The host
+//! log's events are gathered by [`Gathered::take`] in `host_events`' one pass.
+
+use super::*;
+use crate::formats::host::HostEvent;
+use crate::formats::host_sys::{self as hs, Sample};
+use crate::formats::memory::{self as fm, kb, Pool};
+use rusqlite::types::Value as V;
+
+/// One allocation or release.
+struct Mem {
+    addr: u64,
+    allocated: u64,
+    device: u32,
+    name: String,
+    pool: Pool,
+    reserved: u64,
+    size: i64,
+    start: u64,
+    tid: u64,
+}
+
+/// The host log's memory and host-resource events.
+#[derive(Default)]
+pub(super) struct Gathered {
+    mem: Vec<Mem>,
+    plans: Vec<HostEvent>,
+    samples: Vec<Sample>,
+}
+
+impl Gathered {
+    /// Keeps `ev` if it is one of this module's; returns it otherwise.
+    pub(super) fn take(&mut self, ev: HostEvent) -> Option<HostEvent> {
+        match ev {
+            HostEvent::Mem {
+                addr,
+                allocated,
+                device,
+                name,
+                pool,
+                reserved,
+                size,
+                start,
+                tid,
+            } => self.mem.push(Mem {
+                addr,
+                allocated,
+                device,
+                name,
+                pool,
+                reserved,
+                size,
+                start,
+                tid,
+            }),
+            HostEvent::MemPlan { .. } => self.plans.push(ev),
+            HostEvent::Sys(s) => self.samples.push(s),
+            other => return Some(other),
+        }
+        None
+    }
+}
+
+/// Writes a CSV file of `header` and `rows`.
+fn csv_file(path: &Path, header: &[&str], rows: &[Vec<String>]) -> Result<()> {
+    let mut w = csv_writer(path)?;
+    w.write_record(header).map_err(|e| csv_err(path, e))?;
+    for r in rows {
+        w.write_record(r).map_err(|e| csv_err(path, e))?;
+    }
+    w.flush().map_err(|e| csv_err(path, e.into()))
+}
+
+/// The session's memory sampling frequency and its span (the library's clock, ns).
+pub(super) struct Span {
+    pub(super) devices: Vec<u32>,
+    pub(super) mem_hz: Option<u32>,
+    pub(super) start: u64,
+    pub(super) end: u64,
+}
+
+impl Span {
+    pub(super) fn of(dir: &Path) -> Span {
+        let session = fs::read_to_string(dir.join(SESSION_FILE))
+            .ok()
+            .and_then(|t| crate::formats::host::Session::from_json(&t).ok())
+            .unwrap_or_default();
+        let end = fs::read(dir.join("host/end_info"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["clockMonotonicRaw"].as_str()?.parse::<u64>().ok())
+            .unwrap_or(0);
+        Span {
+            devices: session.devices,
+            mem_hz: session.mem_freq_hz,
+            start: session.clock_monotonic_raw,
+            end,
+        }
+    }
+}
+
+/// Writes everything memory and host resources give: files, tables, tracks.
+pub(super) fn write(
+    g: &mut Gathered,
+    span: &Span,
+    out: &Path,
+    stamp: &str,
+    data_type: u64,
+    tl: &mut Timeline,
+    db: &mut Db,
+) -> Result<()> {
+    // Each pool's events in the order they happened (a stable sort keeps a thread's order
+    // at equal times).
+    g.mem.sort_by_key(|m| m.start);
+    if data_type & crate::formats::acl_prof::ACL_PROF_TASK_MEMORY != 0 {
+        operator_memory(g, out, stamp, tl, db)?;
+        static_plan(g, out, stamp)?;
+    }
+    if let Some(hz) = span.mem_hz {
+        sampled(g, span, hz, out, stamp, tl, db)?;
+    }
+    if !g.samples.is_empty() {
+        host_usage(g, out, stamp, tl, db)?;
+    }
+    Ok(())
+}
+
+fn operator_memory(
+    g: &Gathered,
+    out: &Path,
+    stamp: &str,
+    tl: &Timeline,
+    db: &mut Db,
+) -> Result<()> {
+    let mut record = Vec::new();
+    let mut paired: Vec<Vec<String>> = Vec::new();
+    // Open allocations by (device, name, address): their row in `paired`.
+    let mut open: HashMap<(u32, &str, u64), usize> = HashMap::new();
+    let ge = db.string_id(fm::OP_COMPONENT);
+    let (alloc, release) = (
+        db.string_id(crate::formats::db_schema::MEM_ALLOCATE),
+        db.string_id(crate::formats::db_schema::MEM_RELEASE),
+    );
+    // (Events of size 0 are the totals when the session started: state, not rows.)
+    for m in g.mem.iter().filter(|m| m.pool == Pool::Op && m.size != 0) {
+        let dev = m.device.to_string();
+        record.push(vec![
+            dev.clone(),
+            fm::OP_COMPONENT.to_string(),
+            tl.ts(m.start),
+            kb(m.allocated),
+            kb(m.reserved),
+            fm::device_cell(m.device),
+        ]);
+        let key = (m.device, m.name.as_str(), m.addr);
+        if m.size > 0 {
+            open.insert(key, paired.len());
+            paired.push(vec![
+                dev,
+                m.name.clone(),
+                kb(m.size.unsigned_abs()),
+                tl.ts(m.start),
+                String::new(),
+                kb(m.allocated),
+                kb(m.reserved),
+                String::new(),
+                String::new(),
+                fm::device_cell(m.device),
+            ]);
+        } else if let Some(i) = open.remove(&key) {
+            let r = &mut paired[i];
+            let began = r[3].parse::<f64>().unwrap_or(0.0);
+            let ended = tl.ts(m.start).parse::<f64>().unwrap_or(began);
+            r[4] = format!("{:.3}", (ended - began).max(0.0));
+            r[7] = kb(m.allocated);
+            r[8] = kb(m.reserved);
+        }
+        let name = db.string_id(&m.name);
+        db.row(
+            "NPU_OP_MEM",
+            &[
+                V::Integer(name),
+                V::Integer(m.addr as i64),
+                V::Integer(if m.size > 0 { alloc } else { release }),
+                V::Integer(m.size.unsigned_abs() as i64),
+                V::Integer(tl.wall(m.start) as i64),
+                V::Integer(super::super::db::global_tid(tl.pid, m.tid)),
+                V::Integer(m.allocated as i64),
+                V::Integer(m.reserved as i64),
+                V::Integer(ge),
+                V::Integer(i64::from(m.device)),
+            ],
+        )?;
+    }
+    csv_file(
+        &out.join(format!("memory_record_{stamp}.csv")),
+        fm::MEMORY_RECORD,
+        &record,
+    )?;
+    csv_file(
+        &out.join(format!("operator_memory_{stamp}.csv")),
+        fm::OPERATOR_MEMORY,
+        &paired,
+    )
+}
+
+/// static_op_mem: each graph's plan, then its TOTAL: the most the plan holds at once.
+fn static_plan(g: &Gathered, out: &Path, stamp: &str) -> Result<()> {
+    let mut rows = Vec::new();
+    // Per (device, graph, model): (first node, last node, bytes).
+    type Plan = Vec<(u32, u32, u64)>;
+    let mut graphs: BTreeMap<(u32, u32, &str), Plan> = BTreeMap::new();
+    for p in &g.plans {
+        if let HostEvent::MemPlan {
+            device,
+            first,
+            graph,
+            last,
+            model,
+            name,
+            size,
+        } = p
+        {
+            rows.push(vec![
+                device.to_string(),
+                name.clone(),
+                model.clone(),
+                graph.to_string(),
+                first.to_string(),
+                last.to_string(),
+                kb(*size),
+            ]);
+            graphs
+                .entry((*device, *graph, model.as_str()))
+                .or_default()
+                .push((*first, *last, *size));
+        }
+    }
+    // A graph planned twice (loaded, then a session started) is written once.
+    let mut seen = std::collections::HashSet::new();
+    rows.retain(|r| seen.insert(r.clone()));
+    for ((device, graph, model), entries) in &graphs {
+        let mut unique: Vec<_> = entries.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        let peak = unique
+            .iter()
+            .map(|&(node, _, _)| {
+                unique
+                    .iter()
+                    .filter(|&&(f, l, _)| f <= node && node <= l)
+                    .map(|e| e.2)
+                    .sum::<u64>()
+            })
+            .max()
+            .unwrap_or(0);
+        rows.push(vec![
+            device.to_string(),
+            fm::STATIC_TOTAL.to_string(),
+            model.to_string(),
+            graph.to_string(),
+            String::new(),
+            String::new(),
+            kb(peak),
+        ]);
+    }
+    csv_file(
+        &out.join(format!("static_op_mem_{stamp}.csv")),
+        fm::STATIC_OP_MEM,
+        &rows,
+    )
+}
+
+/// npu_mem and npu_module_mem: the device memory the process holds, read at every tick of
+/// the configured frequency from the recorded allocations (they change only at events, so
+/// a tick reads exactly what a sampler on the device would), and once more at the end.
+#[allow(clippy::too_many_arguments)]
+fn sampled(
+    g: &Gathered,
+    span: &Span,
+    hz: u32,
+    out: &Path,
+    stamp: &str,
+    tl: &mut Timeline,
+    db: &mut Db,
+) -> Result<()> {
+    let period = 1_000_000_000 / u64::from(hz.max(1));
+    let last = g.mem.last().map_or(0, |m| m.start);
+    let end = span.end.max(last).max(span.start);
+    let mut devices: Vec<u32> = g.mem.iter().map(|m| m.device).collect();
+    devices.extend(&span.devices);
+    devices.sort_unstable();
+    devices.dedup();
+    let (mut mem_rows, mut module_rows) = (Vec::new(), Vec::new());
+    let (app, device_s) = (
+        db.string_id(crate::formats::db_schema::NPU_MEM_APP),
+        db.string_id(crate::formats::db_schema::NPU_MEM_DEVICE),
+    );
+    let memp = tl.pid(fm::NPU_MEM_SORT, HOST_DEV);
+    let tlw = |r: std::io::Result<()>| io("cannot write", &out.join("msprof.json"), r);
+    tlw(tl.process(memp, fm::NPU_MEM_TRACK, "NPU", fm::NPU_MEM_SORT))?;
+    for dev in devices {
+        let evs: Vec<&Mem> = g.mem.iter().filter(|m| m.device == dev).collect();
+        let mut held: BTreeMap<Pool, u64> = BTreeMap::new();
+        let mut i = 0;
+        let mut t = span.start;
+        // Every tick of the frequency, and the end: what the process held when it stopped.
+        let mut last_tick = false;
+        while !last_tick {
+            if t >= end {
+                (t, last_tick) = (end, true);
+            }
+            while i < evs.len() && evs[i].start <= t {
+                held.insert(evs[i].pool, evs[i].reserved);
+                i += 1;
+            }
+            let get = |p: Pool| held.get(&p).copied().unwrap_or(0);
+            let total = get(Pool::Op) + get(Pool::App) + get(Pool::Model);
+            let ts = tl.ts(t);
+            for event in [fm::NPU_MEM_APP, fm::NPU_MEM_DEVICE] {
+                mem_rows.push(vec![
+                    dev.to_string(),
+                    event.to_string(),
+                    kb(0),
+                    kb(total),
+                    kb(total),
+                    ts.clone(),
+                ]);
+            }
+            for (ty, v) in [(app, total), (device_s, total)] {
+                db.row(
+                    "NPU_MEM",
+                    &[
+                        V::Integer(ty),
+                        V::Integer(0),
+                        V::Integer(v as i64),
+                        V::Integer(tl.wall(t) as i64),
+                        V::Integer(i64::from(dev)),
+                    ],
+                )?;
+            }
+            for (module, v) in [
+                (fm::MODULE_RUNTIME, get(Pool::App)),
+                (fm::MODULE_GE, get(Pool::Op) + get(Pool::Model)),
+            ] {
+                module_rows.push(vec![
+                    dev.to_string(),
+                    module.1.to_string(),
+                    ts.clone(),
+                    kb(v),
+                    fm::device_cell(dev),
+                ]);
+                db.row(
+                    "NPU_MODULE_MEM",
+                    &[
+                        V::Integer(module.0),
+                        V::Integer(tl.wall(t) as i64),
+                        V::Integer(v as i64),
+                        V::Integer(i64::from(dev)),
+                    ],
+                )?;
+            }
+            for (k, (name, v)) in [("DDR", 0), ("HBM", total), ("Memory", total)]
+                .into_iter()
+                .enumerate()
+            {
+                let track = format!("APP/{name}");
+                let tid = u64::from(dev) << 8 | k as u64;
+                tlw(tl.counter_of(memp, tid, &track, t, fm::NPU_MEM_UNIT, v as f64 / 1024.0, 3))?;
+            }
+            t += period;
+        }
+    }
+    csv_file(
+        &out.join(format!("npu_mem_{stamp}.csv")),
+        fm::NPU_MEM,
+        &mem_rows,
+    )?;
+    csv_file(
+        &out.join(format!("npu_module_mem_{stamp}.csv")),
+        fm::NPU_MODULE_MEM,
+        &module_rows,
+    )
+}
+
+/// The host's usage: per-process summaries (`host_*_usage`), system summaries
+/// (`cpu_usage`, `process_cpu_usage`, `sys_mem`, `process_mem`), the tables and tracks.
+fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut Db) -> Result<()> {
+    let tlw = |r: std::io::Result<()>| io("cannot write", &out.join("msprof.json"), r);
+    let file = |name: &str| out.join(format!("{name}_{stamp}.csv"));
+    let host = "host".to_string();
+    let (mut totals, mut used_cpus, mut ncpu) = (Vec::new(), std::collections::BTreeSet::new(), 0);
+    let (mut mem, mut mem_total) = (Vec::new(), 0u64);
+    let (mut reads, mut writes) = (Vec::new(), Vec::new());
+    let (mut net, mut speed) = (Vec::new(), 0u64);
+    let mut sys_cpu: Vec<(u64, Vec<[f64; 6]>)> = Vec::new();
+    let mut sys_mem: Vec<Vec<u64>> = Vec::new();
+    // Per (pid, name): sums of CPU %, size, resident and shared pages, and the samples.
+    type Sums = (f64, u64, u64, u64, u64);
+    let mut procs: BTreeMap<(u32, String), Sums> = BTreeMap::new();
+    let (cpu_name, cpu_sort) = hs::CPU_TRACK;
+    let cpup = tl.pid(cpu_sort, HOST_DEV);
+    let (mem_name, mem_sort) = hs::MEM_TRACK;
+    let memp = tl.pid(mem_sort, HOST_DEV);
+    let (disk_name, disk_sort) = hs::DISK_TRACK;
+    let diskp = tl.pid(disk_sort, HOST_DEV);
+    let (net_name, net_sort) = hs::NET_TRACK;
+    let netp = tl.pid(net_sort, HOST_DEV);
+    for s in &g.samples {
+        let at = s.start();
+        let wall = tl.wall(at) as i64;
+        match s {
+            Sample::Cpu { cpus, .. } => {
+                tlw(tl.process(cpup, cpu_name, "CPU", cpu_sort))?;
+                ncpu = ncpu.max(cpus.len());
+                for (i, u) in cpus.iter().enumerate() {
+                    if *u > 0.0 {
+                        used_cpus.insert(i);
+                    }
+                    tlw(tl.counter_of(
+                        cpup,
+                        i as u64,
+                        &format!("CPU {i}"),
+                        at,
+                        hs::USAGE_UNIT,
+                        *u,
+                        2,
+                    ))?;
+                    db.row(
+                        "CPU_USAGE",
+                        &[V::Integer(wall), V::Integer(i as i64), V::Real(*u)],
+                    )?;
+                }
+                let avg = cpus.iter().sum::<f64>() / cpus.len().max(1) as f64;
+                tlw(tl.counter_of(cpup, 1 << 16, "CPU Avg", at, hs::USAGE_UNIT, avg, 2))?;
+                totals.push(cpus.iter().sum::<f64>() / 100.0);
+            }
+            Sample::Mem { used, total, .. } => {
+                mem.push(*used as f64);
+                mem_total = mem_total.max(*total);
+                let pct = 100.0 * *used as f64 / (*total).max(1) as f64;
+                tlw(tl.process(memp, mem_name, "CPU", mem_sort))?;
+                tlw(tl.counter_of(memp, 0, mem_name, at, hs::USAGE_UNIT, pct, 2))?;
+                db.row("HOST_MEM_USAGE", &[V::Integer(wall), V::Real(pct)])?;
+            }
+            Sample::Disk { read, write, .. } => {
+                reads.push(*read as f64);
+                writes.push(*write as f64);
+                tlw(tl.process(diskp, disk_name, "CPU", disk_sort))?;
+                tlw(tl.counter_of(diskp, 0, "Disk Read", at, "KB/s", *read as f64 / 1024.0, 3))?;
+                tlw(tl.counter_of(
+                    diskp,
+                    1,
+                    "Disk Write",
+                    at,
+                    "KB/s",
+                    *write as f64 / 1024.0,
+                    3,
+                ))?;
+                db.row(
+                    "HOST_DISK_USAGE",
+                    &[
+                        V::Integer(wall),
+                        V::Integer(*read as i64),
+                        V::Integer(*write as i64),
+                        V::Null,
+                    ],
+                )?;
+            }
+            Sample::Net {
+                used, speed: sp, ..
+            } => {
+                net.push(*used as f64);
+                speed = speed.max(*sp);
+                let pct = if *sp > 0 {
+                    100.0 * *used as f64 / *sp as f64
+                } else {
+                    0.0
+                };
+                tlw(tl.process(netp, net_name, "CPU", net_sort))?;
+                tlw(tl.counter_of(netp, 0, net_name, at, hs::USAGE_UNIT, pct, 2))?;
+                db.row(
+                    "HOST_NETWORK_USAGE",
+                    &[V::Integer(wall), V::Real(pct), V::Integer(*sp as i64)],
+                )?;
+            }
+            Sample::SysCpu { cpus, .. } => sys_cpu.push((at, cpus.clone())),
+            Sample::SysMem { values, .. } => sys_mem.push(values.clone()),
+            Sample::Procs { procs: ps, .. } => {
+                for p in ps {
+                    let e = procs.entry((p.pid, p.name.clone())).or_default();
+                    e.0 += p.cpu;
+                    e.1 += p.size;
+                    e.2 += p.resident;
+                    e.3 += p.shared;
+                    e.4 += 1;
+                }
+            }
+            Sample::Other => {}
+        }
+    }
+    let kbs = |v: f64| format!("{:.3}", v / 1024.0);
+    let peak = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    if !totals.is_empty() {
+        let rec = hs::recommend(&totals).ceil();
+        csv_file(
+            &file("host_cpu_usage"),
+            hs::HOST_CPU_USAGE,
+            &[vec![
+                host.clone(),
+                ncpu.to_string(),
+                used_cpus.len().to_string(),
+                format!("{rec:.0}"),
+            ]],
+        )?;
+    }
+    if !mem.is_empty() {
+        csv_file(
+            &file("host_mem_usage"),
+            hs::HOST_MEM_USAGE,
+            &[vec![
+                host.clone(),
+                kbs(mem_total as f64),
+                kbs(peak(&mem)),
+                kbs(hs::recommend(&mem)),
+            ]],
+        )?;
+    }
+    if !reads.is_empty() {
+        csv_file(
+            &file("host_disk_usage"),
+            hs::HOST_DISK_USAGE,
+            &[vec![
+                host.clone(),
+                kbs(peak(&reads)),
+                kbs(hs::recommend(&reads)),
+                kbs(peak(&writes)),
+                kbs(hs::recommend(&writes)),
+            ]],
+        )?;
+    }
+    if !net.is_empty() {
+        csv_file(
+            &file("host_network_usage"),
+            hs::HOST_NETWORK_USAGE,
+            &[vec![
+                host.clone(),
+                kbs(speed as f64),
+                kbs(peak(&net)),
+                kbs(hs::recommend(&net)),
+            ]],
+        )?;
+    }
+    if !sys_cpu.is_empty() {
+        // Averages over the run, per CPU, then all CPUs ("Avg").
+        let n = sys_cpu.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
+        let mut rows = Vec::new();
+        let mut all = [0.0f64; 6];
+        for i in 0..n {
+            let mut sum = [0.0f64; 6];
+            let mut k = 0.0;
+            for (_, c) in &sys_cpu {
+                if let Some(v) = c.get(i) {
+                    for j in 0..6 {
+                        sum[j] += v[j];
+                    }
+                    k += 1.0;
+                }
+            }
+            let avg = sum.map(|x| x / f64::max(k, 1.0));
+            for j in 0..6 {
+                all[j] += avg[j] / n as f64;
+            }
+            let mut r = vec![host.clone(), format!("CPU{i}")];
+            r.extend(avg.iter().map(|x| hs::pct(*x)));
+            rows.push(r);
+        }
+        let mut r = vec![host.clone(), "Avg".to_string()];
+        r.extend(all.iter().map(|x| hs::pct(*x)));
+        rows.push(r);
+        csv_file(&file("cpu_usage"), hs::CPU_USAGE, &rows)?;
+    }
+    if !sys_mem.is_empty() {
+        let k = sys_mem.len() as u64;
+        let cols = hs::SYS_MEM_KEYS.len();
+        let mut r = vec![host.clone()];
+        r.extend((0..cols).map(|j| {
+            (sys_mem
+                .iter()
+                .map(|v| v.get(j).copied().unwrap_or(0))
+                .sum::<u64>()
+                / k)
+                .to_string()
+        }));
+        csv_file(&file("sys_mem"), hs::SYS_MEM, &[r])?;
+    }
+    if !procs.is_empty() {
+        let (mut cpu_rows, mut mem_rows) = (Vec::new(), Vec::new());
+        for ((pid, name), (cpu, size, res, shared, k)) in &procs {
+            let k = (*k).max(1);
+            cpu_rows.push(vec![
+                host.clone(),
+                pid.to_string(),
+                name.clone(),
+                hs::pct(cpu / k as f64),
+            ]);
+            mem_rows.push(vec![
+                host.clone(),
+                pid.to_string(),
+                name.clone(),
+                (size / k).to_string(),
+                (res / k).to_string(),
+                (shared / k).to_string(),
+            ]);
+        }
+        csv_file(&file("process_cpu_usage"), hs::PROCESS_CPU_USAGE, &cpu_rows)?;
+        csv_file(&file("process_mem"), hs::PROCESS_MEM, &mem_rows)?;
+    }
+    Ok(())
+}

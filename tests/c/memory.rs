@@ -1,0 +1,189 @@
+//! Memory, runtime calls and host resources from a C program (ctests/memory_app.c): a
+//! known allocation pattern comes out exactly in CANN's files, database tables and
+//! timeline tracks.
+
+use super::*;
+use std::collections::HashMap;
+
+fn kb(s: &str) -> f64 {
+    s.parse()
+        .unwrap_or_else(|_| panic!("{s:?} is not a KB figure"))
+}
+
+#[test]
+fn a_known_allocation_pattern_comes_out_exactly() {
+    let exe = build("memory_app", "aclprof");
+    let out = fresh_dir("memory-results");
+    exec(&exe, &[&out, &data("memory_model.json")], &[]);
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let dir = &dirs[0];
+
+    // memory_record: per execution conv1 (+workspace, +output, -workspace), relu1 (+output,
+    // -conv1's output), fc (+output, -relu1's output), the end (-fc's output); twice; then
+    // the 4 KiB of custom_op, allocated and released.
+    let (h, rec) = read_csv(&output(dir, "memory_record_"));
+    assert_eq!(
+        h,
+        [
+            "Device_id",
+            "Component",
+            "Timestamp(us)",
+            "Total Allocated(KB)",
+            "Total Reserved(KB)",
+            "Device"
+        ]
+    );
+    assert_eq!(rec.len(), 2 * 8 + 2, "{rec:?}");
+    let conv_out = 64.0 * 56.0 * 56.0 * 2.0 / 1024.0; // 392 KB
+    let alloc: Vec<f64> = rec.iter().map(|r| kb(&r["Total Allocated(KB)"])).collect();
+    let expect_one = [
+        1024.0,
+        1024.0 + conv_out,
+        conv_out,
+        2.0 * conv_out,
+        conv_out,
+        conv_out + 4000.0 / 1024.0,
+        4000.0 / 1024.0,
+        0.0,
+    ];
+    for (i, want) in expect_one
+        .iter()
+        .chain(expect_one.iter())
+        .chain([4.0, 0.0].iter())
+        .enumerate()
+    {
+        assert!(
+            (alloc[i] - want).abs() < 0.001,
+            "row {i}: {} KB, expected {want}",
+            alloc[i]
+        );
+    }
+    // The operator pool reserves 2 MiB blocks while it holds anything.
+    assert_eq!(rec[1]["Total Reserved(KB)"], "2048.000");
+    assert_eq!(rec[7]["Total Reserved(KB)"], "0.000");
+    assert!(rec
+        .iter()
+        .all(|r| r["Component"] == "GE" && r["Device"] == "NPU:0" && r["Device_id"] == "0"));
+    let ts: Vec<u64> = rec.iter().map(|r| us(&r["Timestamp(us)"])).collect();
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "in time order: {ts:?}");
+
+    // operator_memory: every allocation paired with its release.
+    let (h, ops) = read_csv(&output(dir, "operator_memory_"));
+    assert_eq!(h.len(), 10);
+    assert_eq!(ops.len(), 2 * 4 + 1);
+    let names: Vec<&str> = ops.iter().map(|r| r["Name"].as_str()).collect();
+    assert_eq!(&names[..4], ["conv1", "conv1", "relu1", "fc"]);
+    assert_eq!(names[8], "custom_op");
+    assert!(
+        ops.iter()
+            .all(|r| !r["Duration(us)"].is_empty() && !r["Release Total Allocated(KB)"].is_empty()),
+        "{ops:?}"
+    );
+    // conv1's workspace lives exactly its 20 µs.
+    assert_eq!(ops[0]["Size(KB)"], "1024.000");
+    assert_eq!(ops[0]["Duration(us)"], "20.000");
+
+    // static_op_mem: the plan made when the session started (the model was loaded
+    // before), then the most it holds at once: conv1 and relu1 at node 1.
+    let (_, plan) = read_csv(&output(dir, "static_op_mem_"));
+    let rows: Vec<(String, String, String)> = plan
+        .iter()
+        .map(|r| {
+            (
+                r["Op Name"].clone(),
+                r["Node Index Start"].clone(),
+                r["Node Index End"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(rows[0], ("conv1".into(), "0".into(), "1".into()));
+    assert_eq!(rows[2], ("fc".into(), "2".into(), "4294967295".into()));
+    assert_eq!(plan[3]["Op Name"], "TOTAL");
+    assert_eq!(kb(&plan[3]["Size(KB)"]), 1024.0 + 2.0 * conv_out);
+
+    // npu_mem at 50 Hz: the application's memory ends with the leaked 256 KiB (and the
+    // model's work and weight memory, 128 KiB).
+    let (h, mem) = read_csv(&output(dir, "npu_mem_"));
+    assert_eq!(
+        h,
+        [
+            "Device_id",
+            "event",
+            "ddr(KB)",
+            "hbm(KB)",
+            "memory(KB)",
+            "timestamp(us)"
+        ]
+    );
+    let app: Vec<&HashMap<String, String>> = mem.iter().filter(|r| r["event"] == "APP").collect();
+    assert!(!app.is_empty());
+    assert_eq!(
+        app.last().unwrap()["memory(KB)"],
+        "384.000",
+        "{:?}",
+        app.last()
+    );
+    let peak = app.iter().map(|r| kb(&r["memory(KB)"])).fold(0.0, f64::max);
+    assert!(peak <= 1024.0 + 256.0 * 2.0 + 128.0 + 2048.0, "{peak}");
+    let (_, modules) = read_csv(&output(dir, "npu_module_mem_"));
+    assert!(modules.iter().any(|r| r["Component"] == "RUNTIME"));
+
+    // Runtime calls at CANN's runtime level.
+    let (_, api) = read_csv(&output(dir, "api_statistic_"));
+    let count = |name: &str| {
+        api.iter()
+            .find(|r| r["API Name"] == name && r["Level"] == "runtime")
+            .map(|r| r["Count"].clone())
+    };
+    assert_eq!(count("aclrtMalloc").as_deref(), Some("5"), "{api:?}");
+    assert_eq!(count("aclrtFree").as_deref(), Some("4"));
+
+    // Host resources: one summary row each.
+    let (_, cpu) = read_csv(&output(dir, "host_cpu_usage_"));
+    assert_eq!(cpu.len(), 1);
+    assert!(cpu[0]["Total Cpu Numbers"].parse::<u32>().unwrap() >= 1);
+    let (_, hm) = read_csv(&output(dir, "host_mem_usage_"));
+    assert!(kb(&hm[0]["Peak Used Memory(KB)"]) > 0.0);
+
+    // The database: the same allocations, the runtime level, the samples.
+    let db = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "db"))
+        .expect("msprof_*.db");
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let one = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(one("SELECT count(*) FROM NPU_OP_MEM"), 18);
+    assert_eq!(
+        one("SELECT max(totalAllocate) FROM NPU_OP_MEM"),
+        1024 * 1024 + 64 * 56 * 56 * 2
+    );
+    assert_eq!(
+        one("SELECT count(*) FROM NPU_OP_MEM n JOIN STRING_IDS s ON n.type = s.id WHERE s.value = 'release'"),
+        9
+    );
+    assert_eq!(one("SELECT count(*) FROM CANN_API WHERE type = 5000 AND name IN (SELECT id FROM STRING_IDS WHERE value = 'aclrtFree')"), 4);
+    assert!(one("SELECT count(*) FROM NPU_MEM") > 0);
+    assert!(one("SELECT count(*) FROM CPU_USAGE") > 0);
+    assert!(one("SELECT count(*) FROM HOST_MEM_USAGE") > 0);
+
+    // The timeline's tracks.
+    let tl: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(output(dir, "msprof_")).unwrap()).unwrap();
+    let evs = tl.as_array().unwrap();
+    let named = |n: &str| {
+        evs.iter()
+            .any(|e| e["name"] == "process_name" && e["args"]["name"] == n)
+    };
+    assert!(named("NPU MEM") && named("CPU Usage") && named("Memory Usage"));
+    let last_app = evs
+        .iter()
+        .rfind(|e| e["name"] == "APP/Memory" && e["ph"] == "C")
+        .unwrap();
+    assert_eq!(last_app["args"]["KB"].as_f64(), Some(384.0));
+    assert!(evs.iter().any(|e| e["name"] == "Runtime@aclrtMalloc"));
+}
