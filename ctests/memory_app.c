@@ -4,7 +4,10 @@
  * is not CANN reports one 4 KiB operator allocation. The host sampler's thread runs while
  * the session does and is gone after aclprofStop, with no file of /proc left open.
  *
- *   usage: memory_app RESULT_DIR MODEL.json                                            */
+ * With FREES, the program then allocates and frees 4 KiB that many times more (what
+ * msprof-analyze's advisor looks for: time spent in aclrtFree).
+ *
+ *   usage: memory_app RESULT_DIR MODEL.json [FREES]                                    */
 #define _DEFAULT_SOURCE
 #include <dirent.h>
 #include <stdint.h>
@@ -51,8 +54,8 @@ static int count_open(const char *name, int fds) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s RESULT_DIR MODEL.json\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s RESULT_DIR MODEL.json [FREES]\n", argv[0]);
         return 2;
     }
     const char *dir = argv[1];
@@ -94,6 +97,11 @@ int main(int argc, char **argv) {
     if (aclprofExtMemReport(&ev) != ACL_ERROR_INVALID_PARAM) return 3;
     if (aclprofExtMemReport(NULL) != ACL_ERROR_INVALID_PARAM) return 3;
     CHECK(aclrtFree(held));
+    for (long i = 0, n = argc == 4 ? atol(argv[3]) : 0; i < n; i++) {
+        void *p = NULL;
+        CHECK(aclrtMalloc(&p, 4096, ACL_MEM_MALLOC_HUGE_FIRST));
+        CHECK(aclrtFree(p));
+    }
 
     CHECK(aclprofStop(config));
     int threads = count_open("aclprof-host", 0), fds = count_open("/proc/", 1);

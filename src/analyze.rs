@@ -689,6 +689,7 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
 }
 
 mod discover;
+pub mod memory;
 mod options;
 mod query;
 pub use options::{Choices, Options};

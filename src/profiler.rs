@@ -490,22 +490,31 @@ fn session_started(data_type: u64) {
     }
 }
 
-/// Runs a call of the emulated runtime (`aclrt*`, `aclmdl*`, ...); while a session records
-/// `ACL_PROF_RUNTIME_API`, the call is an API event at CANN's runtime level.
+/// Runs a call of the emulated runtime (`aclrt*`, `aclmdl*`, ...) and records it as CANN
+/// does: an AscendCL API call (`ACL_PROF_ACL_API`, level "acl"; `aclmdlExecute`, which the
+/// simulator records with its model, aside) and a call at the runtime level
+/// (`ACL_PROF_RUNTIME_API`).
 pub fn runtime_api(name: &str, body: impl FnOnce() -> Result<()>) -> Result<()> {
-    use crate::formats::acl_prof::ACL_PROF_RUNTIME_API as BIT;
-    if !crate::filemode::recording(BIT) {
+    use crate::formats::acl_prof::{ACL_PROF_ACL_API, ACL_PROF_RUNTIME_API};
+    if !crate::filemode::recording(ACL_PROF_ACL_API | ACL_PROF_RUNTIME_API) {
         return body();
     }
     let start = crate::clock::now_ns();
     let r = body();
-    crate::filemode::host_event(BIT, || crate::formats::host::HostEvent::Api {
-        end: crate::clock::now_ns(),
+    let end = crate::clock::now_ns();
+    let tid = u64::from(crate::clock::thread_id());
+    let event = |level: &str| crate::formats::host::HostEvent::Api {
+        end,
         item: String::new(),
-        level: crate::formats::db_schema::API_LEVEL_RUNTIME.into(),
+        level: level.into(),
         name: name.into(),
         start,
-        tid: u64::from(crate::clock::thread_id()),
-    });
+        tid,
+    };
+    if !name.starts_with("aclmdlExecute") {
+        crate::filemode::host_event(ACL_PROF_ACL_API, || event(""));
+    }
+    let runtime = crate::formats::db_schema::API_LEVEL_RUNTIME;
+    crate::filemode::host_event(ACL_PROF_RUNTIME_API, || event(runtime));
     r
 }

@@ -74,6 +74,12 @@ struct AnalyzeArgs {
     /// stage that holds the pipeline back, with the rule and its evidence (table or json)
     #[arg(long)]
     pipeline: bool,
+    /// Analyse device memory instead (recorded with ACL_PROF_TASK_MEMORY, task_memory or
+    /// record --memory): per device the peaks and the op that reached them, memory per op,
+    /// allocations never released, growth per step, and the findings (a leak,
+    /// fragmentation, a peak far above the steady state)
+    #[arg(long, conflicts_with = "pipeline")]
+    memory: bool,
 }
 
 #[derive(Subcommand)]
@@ -528,6 +534,18 @@ fn main() -> ExitCode {
                     print!(
                         "{}",
                         aclprof::pipeline::analysis::render(&a, args.format == Format::Json)
+                    );
+                    ExitCode::SUCCESS
+                })
+                .map_err(|e| e.msg)
+        }
+        Cmd::Analyze { path, args } if args.memory => {
+            use aclprof::analyze::memory;
+            memory::events_of(&path)
+                .map(|(ev, steps)| {
+                    print!(
+                        "{}",
+                        memory::render(&memory::analyze(&ev, &steps), args.format)
                     );
                     ExitCode::SUCCESS
                 })

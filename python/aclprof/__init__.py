@@ -12,6 +12,7 @@ Two layers over the aclprof shared library:
   compared, as ``aclprof diff``),
   :class:`Model` and the extension API (:func:`report_op`, :func:`now_ns`, :func:`flush`,
   :func:`stats`); :mod:`aclprof.pipeline` for a host data pipeline's stages and queues;
+  :mod:`aclprof.memory` for the device memory of a runtime that is not CANN;
 * framework bridges and profiler APIs, imported on their own: :mod:`aclprof.torch` and
   :mod:`aclprof.onnxruntime` (extras), :mod:`aclprof.mindspore`, :mod:`aclprof.megengine`
   (and ``python -m aclprof.profile_analyze``), :mod:`aclprof.tensorflow`.
@@ -19,7 +20,7 @@ Two layers over the aclprof shared library:
 Every macro and enum value of the C headers is available here too (``aclprof.ACL_PROF_ACL_API``).
 """
 
-from . import _bindings, pipeline
+from . import _bindings, memory, pipeline
 from ._bindings import *  # noqa: F401,F403  (the headers' constants and aclprofExtStats)
 from ._lib import LibraryNotFound, find_library, load, recent_error
 from .errors import AclError, check
@@ -28,7 +29,7 @@ from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, Rec
 from .ring import RingBatch, RingReader, RingSubscription
 from .runtime import Model, Stats, flush, now_ns, op_meta, report_op, stats
 from .subscription import Subscription
-from .summary import DiffRows, Rows, analyze, diff
+from .summary import DiffRows, MemoryRows, Rows, analyze, diff
 
 __version__ = "0.1.0"
 
@@ -53,12 +54,14 @@ __all__ = [
     "analyze",
     "diff",
     "DiffRows",
+    "MemoryRows",
     "check",
     "decode",
     "find_library",
     "flush",
     "load",
     "now_ns",
+    "memory",
     "pipeline",
     "recent_error",
     "report_op",

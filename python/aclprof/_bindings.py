@@ -14,6 +14,7 @@ from ctypes import (
     c_char_p,
     c_int,
     c_int32,
+    c_int64,
     c_int8,
     c_size_t,
     c_uint32,
@@ -293,6 +294,8 @@ ACL_PROF_ARGS_MAX = 17
 ACLPROF_VERSION_MAJOR = 0
 ACLPROF_VERSION_MINOR = 1
 ACLPROF_VERSION_PATCH = 0
+ACLPROF_EXT_MEM_OPERATOR = 0
+ACLPROF_EXT_MEM_APP = 1
 
 
 class aclprofExtOpMeta(Structure):
@@ -325,6 +328,20 @@ class aclprofExtWaits(Structure):
         ("reportWaitNs", c_uint64),
         ("flushWaits", c_uint64),
         ("flushWaitNs", c_uint64),
+    ]
+
+
+
+class aclprofExtMemEvent(Structure):
+    _fields_ = [
+        ("deviceId", c_uint32),
+        ("pool", c_uint32),
+        ("addr", c_uint64),
+        ("size", c_int64),
+        ("owner", c_char_p),
+        ("totalAllocated", c_uint64),
+        ("totalReserved", c_uint64),
+        ("timeNs", c_uint64),
     ]
 
 
@@ -622,6 +639,8 @@ __all__ = [
     "ACLPROF_VERSION_MAJOR",
     "ACLPROF_VERSION_MINOR",
     "ACLPROF_VERSION_PATCH",
+    "ACLPROF_EXT_MEM_OPERATOR",
+    "ACLPROF_EXT_MEM_APP",
     "ACL_DEVICE",
     "ACL_HOST",
     "ACL_MEMCPY_HOST_TO_HOST",
@@ -641,6 +660,7 @@ __all__ = [
     "aclprofExtOpMeta",
     "aclprofExtStats",
     "aclprofExtWaits",
+    "aclprofExtMemEvent",
     "aclprofExtOp",
 ]
 
@@ -718,6 +738,7 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtDiff": (c_int, [c_char_p, c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtFreeResult": (None, [POINTER(c_char)]),
+    "aclprofExtMemReport": (c_int, [POINTER(aclprofExtMemEvent)]),
     "aclprofExtRingSubscribe": (c_int, [c_uint32, c_char_p, c_uint32, POINTER(c_int32)]),
     "aclprofExtRingAttach": (c_int, [c_char_p, c_int32, POINTER(c_void_p)]),
     "aclprofExtRingAcquire": (c_int, [c_void_p, c_uint32, c_int32, POINTER(c_void_p), POINTER(c_size_t)]),
@@ -842,6 +863,7 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
     "aclprofExtDiff": ['base', 'newRun', 'optionsJson', 'result'],
     "aclprofExtFreeResult": ['result'],
+    "aclprofExtMemReport": ['event'],
     "aclprofExtRingSubscribe": ['modelId', 'path', 'capacityRecords', 'ringFd'],
     "aclprofExtRingAttach": ['path', 'fd', 'ring'],
     "aclprofExtRingAcquire": ['ring', 'maxRecords', 'timeoutMs', 'records', 'length'],
@@ -975,6 +997,7 @@ class Library(Protocol):
     def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtDiff(self, base: CharP, newRun: CharP, optionsJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtFreeResult(self, result: Ptr[c_char], /) -> None: ...
+    def aclprofExtMemReport(self, event: Ptr[aclprofExtMemEvent], /) -> int: ...
     def aclprofExtRingSubscribe(self, modelId: int, path: CharP, capacityRecords: int, ringFd: Ptr[c_int32], /) -> int: ...
     def aclprofExtRingAttach(self, path: CharP, fd: int, ring: Ptr[c_void_p], /) -> int: ...
     def aclprofExtRingAcquire(self, ring: VoidP, maxRecords: int, timeoutMs: int, records: Ptr[c_void_p], length: Ptr[c_size_t], /) -> int: ...

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Literal, Optional, Tuple, Union, overload
 
 from . import _common
 from ._common import PathLike
@@ -32,6 +32,29 @@ class Rows(List[Dict[str, Any]]):
         except ImportError as e:
             raise ImportError("Rows.to_dataframe needs pandas: pip install pandas") from e
         return pandas.DataFrame(list(self))
+
+
+class MemoryRows(List[Dict[str, Any]]):
+    """``aclprof analyze --memory`` as rows: memory per op, as dicts keyed as its CSV's
+    columns (``"Device"``, ``"Op"``, ``"Allocations"``, ``"Total(KB)"``, ``"Max(KB)"``,
+    ``"Avg Lifetime(us)"``), largest first; per device its peaks, what was never released
+    and its steps (``devices``, in bytes and ns), and the ``findings`` (rule, evidence)."""
+
+    def __init__(self, report: Dict[str, Any]):
+        rows = []
+        for d in report["devices"]:
+            for o in d["ops"]:
+                rows.append({
+                    "Device": d["device"],
+                    "Op": o["name"],
+                    "Allocations": o["allocations"],
+                    "Total(KB)": round(o["bytes"] / 1024, 3),
+                    "Max(KB)": round(o["max_bytes"] / 1024, 3),
+                    "Avg Lifetime(us)": round(o["held_ns"] / max(o["released"], 1) / 1e3, 3),
+                })
+        super().__init__(rows)
+        self.devices: List[Dict[str, Any]] = report["devices"]
+        self.findings: List[Tuple[str, str]] = [(f["rule"], f["evidence"]) for f in report["findings"]]
 
 
 class DiffRows(List[Dict[str, Any]]):
@@ -72,6 +95,7 @@ def diff(base: PathLike, new: PathLike, *, top: int = 0,
     return DiffRows(json.loads(text))
 
 
+@overload
 def analyze(
     path: PathLike,
     *,
@@ -87,7 +111,47 @@ def analyze(
     rank: Optional[int] = None,
     step: Optional[int] = None,
     input_dtype: Optional[str] = None,
-) -> Rows:
+    memory: Literal[False] = False,
+) -> Rows: ...
+
+
+@overload
+def analyze(
+    path: PathLike,
+    *,
+    top: int = 10,
+    aggregate_by: Optional[str] = None,
+    aggregate: str = "sum",
+    order_by: Optional[str] = None,
+    min_time: float = 0.0,
+    max_time: Optional[float] = None,
+    type: Union[str, Iterable[str], None] = None,
+    name: Optional[str] = None,
+    device: Optional[int] = None,
+    rank: Optional[int] = None,
+    step: Optional[int] = None,
+    input_dtype: Optional[str] = None,
+    memory: Literal[True],
+) -> "MemoryRows": ...
+
+
+def analyze(
+    path: PathLike,
+    *,
+    top: int = 10,
+    aggregate_by: Optional[str] = None,
+    aggregate: str = "sum",
+    order_by: Optional[str] = None,
+    min_time: float = 0.0,
+    max_time: Optional[float] = None,
+    type: Union[str, Iterable[str], None] = None,
+    name: Optional[str] = None,
+    device: Optional[int] = None,
+    rank: Optional[int] = None,
+    step: Optional[int] = None,
+    input_dtype: Optional[str] = None,
+    memory: bool = False,
+) -> Union[Rows, "MemoryRows"]:
     """What ``aclprof analyze PATH`` shows, as rows: ``path`` is a result directory
     (``PROF_*``), a folder of them, a file of records a subscription wrote, or CANN's
     database (``msprof_*.db``, ``ascend_pytorch_profiler_*.db``).
@@ -100,7 +164,12 @@ def analyze(
     ``min_time`` and ``max_time`` in µs; ``type`` one op type or several; ``name`` a regular
     expression; ``device``, ``rank``, ``step`` and ``input_dtype`` (an input's data type)
     filters. Rows of ops with metadata have the cost columns and their shapes. Raises
-    :class:`AclError` for a bad option or an unreadable path, with the library's reason."""
+    :class:`AclError` for a bad option or an unreadable path, with the library's reason.
+
+    ``memory=True`` is ``aclprof analyze --memory``: a :class:`MemoryRows` of memory per op
+    (the other options do not apply)."""
+    if memory:
+        return MemoryRows(json.loads(_common.analyze_text(path, {"memory": True})))
     query = {
         "top": top,
         "aggregate_by": aggregate_by,

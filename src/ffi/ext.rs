@@ -456,8 +456,9 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
 /// "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
 /// "mean", "max", "min", "count"), "order_by" ("+column": ascending), "min_time" and
 /// "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
-/// "rank", "step", "format" ("json" (default), "table", "csv", "markdown"), and "pipeline"
-/// (true: the data-pipeline analysis of `aclprof analyze --pipeline`, as JSON, instead).
+/// "rank", "step", "format" ("json" (default), "table", "csv", "markdown"), "pipeline"
+/// (true: the data-pipeline analysis of `aclprof analyze --pipeline`, as JSON, instead) and
+/// "memory" (true: `aclprof analyze --memory`, in "format", instead).
 /// On success `*result` is the report, NUL-terminated, which the caller frees with
 /// aclprofExtFreeResult. Errors (`*result` NULL; the reason from
 /// aclGetRecentErrMsg): NULL path or result, the path "-", a bad query ->
@@ -477,18 +478,39 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
             *out = std::ptr::null_mut();
             let path = input_arg(path, "path")?;
             let mut query = json_arg(queryJson, "queryJson")?;
-            // "pipeline": true is `--pipeline`: the data-pipeline analysis, as JSON.
-            if let Some(o) = query.as_object_mut() {
-                if let Some(p) = o.remove("pipeline") {
-                    if p.as_bool() == Some(true) {
-                        let a = crate::pipeline::analysis::analyze(
-                            &crate::pipeline::analysis::events_of(path)?,
-                        );
-                        return give_text(out, crate::pipeline::analysis::render(&a, true));
-                    } else if !p.is_null() && p.as_bool() != Some(false) {
-                        return Err(invalid("queryJson: \"pipeline\" must be true or false"));
-                    }
+            // "pipeline": true is `--pipeline`: the data-pipeline analysis, as JSON;
+            // "memory": true is `--memory`.
+            let mut view = |key: &str| -> crate::error::Result<bool> {
+                match query.as_object_mut().and_then(|o| o.remove(key)) {
+                    None | Some(serde_json::Value::Null) => Ok(false),
+                    Some(serde_json::Value::Bool(b)) => Ok(b),
+                    Some(_) => Err(invalid(format!(
+                        "queryJson: \"{key}\" must be true or false"
+                    ))),
                 }
+            };
+            if view("pipeline")? {
+                let a = crate::pipeline::analysis::analyze(&crate::pipeline::analysis::events_of(
+                    path,
+                )?);
+                return give_text(out, crate::pipeline::analysis::render(&a, true));
+            }
+            if view("memory")? {
+                use crate::analyze::memory;
+                let format = match query.get("format").and_then(|f| f.as_str()) {
+                    None => crate::analyze::Format::Json,
+                    Some(f) => crate::analyze::Format::parse(f).ok_or_else(|| {
+                        invalid(format!(
+                            "queryJson: format: expected {}",
+                            crate::analyze::Format::CHOICES.one_of()
+                        ))
+                    })?,
+                };
+                let (events, steps) = memory::events_of(path)?;
+                return give_text(
+                    out,
+                    memory::render(&memory::analyze(&events, &steps), format),
+                );
             }
             let (q, format) = crate::analyze::Query::from_json(&query).map_err(invalid)?;
             let report = crate::analyze::analyze(path, &q)?;

@@ -185,5 +185,13 @@ fn a_known_allocation_pattern_comes_out_exactly() {
         .rfind(|e| e["name"] == "APP/Memory" && e["ph"] == "C")
         .unwrap();
     assert_eq!(last_app["args"]["KB"].as_f64(), Some(384.0));
+    // Each runtime call at both of CANN's levels (AscendCL and runtime).
     assert!(evs.iter().any(|e| e["name"] == "Runtime@aclrtMalloc"));
+    assert!(evs.iter().any(|e| e["name"] == "AscendCL@aclrtFree"));
+    let acl_count = |name: &str| {
+        api.iter()
+            .find(|r| r["API Name"] == name && r["Level"] == "acl")
+            .map(|r| r["Count"].clone())
+    };
+    assert_eq!(acl_count("aclrtFree").as_deref(), Some("4"));
 }
