@@ -17,6 +17,11 @@
 6. The native Perfetto trace (msprof_*.pftrace) of each run above, and of three reporting
    threads whose busy intervals leave 100 ns gaps: imported with no error or data-loss stats,
    every JSON slice present with its exact duration, including the sub-µs Free slices.
+7. Memory, runtime calls and host resources (ctests/memory_app.c, freeing in a loop): the
+   memory files pass MindStudio Insight's file rules (its name patterns, required columns,
+   field counts, Device = NPU:<Device_id>, GE-only memory_record, a TOTAL per graph);
+   Perfetto reads every value of every counter track (NPU MEM, CPU Usage, Memory Usage) in
+   both timelines; msprof-analyze's advisor memory rule fires on the aclrtFree calls.
 
 Needs python3, gcc, node and the package registry (first run only; later runs use
 target/tools-cache). Usage: tools/check_filemode.py [--skip-msprof-analyze]
@@ -439,6 +444,131 @@ def pipeline_run():
               "pipeline: Perfetto reads each queue as a counter track with every value (%s)" % rows)
 
 
+# MindStudio Insight's Memory tab: its file-name patterns and the columns each file needs
+# (server/src/modules/defs/CommonDefs.h and memory/parser/MemoryDef.h in Ascend/msinsight).
+INSIGHT_MEMORY = {
+    "operator_memory": ["Name", "Allocation Time(us)", "Size(KB)", "Duration(us)", "Device",
+                        "Allocation Total Allocated(KB)", "Allocation Total Reserved(KB)",
+                        "Release Total Allocated(KB)", "Release Total Reserved(KB)"],
+    "memory_record": ["Component", "Timestamp(us)", "Device", "Total Allocated(KB)", "Total Reserved(KB)"],
+    "static_op_mem": ["Device_id", "Op Name", "Model Name", "Graph ID", "Node Index Start", "Node Index End",
+                      "Size(KB)"],
+    "npu_module_mem": ["Component", "Timestamp(us)", "Total Reserved(KB)", "Device"],
+}
+
+
+def insight_memory_rules(prof):
+    """Our memory files as MindStudio Insight's parser takes them: one file per kind matching
+    its pattern, its required columns, no row it would skip (its splitter drops a trailing
+    empty cell, then needs the header's count), Device "NPU:" + Device_id, no tab in a text
+    cell, only GE in memory_record (APP rows there would hide GE), a TOTAL per graph."""
+    out = os.path.join(prof, "mindstudio_profiler_output")
+    for kind, need in INSIGHT_MEMORY.items():
+        pattern = re.compile(r"(%s|%s(_slice_[0-9]{1,2})?_[0-9]{1,14})\.csv$" % (kind, kind))
+        found = [f for f in os.listdir(out) if pattern.fullmatch(f)]
+        check(len(found) == 1, "Insight: one %s file by its pattern (%s)" % (kind, found))
+        if len(found) != 1:
+            continue
+        with open(os.path.join(out, found[0]), newline="", encoding="utf-8") as f:
+            text = f.read()
+        check(not text.startswith("\ufeff"), "Insight: %s has no BOM" % kind)
+        rows = list(csv.reader(text.splitlines()))
+        head = rows[0]
+        check(all(c in head for c in need), "Insight: %s has the columns it needs (%s)" % (kind, head))
+        kept = [r for r in rows[1:] if len(r[:-1] if r and r[-1] == "" else r) == len(head)]
+        check(len(rows) > 1 and len(kept) == len(rows) - 1,
+              "Insight: every %s row is kept (%d of %d)" % (kind, len(kept), len(rows) - 1))
+        named = [dict(zip(head, r)) for r in rows[1:]]
+        for r in named:
+            for col in ("Device_id", "Device", "Component", "Op Name", "Graph ID", "Name"):
+                if col in r and "\t" in r[col]:
+                    check(False, "Insight: no tab in %s's text cell %s (%r)" % (kind, col, r[col]))
+            if "Device" in r and "Device_id" in r:
+                if r["Device"] != "NPU:" + r["Device_id"]:
+                    check(False, "Insight: %s Device %r is NPU:<Device_id>" % (kind, r["Device"]))
+        if kind == "memory_record":
+            check({r["Component"] for r in named} == {"GE"}, "Insight: memory_record is GE only (inference)")
+        if kind == "static_op_mem":
+            graphs = {r["Graph ID"] for r in named}
+            totals = {r["Graph ID"] for r in named if r["Op Name"] == "TOTAL"}
+            check(graphs == totals, "Insight: a TOTAL row per graph (%s)" % sorted(graphs))
+
+
+def counter_values_in_perfetto(prof):
+    """Every value of every counter track of the JSON timeline, read by Perfetto from the
+    JSON and from the .pftrace: the same values on each track."""
+    events = load_json(one(prof, "msprof_*.json"))
+    ours = {}
+    for e in events:
+        if e.get("ph") == "C":
+            (value,) = e["args"].values()
+            ours.setdefault(e["name"], []).append(round(float(value), 3))
+    for name in ("APP/Memory", "APP/HBM", "CPU Avg", "Memory Usage"):
+        check(name in ours, "memory run: the JSON timeline has the %s counter" % name)
+    # No import error (but drops that a double's precision explains): the runtime calls
+    # come less than a microsecond apart.
+    timeline_threads("the memory run's timeline", prof)
+    q = ("select t.name as track, c.value as value from counter c join counter_track t "
+         "on c.track_id = t.id order by t.name, c.ts")
+    for what, trace in (("JSON", one(prof, "msprof_*.json")), ("pftrace", one(prof, "msprof_*.pftrace"))):
+        r = trace_query("memory run " + what, trace, q)
+        if r is None:
+            continue
+        code, text = r
+        theirs = {}
+        for line in text.splitlines():
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) == 2:
+                try:
+                    v = round(float(cells[1]), 3)
+                except ValueError:
+                    continue
+                # Perfetto's JSON importer names a counter "<name> <arg>".
+                theirs.setdefault(re.sub(r" (KB|Usage\(%\))$", "", cells[0]), []).append(v)
+        missing = {k: (len(v), len(theirs.get(k, []))) for k, v in ours.items()
+                   if sorted(theirs.get(k, [])) != sorted(v)}
+        # (The JSON's exit code was judged by timeline_threads.)
+        check((code == 0 or what == "JSON") and not missing,
+              "memory run: Perfetto reads every value of the %d counter tracks from the %s (%s)"
+              % (len(ours), what, dict(list(missing.items())[:4])))
+
+
+def advisor_memory_rule(prof):
+    """msprof-analyze's advisor memory rule sums the AscendCL@aclrtFree events of a timeline,
+    which it reads only under torch_npu's name for it, trace_view.json: linked to ours."""
+    d = os.path.join(WORK + "-memory-advisor", "run")
+    shutil.rmtree(os.path.dirname(d), ignore_errors=True)
+    os.makedirs(d)
+    os.symlink(one(prof, "msprof_*.json"), os.path.join(d, "trace_view.json"))
+    r = subprocess.run([msprof_exe(), "advisor", "all", "-d", d, "-o", os.path.join(os.path.dirname(d), "out"),
+                        "-l", "en", "--force"], capture_output=True, text=True, cwd=os.path.dirname(d))
+    text = r.stdout + r.stderr
+    check("Memory Operator Issues" in text and "AscendCL@aclrtFree" in text,
+          "advisor all: its memory rule fires on the aclrtFree calls")
+    if "Memory Operator Issues" not in text:
+        print(text[-3000:])
+
+
+def memory_run(with_msprof_analyze):
+    exe = build_c("ctests/memory_app.c", "memory_app")
+    out = WORK + "-memory"
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    env = dict(os.environ)
+    env.pop("ACLPROF_DEVICE_COUNT", None)
+    # 100 000 frees: their recorded time passes the advisor's 10 ms on any machine (each
+    # call records two events, well over 100 ns).
+    run([exe, out, os.path.join(ROOT, "ctests", "data", "memory_model.json"), "100000"], env=env)
+    (prof,) = glob.glob(os.path.join(out, "PROF_*"))
+    for f in sorted(glob.glob(os.path.join(prof, "mindstudio_profiler_output", "*.csv"))):
+        strict_csv(f)
+    insight_memory_rules(prof)
+    if perfetto_tools():
+        counter_values_in_perfetto(prof)
+    if with_msprof_analyze:
+        advisor_memory_rule(prof)
+
+
 def threads_run():
     """Three reporting threads on one device, busy 900 ns of every 1000: sub-µs Free gaps."""
     exe = build_c("tools/perfetto_check/threads.c", "threads")
@@ -635,6 +765,7 @@ def main():
     perfetto_native(replayed, "the replayed training step")
     threads_run()
     pipeline_run()
+    memory_run("--skip-msprof-analyze" not in sys.argv)
     if "--skip-msprof-analyze" not in sys.argv:
         msprof_analyze(prof)
         msprof_analyze_replayed(replayed)

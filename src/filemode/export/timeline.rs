@@ -121,6 +121,9 @@ impl Timeline {
         decimals: usize,
     ) -> std::io::Result<()> {
         let wall = self.wall(at);
+        // Both timelines hold the value as the JSON writes it.
+        let scale = 10f64.powi(decimals as i32);
+        let value = (value * scale).round() / scale;
         let r = self.pf.counter_track(pid, tid, name);
         self.pf_err(r)?;
         let r = self.pf.counter_f64(pid, tid, wall, value);
