@@ -116,6 +116,10 @@ pub struct RunStats {
     /// it reported any, and their analysis.
     pub pipeline: Vec<crate::pipeline::Event>,
     pub pipeline_analysis: Option<crate::pipeline::analysis::Analysis>,
+    /// Device memory, static plans and host samples, when recorded, and the memory's
+    /// analysis.
+    pub memory: crate::analyze::memory::Logged,
+    pub memory_analysis: Option<crate::analyze::memory::Analysis>,
 }
 
 /// One stream's busy time: the union of its ops' intervals (ops of a stream are reported in
@@ -264,11 +268,20 @@ impl RunStats {
         let mut core = BTreeMap::new();
         let mut comm_types = std::collections::BTreeSet::new();
         let mut pipeline = Vec::new();
+        let mut memory = crate::analyze::memory::Logged::default();
+        let mut host_steps = Vec::new();
         if path.is_dir() {
             for d in analyze::result_dirs(path)? {
                 pipeline.extend(crate::pipeline::read(
                     &d.join(crate::formats::layout::HOST_LOG),
                 ));
+                let l = crate::analyze::memory::read_log(&d);
+                if !l.events.is_empty() {
+                    host_steps.extend(crate::filemode::export::read_host_steps(&d));
+                }
+                memory.events.extend(l.events);
+                memory.plan.extend(l.plan);
+                memory.samples.extend(l.samples);
                 let out = d.join(crate::formats::layout::OUTPUT_DIR);
                 for f in
                     crate::formats::layout::entries_named(&out, "op_statistic_").unwrap_or_default()
@@ -345,6 +358,12 @@ impl RunStats {
             pipeline_analysis: (!pipeline.is_empty())
                 .then(|| crate::pipeline::analysis::analyze(&pipeline)),
             pipeline,
+            memory_analysis: (!memory.events.is_empty()).then(|| {
+                memory.events.sort_by_key(|e| e.at);
+                host_steps.sort_unstable();
+                crate::analyze::memory::analyze(&memory.events, &host_steps)
+            }),
+            memory,
         })
     }
 }

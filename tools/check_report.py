@@ -18,7 +18,11 @@ headless, driven over the DevTools protocol (--remote-debugging-pipe; no extra p
    both ways round; each assistant rule fires on the run built to trigger it, and no rule
    fires on the balanced run; a suggestion's link lists the ops it is about.
 5. Screenshots go to target/report-check/ (docs/report.png and docs/site.png are these).
-6. For the record, not a check: the page's size and load time at 100 000 ops.
+6. Memory and host data (ctests/memory_app.c): the Memory section's summary, curves and
+   peak marker agree with aclprof analyze --memory; its table of memory per op sorts and
+   searches; what was never released and the static plan are listed; the Host section
+   draws the process's CPU and memory (screenshot target/report-check/memory.png).
+7. For the record, not a check: the page's size and load time at 100 000 ops.
 
 Installs chromium with apt-get when it is missing. Usage: tools/check_report.py
 """
@@ -414,6 +418,54 @@ def check_shapes(b):
     check(not b.errors(), "the shapes page has no console errors %s" % b.errors()[:3])
 
 
+def check_memory_page(b):
+    exe = build_c("ctests/memory_app.c", "memory_app")
+    out = os.path.join(WORK, "memory")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    env = dict(os.environ)
+    env.pop("ACLPROF_DEVICE_COUNT", None)
+    run([exe, out, os.path.join(ROOT, "ctests", "data", "memory_model.json")], env=env)
+    (prof,) = glob.glob(os.path.join(out, "PROF_*"))
+    page = os.path.join(WORK, "memory.html")
+    run([ACLPROF, "report", prof, "-o", page])
+    mem = json.loads(subprocess.run([ACLPROF, "analyze", prof, "--memory", "--format", "json"],
+                                    check=True, capture_output=True, text=True).stdout)
+    (dev,) = mem["devices"]
+    b.load("file://" + page)
+    check(not b.errors(), "memory page: loads with no console errors %s" % b.errors()[:3])
+    peak = b.eval("document.querySelector('#memory-peak-0 .peak-allocated').textContent")
+    check(peak == "%.3f" % (dev["peak_allocated"] / 1024), "memory page: the peak is analyze's (%s KB)" % peak)
+    marked = b.eval("document.querySelector('#memory-chart-0 circle.peak').dataset.value")
+    check(marked == peak, "memory page: the chart marks the peak (%s)" % marked)
+    series = b.eval("[...document.querySelectorAll('#memory-chart-0 path')].map(p => "
+                    "[p.dataset.series, p.getBBox().width > 0, Number(p.dataset.last)])")
+    check([s[0] for s in series] == ["Operator allocated", "Operator reserved", "Application and models"]
+          and all(s[1] for s in series), "memory page: three curves drawn (%s)" % series)
+    check(series[2][2] == dev["held_at_end"] / 1024,
+          "memory page: the application's curve ends at what was held (%s KB)" % series[2][2])
+    ops = b.eval("[...document.querySelectorAll('#memory-ops tbody tr')].map(r => r.cells[1].textContent)")
+    check(sorted(ops) == sorted(o["name"] for o in dev["ops"]), "memory page: a row per op (%s)" % ops)
+    b.eval("document.querySelector('#memory-ops th[data-k=\"1\"]').click()")
+    names = b.eval("[...document.querySelectorAll('#memory-ops tbody tr')].map(r => r.cells[1].textContent)")
+    check(names == sorted(names, key=str.lower, reverse=True), "memory page: a header click sorts (%s)" % names)
+    b.eval("(() => { const s = document.getElementById('memory-search'); s.value = 'conv';"
+           " s.dispatchEvent(new Event('input')); })()")
+    shown = b.eval("[...document.querySelectorAll('#memory-ops tbody tr')].filter(r => r.style.display !== 'none')"
+                   ".map(r => r.cells[1].textContent)")
+    check(shown == ["conv1"], "memory page: search finds conv1 only (%s)" % shown)
+    unreleased = b.eval("[...document.querySelectorAll('#memory-unreleased tbody tr')].map(r => r.cells[3].textContent)")
+    check(unreleased == ["256.000"], "memory page: the leaked 256 KB is listed (%s)" % unreleased)
+    plan = b.eval("document.querySelectorAll('#memory-plan tbody tr').length")
+    check(plan == 3, "memory page: the static plan's 3 entries (%s)" % plan)
+    host = b.eval("[...document.querySelectorAll('#host svg path')].filter(p => p.getBBox().width > 0).length")
+    check(host == 2, "memory page: the Host section draws CPU and memory (%s)" % host)
+    b.eval("document.getElementById('memory').scrollIntoView()")
+    shot = os.path.join(WORK, "memory.png")
+    b.screenshot(shot)
+    check(os.path.getsize(shot) > 10000, "screenshot " + shot)
+
+
 def main():
     run(["cargo", "build", "--release", "-q"], cwd=ROOT)
     run([os.path.join(ROOT, "scripts", "build-lib"), "--release"], cwd=ROOT, stdout=subprocess.DEVNULL)
@@ -480,6 +532,7 @@ def main():
         print("page: %d bytes, loaded in %.2f s" % (os.path.getsize(page), secs))
 
         check_shapes(b)
+        check_memory_page(b)
 
         folder = os.path.join(WORK, "runs")
         runs = report_runs.make_runs(folder)

@@ -26,6 +26,10 @@ pub const SLOW_RANK: f64 = 1.2;
 /// step time (of the pipeline's span without steps).
 pub const DATA_BOUND: f64 = 0.20;
 
+/// The host process keeps one CPU busier than this share, on average over the samples of
+/// `ACL_PROF_HOST_SYS` cpu, while the device is idle more than [`FREE_SHARE`]: CPU-bound.
+pub const HOST_CPU_BOUND: f64 = 0.90;
+
 /// Where a suggestion points: ops of a type, a step, a rank.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Target {
@@ -304,6 +308,37 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         }
     }
 
+    memory_rules(r, &mut out);
+    if e2e > 0.0 && free / e2e > FREE_SHARE {
+        let busiest: Vec<f64> = r
+            .memory
+            .samples
+            .iter()
+            .filter_map(|s| match s {
+                aclprof::formats::host_sys::Sample::Cpu { cpus, .. } => {
+                    Some(cpus.iter().copied().fold(0.0, f64::max) / 100.0)
+                }
+                _ => None,
+            })
+            .collect();
+        let mean = busiest.iter().sum::<f64>() / busiest.len().max(1) as f64;
+        if !busiest.is_empty() && mean > HOST_CPU_BOUND {
+            out.push(Advice {
+                rule: "host-cpu-bound",
+                title: "The host keeps a CPU busy while the device waits".into(),
+                evidence: format!(
+                    "the process's busiest CPU was {} busy on average over {} samples                      (threshold {}) while the device was free {} of the time",
+                    pct(mean),
+                    busiest.len(),
+                    pct(HOST_CPU_BOUND),
+                    pct(free / e2e)
+                ),
+                what_to_do: "One host thread is the limit: launch work from more threads,                              move preprocessing off the launching thread, or use graph mode                              so one call launches many ops.",
+                targets: Vec::new(),
+            });
+        }
+    }
+
     let mut ranks: BTreeMap<u32, u64> = BTreeMap::new();
     for d in &r.devices {
         if let Some(rank) = d.rank {
@@ -340,6 +375,54 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         }
     }
     out
+}
+
+/// A leak and a peak far above the steady state, from `aclprof analyze --memory`'s rules.
+fn memory_rules(r: &RunStats, out: &mut Vec<Advice>) {
+    let Some(a) = &r.memory_analysis else { return };
+    for (rule, evidence) in &a.findings {
+        let (name, title, what_to_do): (&'static str, &str, &'static str) = match rule.as_str() {
+            "leak" => (
+                "memory-leak",
+                "Device memory grows step after step",
+                "Find what each step allocates and keeps (the allocations never released \
+                 are listed in the Memory section): tensors kept in a list across steps, \
+                 buffers allocated per step and never freed, caches without a bound.",
+            ),
+            "peak" => (
+                "memory-peak",
+                "The memory peak is far above the steady state",
+                "The op at the peak holds much more than a step needs: split it, recompute \
+                 instead of keeping activations, or lower the batch size; the steady state \
+                 shows what the model really needs.",
+            ),
+            _ => continue,
+        };
+        // The steps whose memory in use grew most.
+        let mut st: Vec<(i128, u64)> = a
+            .devices
+            .iter()
+            .flat_map(|d| d.steps.iter())
+            .map(|s| {
+                (
+                    i128::from(s.in_use_end) - i128::from(s.in_use_start),
+                    s.step,
+                )
+            })
+            .collect();
+        st.sort_by(|a, b| b.cmp(a));
+        out.push(Advice {
+            rule: name,
+            title: title.into(),
+            evidence: evidence.clone(),
+            what_to_do,
+            targets: if name == "memory-leak" {
+                st.iter().take(3).map(|s| Target::Step(s.1)).collect()
+            } else {
+                Vec::new()
+            },
+        });
+    }
 }
 
 #[cfg(test)]
@@ -483,5 +566,48 @@ mod tests {
         let fired = rules(&r);
         assert!(!fired.contains(&"free-time"), "{fired:?}");
         assert!(fired.contains(&"transdata"), "{fired:?}");
+    }
+
+    #[test]
+    fn memory_and_host_rules_fire_on_their_figures_only() {
+        use aclprof::analyze::memory::{analyze, Event};
+        use aclprof::formats::host_sys::Sample;
+        use aclprof::formats::memory::Pool;
+        // 1 KB of application memory kept in each of three steps: a leak.
+        let mut r = balanced();
+        let events: Vec<Event> = (0..3u64)
+            .map(|i| Event {
+                device: 0,
+                pool: Pool::App,
+                addr: i,
+                size: 1024,
+                name: "aclrtMalloc".into(),
+                at: i * 100 + 50,
+                allocated: 1024 * (i + 1),
+                reserved: 1024 * (i + 1),
+            })
+            .collect();
+        r.memory_analysis = Some(analyze(
+            &events,
+            &[(1, 0, 99), (2, 100, 199), (3, 200, 299)],
+        ));
+        assert_eq!(rules(&r), ["memory-leak"]);
+        assert_eq!(advise(&r)[0].targets.len(), 3);
+
+        // A host thread at 95 % of a CPU while the device is free 30 %: CPU-bound; at 90 %,
+        // or with a busy device, not.
+        let cpu = |busy: f64| Sample::Cpu {
+            start: 0,
+            cpus: vec![busy, 3.0],
+        };
+        let mut r = balanced();
+        r.devices[0].free = 300_000;
+        r.memory.samples = vec![cpu(95.0), cpu(95.0)];
+        assert_eq!(rules(&r), ["free-time", "host-cpu-bound"]);
+        r.memory.samples = vec![cpu(90.0), cpu(90.0)];
+        assert_eq!(rules(&r), ["free-time"]);
+        let mut r = balanced();
+        r.memory.samples = vec![cpu(100.0)];
+        assert_eq!(rules(&r), Vec::<&str>::new());
     }
 }

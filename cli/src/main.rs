@@ -174,6 +174,20 @@ enum Cmd {
         /// AI Core metric group (PROFILING_OPTIONS aic_metrics), e.g. PipeUtilization
         #[arg(long = "aic-metrics")]
         aic_metrics: Option<String>,
+        /// Record device memory: every operator allocation (task_memory) and the memory
+        /// the process holds, sampled at 50 Hz (sys_hardware_mem_freq)
+        #[arg(long)]
+        memory: bool,
+        /// Record the runtime's calls at CANN's runtime level too (runtime_api)
+        #[arg(long = "runtime-api")]
+        runtime_api: bool,
+        /// Sample the host: this process's cpu, mem, disk, network (host_sys), e.g.
+        /// cpu,mem
+        #[arg(long = "host-sys", value_name = "ITEMS")]
+        host_sys: Option<String>,
+        /// Sample the whole system's cpu and mem, and every process (host_sys_usage)
+        #[arg(long = "host-sys-usage", value_name = "ITEMS")]
+        host_sys_usage: Option<String>,
         /// The program and its arguments
         #[arg(last = true, required = true)]
         command: Vec<String>,
@@ -252,11 +266,16 @@ fn prof_dirs(dir: &Path) -> Vec<PathBuf> {
     aclprof::formats::layout::entries_named(dir, "PROF_").unwrap_or_default()
 }
 
-fn record(
-    output: &Path,
-    aic_metrics: Option<&str>,
-    command: &[String],
-) -> Result<ExitCode, String> {
+/// What `record` turns on beside the defaults.
+struct RecordSwitches<'a> {
+    aic_metrics: Option<&'a str>,
+    memory: bool,
+    runtime_api: bool,
+    host_sys: Option<&'a str>,
+    host_sys_usage: Option<&'a str>,
+}
+
+fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
     std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let before = prof_dirs(&out);
@@ -268,12 +287,26 @@ fn record(
     })?;
     let mut options =
         serde_json::json!({"output": out_text, "task_trace": "on", "training_trace": "on"});
-    if let Some(m) = aic_metrics {
+    if let Some(m) = sw.aic_metrics {
         options["aic_metrics"] = m.into();
     }
+    if sw.memory {
+        options["task_memory"] = "on".into();
+        options["sys_hardware_mem_freq"] = "50".into();
+    }
+    if sw.runtime_api {
+        options["runtime_api"] = "on".into();
+    }
+    if let Some(items) = sw.host_sys {
+        options["host_sys"] = items.into();
+    }
+    if let Some(items) = sw.host_sys_usage {
+        options["host_sys_usage"] = items.into();
+    }
     // Checked here: the program would only log a bad option and run unprofiled.
-    aclprof::init::env_mode_config(&options.to_string(), 1, aclprof::init::Unknown::Refuse)
-        .map_err(|e| e.msg)?;
+    let text = options.to_string();
+    aclprof::init::env_mode_config(&text, 1, aclprof::init::Unknown::Refuse).map_err(|e| e.msg)?;
+    aclprof::init::env_mode_settings(&text, aclprof::init::Unknown::Refuse).map_err(|e| e.msg)?;
     // The program finds this build's library first (beside this binary, or lib/ beside bin/).
     let mut libs: Vec<PathBuf> = Vec::new();
     if let Some(dir) = std::env::current_exe()
@@ -605,8 +638,22 @@ fn main() -> ExitCode {
         Cmd::Record {
             output,
             aic_metrics,
+            memory,
+            runtime_api,
+            host_sys,
+            host_sys_usage,
             command,
-        } => record(&output, aic_metrics.as_deref(), &command),
+        } => record(
+            &output,
+            &RecordSwitches {
+                aic_metrics: aic_metrics.as_deref(),
+                memory,
+                runtime_api,
+                host_sys: host_sys.as_deref(),
+                host_sys_usage: host_sys_usage.as_deref(),
+            },
+            &command,
+        ),
     };
     r.unwrap_or_else(|e| {
         eprintln!("aclprof: {e}");

@@ -93,22 +93,34 @@ pub struct Analysis {
 /// A step: (index, start, end), the library's clock.
 pub type Step = (u64, u64, u64);
 
-/// The memory events of a result directory (or of each in a folder) and their steps.
-pub fn events_of(path: &Path) -> Result<(Vec<Event>, Vec<Step>)> {
-    let mut all = Vec::new();
-    let mut steps = Vec::new();
-    for d in crate::analyze::result_dirs(path)? {
-        let Ok(f) = std::fs::File::open(d.join(crate::formats::layout::HOST_LOG)) else {
+/// One entry of a static memory plan: (model, graph, op, first node, last node, bytes).
+pub type PlanEntry = (String, u32, String, u32, u32, u64);
+
+/// What a host log holds of memory and the host's resources.
+#[derive(Clone, Debug, Default)]
+pub struct Logged {
+    /// In time order.
+    pub events: Vec<Event>,
+    pub plan: Vec<PlanEntry>,
+    pub samples: Vec<crate::formats::host_sys::Sample>,
+}
+
+/// Reads the memory events, plans and host samples of a result directory's host log (only
+/// their lines are parsed).
+pub fn read_log(dir: &Path) -> Logged {
+    let mut l = Logged::default();
+    let Ok(f) = std::fs::File::open(dir.join(crate::formats::layout::HOST_LOG)) else {
+        return l;
+    };
+    for line in std::io::BufReader::new(f)
+        .lines()
+        .map_while(std::result::Result::ok)
+    {
+        if !(line.contains("\"mem\"") || line.contains("\"memplan\"") || line.contains("\"sys\"")) {
             continue;
-        };
-        for line in std::io::BufReader::new(f)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            if !line.contains("\"mem\"") {
-                continue;
-            }
-            if let Some(HostEvent::Mem {
+        }
+        match HostEvent::from_line(&line) {
+            Some(HostEvent::Mem {
                 addr,
                 allocated,
                 device,
@@ -118,20 +130,44 @@ pub fn events_of(path: &Path) -> Result<(Vec<Event>, Vec<Step>)> {
                 size,
                 start,
                 ..
-            }) = HostEvent::from_line(&line)
-            {
-                all.push(Event {
-                    device,
-                    pool,
-                    addr,
-                    size,
-                    name,
-                    at: start,
-                    allocated,
-                    reserved,
-                });
+            }) => l.events.push(Event {
+                device,
+                pool,
+                addr,
+                size,
+                name,
+                at: start,
+                allocated,
+                reserved,
+            }),
+            Some(HostEvent::MemPlan {
+                first,
+                graph,
+                last,
+                model,
+                name,
+                size,
+                ..
+            }) => {
+                let e = (model, graph, name, first, last, size);
+                if !l.plan.contains(&e) {
+                    l.plan.push(e);
+                }
             }
+            Some(HostEvent::Sys(s)) => l.samples.push(s),
+            _ => {}
         }
+    }
+    l.events.sort_by_key(|e| e.at);
+    l
+}
+
+/// The memory events of a result directory (or of each in a folder) and their steps.
+pub fn events_of(path: &Path) -> Result<(Vec<Event>, Vec<Step>)> {
+    let mut all = Vec::new();
+    let mut steps = Vec::new();
+    for d in crate::analyze::result_dirs(path)? {
+        all.extend(read_log(&d).events);
         steps.extend(crate::filemode::export::read_host_steps(&d));
     }
     if all.is_empty() {

@@ -195,3 +195,62 @@ fn a_known_allocation_pattern_comes_out_exactly() {
     };
     assert_eq!(acl_count("aclrtFree").as_deref(), Some("4"));
 }
+
+/// `aclprof record --memory --host-sys cpu,mem --runtime-api` on CANN's own sample program:
+/// the device memory it allocates is sampled (npu_mem APP), its runtime calls are at both
+/// levels, its host use is summarised, and `aclprof analyze --memory` reads the run.
+#[test]
+fn record_collects_memory_runtime_calls_and_the_host_from_an_unmodified_program() {
+    let exe = build_c(&root().join("examples/cann_resnet50_sample.c"), "ascendcl");
+    let out = fresh_dir("record-memory");
+    let scratch = fresh_dir("record-memory-scratch");
+    let o = Command::new(common::aclprof_bin())
+        .args([
+            "record",
+            "--memory",
+            "--runtime-api",
+            "--host-sys",
+            "cpu,mem",
+            "-o",
+        ])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .arg(root().join("models/resnet50.om"))
+        .arg(&scratch)
+        .arg("3")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let dir = &dirs[0];
+    // Sampled at 50 Hz from the start to the end (the program frees all it allocated, and
+    // may run shorter than a tick: the figures between ticks are in analyze's peak below).
+    let (_, mem) = read_csv(&output(dir, "npu_mem_"));
+    let app: Vec<_> = mem.iter().filter(|r| r["event"] == "APP").collect();
+    assert!(app.len() >= 2, "{mem:?}");
+    assert_eq!(app.last().unwrap()["memory(KB)"], "0.000");
+    let (_, api) = read_csv(&output(dir, "api_statistic_"));
+    for level in ["acl", "runtime"] {
+        assert!(
+            api.iter()
+                .any(|r| r["Level"] == level && r["API Name"] == "aclrtMalloc"),
+            "aclrtMalloc at the {level} level: {api:?}"
+        );
+    }
+    let (_, cpu) = read_csv(&output(dir, "host_cpu_usage_"));
+    assert_eq!(cpu.len(), 1);
+    let analyzed = Command::new(common::aclprof_bin())
+        .args(["analyze", "--memory", "--format", "json"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(analyzed.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&analyzed.stdout).unwrap();
+    assert!(v["devices"][0]["peak_held"].as_u64().unwrap() > 0, "{v}");
+}

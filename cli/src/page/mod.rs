@@ -9,6 +9,7 @@
 //! pages are viewed (docs/design.md, "The report").
 
 mod charts;
+mod memory;
 mod site;
 use charts::*;
 
@@ -354,6 +355,8 @@ fn render(x: &Inputs) -> String {
     h.push_str("</section>\n");
 
     h.push_str(&pipeline_section(r, x.steps));
+    h.push_str(&memory::memory_section(r));
+    h.push_str(&memory::host_section(r));
 
     // Busy and free time.
     h.push_str(r#"<section id="busy"><h2>Busy and free time</h2><p class="note">The whole run, from each device's or stream's first op to its last.</p>"#);

@@ -209,3 +209,40 @@
   if (steps.length) selectStep(steps[0][0]);
   route();
 })();
+
+// The Memory section's table of memory per op: click a column to sort, type to search.
+(function () {
+  var table = document.getElementById('memory-ops');
+  if (!table) return;
+  var body = table.tBodies[0];
+  var rows = Array.prototype.slice.call(body.rows);
+  var key = 4, desc = true;
+  function cell(r, k) {
+    var t = r.cells[k].textContent;
+    var n = parseFloat(t);
+    return k === 1 || isNaN(n) ? t.toLowerCase() : n;
+  }
+  function draw() {
+    var q = document.getElementById('memory-search').value.trim().toLowerCase();
+    rows.sort(function (a, b) {
+      var x = cell(a, key), y = cell(b, key);
+      return (x < y ? -1 : x > y ? 1 : 0) * (desc ? -1 : 1);
+    });
+    rows.forEach(function (r) {
+      r.style.display = !q || r.cells[1].textContent.toLowerCase().indexOf(q) >= 0 ? '' : 'none';
+      body.appendChild(r);
+    });
+  }
+  table.querySelectorAll('th[data-k]').forEach(function (th) {
+    th.addEventListener('click', function () {
+      var k = +th.dataset.k;
+      desc = k === key ? !desc : true;
+      key = k;
+      table.querySelectorAll('th').forEach(function (o) { o.className = ''; });
+      th.className = 'sorted ' + (desc ? 'desc' : 'asc');
+      draw();
+    });
+  });
+  document.getElementById('memory-search').addEventListener('input', draw);
+  draw();
+})();
