@@ -7,14 +7,17 @@ other modules import (no module imports another's private names).
 
 from __future__ import annotations
 
+import csv
 import ctypes
 import json
 import logging
 import os
+import sqlite3
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Type, TypeVar, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Type,
+                    TypeVar, Union)
 
 from ._bindings import Library
 from ._lib import load
@@ -137,3 +140,64 @@ class Started:
                  tb: Optional[TracebackType]) -> None:
         if self.active:
             exit_cleanup(self.stop, exc_type)
+
+
+# ---- memory, as a result directory holds it ------------------------------------------------
+
+
+def memory_files(result_dir: Path, table: str) -> List[Path]:
+    """The exported ``table_<ts14>.csv`` files (``memory_record``, ``npu_mem``, ...)."""
+    return [f for f in sorted((result_dir / RESULT_SUBDIR).glob(table + "_*.csv"))
+            if f.name[len(table) + 1:-4].isdigit()]
+
+
+def csv_dicts(path: Path) -> List[Dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _op_mem_rows(result_dir: Path, sql: str) -> List[Tuple[Any, ...]]:
+    """Rows of `sql` over CANN's database's NPU_OP_MEM (none without the table)."""
+    dbs = sorted(result_dir.glob("msprof_*.db"))
+    if not dbs:
+        return []
+    con = sqlite3.connect(str(dbs[-1]))
+    try:
+        if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'NPU_OP_MEM'").fetchone():
+            return []
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def operator_totals(result_dir: Path) -> Dict[int, List[Tuple[int, int]]]:
+    """Per device, the operator memory allocated after each allocation and release:
+    (epoch ns, bytes), in time order (``NPU_OP_MEM``'s totals, exact)."""
+    out: Dict[int, List[Tuple[int, int]]] = {}
+    for dev, ts, total in _op_mem_rows(
+            result_dir, "SELECT deviceId, timestampNs, totalAllocate FROM NPU_OP_MEM "
+                        "ORDER BY timestampNs, rowid"):
+        out.setdefault(dev, []).append((ts, int(total)))
+    return out
+
+
+def operator_allocations(result_dir: Path) -> List[Dict[str, Any]]:
+    """Every operator allocation of CANN's database (``NPU_OP_MEM``), paired with its release
+    by name and address: dicts of name, device, addr, size (bytes), start and end (epoch ns;
+    end None if never released), in allocation order."""
+    rows = _op_mem_rows(
+        result_dir,
+        "SELECT n.value, m.deviceId, m.addr, m.size, m.timestampNs, t.value FROM NPU_OP_MEM m "
+        "JOIN STRING_IDS n ON m.operatorName = n.id JOIN STRING_IDS t ON m.type = t.id "
+        "ORDER BY m.timestampNs, m.rowid")
+    out: List[Dict[str, Any]] = []
+    open_: Dict[Tuple[str, int, int], List[Dict[str, Any]]] = {}
+    for name, dev, addr, size, ts, kind in rows:
+        key = (name, dev, addr)
+        if kind == "allocate":
+            a = {"name": name, "device": dev, "addr": addr, "size": size, "start": ts, "end": None}
+            out.append(a)
+            open_.setdefault(key, []).append(a)
+        elif open_.get(key):
+            open_[key].pop()["end"] = ts
+    return out

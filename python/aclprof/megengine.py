@@ -16,13 +16,18 @@ are written when the profiler is dumped: by :meth:`Profiler.dump`, when the prof
 destroyed, or at interpreter exit, to ``{path}/{pid}.chrome_timeline.json`` (a Chrome/Perfetto
 trace, microseconds from the profile start). The aclprof result directory it was made from
 stays beside it, in ``{path}/{pid}.aclprof/``, and ``python -m aclprof.profile_analyze`` reads
-either. ``memory_flow.svg`` is accepted and not written: aclprof records no memory flow.
+either. ``memory_flow.svg`` draws the operators' device memory as MegEngine draws its
+tensors (x: time, 1 px = 100 µs; y: address, 1 px = 1 MB; one rectangle per allocation, grey
+by lifetime, with its name, address, size, produced, erased and duration as ``tag:``
+attributes); ``sample_rate=N`` adds every N-th op's ``npu<d>_alloc_mem`` counter (bytes
+allocated then) to the timeline. Both turn on ``ACL_PROF_TASK_MEMORY``.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import html
 import json
 import logging
 import os
@@ -32,6 +37,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
+from . import _bindings, _common
 from .profiler import Analysis, Profiler as _FileMode
 from .runtime import device_count
 
@@ -69,6 +75,7 @@ class Profiler(contextlib.ContextDecorator):
     ints in :attr:`options`; other keyword arguments are ignored, as in MegEngine."""
 
     CHROME_TIMELINE = "chrome_timeline.json"
+    MEMORY_FLOW = "memory_flow.svg"
     valid_options = {"sample_rate": 0, "profile_device": 1, "num_tensor_watch": 10,
                      "enable_cupti": 0}
     valid_formats = {"chrome_timeline.json", "memory_flow.svg"}
@@ -127,7 +134,11 @@ class Profiler(contextlib.ContextDecorator):
             raise ProfilerStateError("a Profiler is running already: stop it first")
         staging = tempfile.mkdtemp(prefix="aclprof-megengine-")
         try:
-            session = _FileMode(staging, devices=range(device_count()))  # MegEngine: all of them
+            types = _bindings.ACL_PROF_ACL_API | _bindings.ACL_PROF_TASK_TIME
+            if self.MEMORY_FLOW in self._formats or self.options["sample_rate"] > 0:
+                types |= _bindings.ACL_PROF_TASK_MEMORY
+            # MegEngine: all of the devices.
+            session = _FileMode(staging, devices=range(device_count()), data_types=types)
             session.start()
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
@@ -178,12 +189,12 @@ class Profiler(contextlib.ContextDecorator):
         self._result = None
         for fmt in self._formats:
             out = self.format_path(self._path, self._pid, fmt)
-            if fmt != Profiler.CHROME_TIMELINE:
-                _log.warning("aclprof.megengine: %s is not written (aclprof records no memory "
-                             "flow)", out)
-                continue
             _log.info("process %s generating %s", self._pid, fmt)
-            Path(out).write_text(json.dumps(chrome_timeline(kept / result.name)))
+            if fmt == Profiler.MEMORY_FLOW:
+                Path(out).write_text(memory_flow(kept / result.name))
+                continue
+            Path(out).write_text(json.dumps(chrome_timeline(kept / result.name,
+                                                            self.options["sample_rate"])))
             _log.info("profiling results written to %s", out)
             if os.path.getsize(out) > 64 * 1024 * 1024:
                 _log.warning("profiling results too large, maybe you are profiling multi iters, "
@@ -214,10 +225,12 @@ class Profiler(contextlib.ContextDecorator):
 profile = Profiler
 
 
-def chrome_timeline(result_dir: Path) -> Dict[str, Any]:
+def chrome_timeline(result_dir: Path, sample_rate: int = 0) -> Dict[str, Any]:
     """The ops of an aclprof result directory as MegEngine writes its timeline: one process
     (this pid), a thread per aclprof process and thread (named by both), ``ts`` in µs from
-    the first event, ``{"traceEvents": [...], "metadata": {"localTime": ...}}``."""
+    the first event, ``{"traceEvents": [...], "metadata": {"localTime": ...}}``; with
+    ``sample_rate`` N > 0, every N-th op on a device also records the device's allocated
+    operator memory then, as MegEngine's ``<device>_alloc_mem`` counter (``{"value": bytes}``)."""
     events = Analysis([result_dir]).timeline_events()
     procs = {e["pid"]: e["args"]["name"] for e in events
              if e.get("ph") == "M" and e.get("name") == "process_name"}
@@ -239,9 +252,73 @@ def chrome_timeline(result_dir: Path) -> Dict[str, Any]:
         name = " / ".join(x for x in (procs.get(p, str(p)), threads.get((p, t), str(t))) if x)
         out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                     "args": {"name": name}})
+    if sample_rate > 0:
+        # Device ops: those of an "Ascend Hardware" process, labelled "NPU <d>".
+        labels = {e["pid"]: e["args"]["labels"] for e in events
+                  if e.get("ph") == "M" and e.get("name") == "process_labels"}
+        device_ops: Dict[str, List[float]] = {}
+        for e in slices:
+            label = labels.get(e["pid"], "")
+            if procs.get(e["pid"]) == "Ascend Hardware" and label.startswith("NPU "):
+                device_ops.setdefault(label[4:], []).append(float(e["ts"]))
+        out.extend(_alloc_counters(result_dir, device_ops, origin, pid, sample_rate))
     local = int(origin * 1000)  # the trace's µs timestamps are wall-clock time
     return {"traceEvents": out, "metadata": {"localTime": str(local),
                                              "aclprof_result": str(result_dir)}}
+
+
+def _alloc_counters(result_dir: Path, device_ops: Dict[str, List[float]], origin: float, pid: int,
+                    sample_rate: int) -> List[Dict[str, Any]]:
+    """Every ``sample_rate``-th device op's ``npu<d>_alloc_mem`` counter: the operator memory
+    allocated on its device when it started (the database's exact totals). ``device_ops``:
+    each device's op starts (µs)."""
+    totals = {str(dev): [(ts / 1000, float(b)) for ts, b in series]
+              for dev, series in _common.operator_totals(result_dir).items()}
+    out: List[Dict[str, Any]] = []
+    for dev, starts in device_ops.items():
+        series = totals.get(dev, [])
+        ops = sorted(starts)
+        i, value = 0, 0.0
+        for n, ts in enumerate(ops):
+            while i < len(series) and series[i][0] <= ts:
+                value = series[i][1]
+                i += 1
+            if n % sample_rate == 0:
+                out.append({"name": "npu%s_alloc_mem" % dev, "ph": "C", "pid": pid, "tid": 0,
+                            "ts": ts - origin, "args": {"value": int(value)}})
+    return out
+
+
+def memory_flow(result_dir: Path) -> str:
+    """The operators' device memory as MegEngine's ``memory_flow.svg``: x is time (1 px =
+    100 µs from the first allocation), y the address (1 px = 1 MB above the lowest), one
+    rectangle per allocation from its allocation to its release (or the last event), grey
+    by lifetime (darker lives longer), with MegEngine's ``tag:`` attributes."""
+    allocs = _common.operator_allocations(result_dir)
+    if not allocs:
+        return ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:tag="https://megengine.org.cn" '
+                'width="0" height="0"></svg>\n')
+    t0 = min(a["start"] for a in allocs)
+    t1 = max([a["end"] or a["start"] for a in allocs] + [a["start"] for a in allocs])
+    low = min(a["addr"] for a in allocs)
+    longest = max((a["end"] or t1) - a["start"] for a in allocs) or 1
+    rects = []
+    width = height = 0.0
+    for a in allocs:
+        end = a["end"] if a["end"] is not None else t1
+        x, w = (a["start"] - t0) / 100_000, max((end - a["start"]) / 100_000, 0.1)
+        y, h = (a["addr"] - low) / 1e6, max(a["size"] / 1e6, 0.1)
+        grey = 200 - int(150 * (end - a["start"]) / longest)
+        width, height = max(width, x + w), max(height, y + h)
+        rects.append(
+            '<rect x="%.3f" y="%.3f" width="%.3f" height="%.3f" fill="rgb(%d,%d,%d)" '
+            'tag:name="%s" tag:address="%d" tag:size="%d" tag:layout="" tag:produced="%.3f" '
+            'tag:erased="%s" tag:duration="%.3f"/>'
+            % (x, y, w, h, grey, grey, grey, html.escape(a["name"], quote=True), a["addr"], a["size"],
+               (a["start"] - t0) / 1000, "" if a["end"] is None else "%.3f" % ((a["end"] - t0) / 1000),
+               (end - a["start"]) / 1000))
+    return ('<svg xmlns="http://www.w3.org/2000/svg" xmlns:tag="https://megengine.org.cn" '
+            'width="%.0f" height="%.0f">\n%s\n</svg>\n' % (width + 1, height + 1, "\n".join(rects)))
 
 
 @atexit.register

@@ -10,8 +10,9 @@ Results go to ``{output_path}/profiler/``: the aclprof result directories (``PRO
 layout, read by msprof-analyze) and, written by :meth:`Profiler.analyse`, MindSpore's own
 files: ``ascend_timeline_display_{rank}.json`` (at most ``timeline_limit`` MB; ops left out
 are counted in ``profiler_info_{rank}.json`` and logged), ``op_statistic_{rank}.csv`` and
-``profiler_info_{rank}.json``; :meth:`Profiler.add_metadata` goes to
-``profiler_metadata.json``. Where aclprof differs from MindSpore: docs/compatibility.md.
+``profiler_info_{rank}.json``; with ``profile_memory=True``, MindSpore's memory files
+(``ASCEND_PROFILER_OUTPUT/memory_record.csv``, ``operator_memory.csv``, ``static_op_mem.csv``,
+``npu_module_mem.csv``); :meth:`Profiler.add_metadata` goes to ``profiler_metadata.json``. Where aclprof differs from MindSpore: docs/compatibility.md.
 """
 
 from __future__ import annotations
@@ -184,6 +185,18 @@ class Profiler:
             types |= _bindings.ACL_PROF_AICPU | _bindings.ACL_PROF_RUNTIME_API
         return types
 
+    def _settings(self) -> Dict[int, str]:
+        """The aclprofSetConfig values: device memory sampled at 50 Hz for ``profile_memory``
+        and ``hbm_ddr`` (as MindSpore asks msprof), the host process's CPU and memory for
+        ``profile_framework``."""
+        o = self.options
+        out: Dict[int, str] = {}
+        if o["profile_memory"] or o["hbm_ddr"]:
+            out[_bindings.ACL_PROF_SYS_HARDWARE_MEM_FREQ] = "50"
+        if o["profile_framework"] in ("time", "all"):
+            out[_bindings.ACL_PROF_HOST_SYS] = "cpu,mem"
+        return out
+
     def start(self) -> None:
         """Starts collecting. Raises ``RuntimeError`` if collecting already (which includes
         a Profiler made with the default ``start_profile=True``)."""
@@ -194,7 +207,7 @@ class Profiler:
         metric = (_ACL_METRIC[self.options["aicore_metrics"]]
                   if types & _bindings.ACL_PROF_AICORE_METRICS else _bindings.ACL_AICORE_NONE)
         session = _FileMode(self._profiler_dir, devices=range(device_count()), data_types=types,
-                            aicore_metrics=metric)
+                            aicore_metrics=metric, options=self._settings())
         session.start()
         self._session = session
         self._has_started = True
@@ -428,6 +441,67 @@ def _analyse(base: Path, pretty: bool, steps: Optional[List[int]], rank: int,
         json.dumps(info, indent=4 if pretty else None))
     if data_process:
         _write_minddata(profiler_dir, rank, pretty)
+    _write_memory(profiler_dir, dirs)
+
+
+#: MindSpore 2.3+'s memory files (``profile_memory=True``), in ``ASCEND_PROFILER_OUTPUT``.
+MEMORY_RECORD_HEADER = ["Component", "Timestamp(us)", "Total Allocated(MB)", "Total Reserved(MB)",
+                        "Total Active(MB)", "Device Type"]
+OPERATOR_MEMORY_HEADER = ["Name", "Size(KB)", "Allocation Time(us)", "Release Time(us)",
+                          "Active Release Time(us)", "Duration(us)", "Active Duration(us)",
+                          "Allocation Total Allocated(MB)", "Allocation Total Reserved(MB)",
+                          "Allocation Total Active(MB)", "Release Total Allocated(MB)",
+                          "Release Total Reserved(MB)", "Release Total Active(MB)", "Stream Ptr",
+                          "Device Type"]
+
+
+def _write_memory(profiler_dir: Path, dirs: List[Path]) -> None:
+    """MindSpore's memory files from what CANN's memory files say: ``memory_record.csv``
+    (GE: the operators; MindSpore+GE: the same, as aclprof sees no framework pool; APP: the
+    process's device memory, sampled), ``operator_memory.csv`` (torch_npu's and MindSpore's
+    MB layout), and ``static_op_mem.csv`` and ``npu_module_mem.csv`` as msprof writes them."""
+    records = [r for d in dirs for f in _common.memory_files(d, "memory_record")
+               for r in _common.csv_dicts(f)]
+    if not records:
+        return
+    out = profiler_dir / "ASCEND_PROFILER_OUTPUT"
+    out.mkdir(exist_ok=True)
+
+    def mb(kb: str) -> str:
+        return "%.6f" % (float(kb) / 1024) if kb.strip() else ""
+
+    rows: List[List[str]] = []
+    for r in records:
+        alloc, reserved = mb(r["Total Allocated(KB)"]), mb(r["Total Reserved(KB)"])
+        for component in ("GE", "MindSpore+GE"):
+            rows.append([component, r["Timestamp(us)"], alloc, reserved, alloc, r["Device"]])
+    for d in dirs:
+        for f in _common.memory_files(d, "npu_mem"):
+            for r in _common.csv_dicts(f):
+                if r["event"] == "APP":
+                    m = mb(r["memory(KB)"])
+                    rows.append(["APP", r["timestamp(us)"], m, m, m, "NPU:" + r["Device_id"]])
+    with open(out / "memory_record.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(MEMORY_RECORD_HEADER)
+        w.writerows(rows)
+    ops = [r for d in dirs for f in _common.memory_files(d, "operator_memory")
+           for r in _common.csv_dicts(f)]
+    with open(out / "operator_memory.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(OPERATOR_MEMORY_HEADER)
+        for r in ops:
+            start, dur = r["Allocation Time(us)"], r["Duration(us)"]
+            end = "%.3f" % (float(start) + float(dur)) if dur.strip() else ""
+            w.writerow([r["Name"], r["Size(KB)"], start, end, end, dur, dur,
+                        mb(r["Allocation Total Allocated(KB)"]), mb(r["Allocation Total Reserved(KB)"]),
+                        mb(r["Allocation Total Allocated(KB)"]), mb(r["Release Total Allocated(KB)"]),
+                        mb(r["Release Total Reserved(KB)"]), mb(r["Release Total Allocated(KB)"]),
+                        "", r["Device"]])
+    for table in ("static_op_mem", "npu_module_mem"):
+        files = [f for d in dirs for f in _common.memory_files(d, table)]
+        if files:
+            (out / (table + ".csv")).write_bytes(files[-1].read_bytes())
 
 
 def _write_minddata(profiler_dir: Path, rank: int, pretty: bool) -> None:

@@ -233,3 +233,40 @@ def test_megengines_memory_example_with_shapes_and_cost(tmp_path: Path) -> None:
 def result_dir_of(dump: str) -> str:
     from aclprof.profile_analyze import result_path
     return str(result_path(dump))
+
+
+MEMORY_MODEL = TINY.parent / "memory_model.json"
+
+
+def test_memory_flow_and_the_sampled_allocation_counter(tmp_path: Path) -> None:
+    """memory_model.json's ops need known memory (conv1: 1 MB workspace and 392 KB out;
+    relu1: 392 KB; fc: 4000 bytes): memory_flow.svg has a rectangle per allocation with
+    MegEngine's attributes, and sample_rate=1 gives every op the allocated bytes then."""
+    out = tmp_path / "profile"
+    p = Profiler(str(out), formats=["chrome_timeline.json", "memory_flow.svg"], sample_rate=1)
+    with p:
+        with aclprof.Model.simulate(MEMORY_MODEL) as model:
+            model.execute(2)
+    p.dump()
+    svg = (out / f"{os.getpid()}.memory_flow.svg").read_text()
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(svg)
+    tag = "{https://megengine.org.cn}"
+    rects = root.findall("{http://www.w3.org/2000/svg}rect")
+    assert [r.get(tag + "name") for r in rects[:4]] == ["conv1", "conv1", "relu1", "fc"]
+    assert len(rects) == 8
+    sizes = sorted({int(r.get(tag + "size")) for r in rects})
+    assert sizes == [4000, 64 * 56 * 56 * 2, 1024 * 1024]
+    # 1 px = 1e6 bytes: the 1 MB workspace is 1.048576 px tall; 1 px = 100 us: its 20 us
+    # of life are 0.2 px wide.
+    ws = next(r for r in rects if int(r.get(tag + "size")) == 1024 * 1024)
+    assert float(ws.get("height")) == pytest.approx(1.048576, abs=1e-3)
+    assert float(ws.get("width")) == pytest.approx(0.2, abs=1e-3)
+    assert all(r.get(tag + "erased") for r in rects), "everything is released"
+    data = timeline(out)
+    counters = [e for e in data["traceEvents"] if e["ph"] == "C"]
+    assert [e["name"] for e in counters] == ["npu0_alloc_mem"] * 6
+    # conv1 starts with nothing allocated before it; relu1 starts as conv1's workspace and
+    # output are allocated... in time order: at relu1's start, conv1's output is held.
+    values = [e["args"]["value"] for e in counters[:3]]
+    assert values == [1024 * 1024 + 64 * 56 * 56 * 2, 2 * 64 * 56 * 56 * 2, 64 * 56 * 56 * 2 + 4000]

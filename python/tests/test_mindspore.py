@@ -289,3 +289,35 @@ def test_without_data_process_no_pipeline_files(tmp_path: Path) -> None:
         step(model)
     profiler.analyse()
     assert not list(profiled_files(out).glob("minddata_pipeline_*"))
+
+
+def test_profile_memory_writes_mindspore_s_memory_files(tmp_path: Path) -> None:
+    """profile_memory=True on a model whose ops need known memory: MindSpore's
+    memory_record.csv (GE, MindSpore+GE and the sampled APP), operator_memory.csv in the MB
+    layout, static_op_mem.csv with its TOTAL, npu_module_mem.csv; profile_framework samples
+    the host process."""
+    model_path = TINY.parent / "memory_model.json"
+    with aclprof.Model.simulate(model_path) as model:
+        profiler = Profiler(output_path=str(tmp_path), profile_memory=True, profile_framework="all")
+        model.execute(2)
+        profiler.stop()
+        profiler.analyse()
+    out = tmp_path / "profiler" / "ASCEND_PROFILER_OUTPUT"
+    with open(out / "memory_record.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == aclprof.mindspore.MEMORY_RECORD_HEADER
+    components = {r["Component"] for r in rows}
+    assert components == {"GE", "MindSpore+GE", "APP"}
+    peak = max(float(r["Total Allocated(MB)"]) for r in rows if r["Component"] == "GE")
+    assert peak == pytest.approx((1024 * 1024 + 64 * 56 * 56 * 2) / 2**20, abs=1e-6)
+    with open(out / "operator_memory.csv", newline="") as f:
+        ops = list(csv.DictReader(f))
+    assert [r["Name"] for r in ops[:4]] == ["conv1", "conv1", "relu1", "fc"]
+    assert ops[0]["Size(KB)"] == "1024.000" and float(ops[0]["Duration(us)"]) == 20.0
+    assert float(ops[0]["Release Time(us)"]) == pytest.approx(float(ops[0]["Allocation Time(us)"]) + 20)
+    with open(out / "static_op_mem.csv", newline="") as f:
+        plan = list(csv.DictReader(f))
+    assert plan[-1]["Op Name"] == "TOTAL"
+    assert (out / "npu_module_mem.csv").exists()
+    prof = next((tmp_path / "profiler").glob("PROF_*"))
+    assert list((prof / "mindstudio_profiler_output").glob("host_cpu_usage_*.csv"))
