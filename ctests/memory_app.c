@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
         ACL_PROF_ACL_API | ACL_PROF_TASK_TIME | ACL_PROF_TASK_MEMORY | ACL_PROF_RUNTIME_API);
     if (!config) return 1;
     CHECK(aclprofSetConfig(ACL_PROF_SYS_HARDWARE_MEM_FREQ, "50", 2));
-    CHECK(aclprofSetConfig(ACL_PROF_HOST_SYS, "cpu,mem", 7));
+    CHECK(aclprofSetConfig(ACL_PROF_HOST_SYS, "cpu,mem,osrt", 12));
     if (count_open("aclprof-host", 0) != 0) return 4;
     CHECK(aclprofStart(config));
     /* The thread names itself once it runs: wait for that (up to a minute). */

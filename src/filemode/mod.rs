@@ -196,6 +196,32 @@ pub fn begin(
     let host_sys_usage = settings_kv.get(&ct::HOST_SYS_USAGE).cloned();
     let host_sys_hz = (host_sys.is_some() || host_sys_usage.is_some())
         .then(|| hz(ct::HOST_SYS_USAGE_FREQ).unwrap_or(crate::formats::host_sys::HOST_SYS_HZ));
+    // aclprofSetConfig types that ask for what only an NPU's hardware (or root) has.
+    let asked = |ty: i32| settings_kv.contains_key(&ty);
+    let hardware_only: Vec<String> = [
+        (ct::LLC_MODE, "LLC bandwidth and hit rates (ACL_PROF_LLC_MODE)"),
+        (ct::SYS_IO_FREQ, "NIC and RoCE I/O (ACL_PROF_SYS_IO_FREQ)"),
+        (
+            ct::SYS_INTERCONNECTION_FREQ,
+            "HCCS and PCIe bandwidth (ACL_PROF_SYS_INTERCONNECTION_FREQ)",
+        ),
+        (ct::DVPP_FREQ, "DVPP (ACL_PROF_DVPP_FREQ)"),
+        (ct::LOW_POWER_FREQ, "low-power states (ACL_PROF_LOW_POWER_FREQ)"),
+    ]
+    .into_iter()
+    .filter(|(ty, _)| asked(*ty))
+    .map(|(_, what)| what.to_string())
+    .chain(
+        host_sys
+            .as_deref()
+            .filter(|v| v.split(',').any(|i| i.trim() == "osrt"))
+            .map(|_| {
+                "OS runtime calls (ACL_PROF_HOST_SYS osrt): msprof traces them with perf and \
+                 ltrace, which need root"
+                    .to_string()
+            }),
+    )
+    .collect();
     let sample = json!({
         "devices": config.devices.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","),
         "dataTypeConfig": format!("{:#x}", config.data_type),
@@ -225,6 +251,7 @@ pub fn begin(
             host_sys: host_sys.clone(),
             host_sys_usage: host_sys_usage.clone(),
             host_sys_hz,
+            hardware_only,
             imported_from: None,
             mem_freq_hz,
             pid: u64::from(pid),

@@ -171,6 +171,18 @@ fn a_known_allocation_pattern_comes_out_exactly() {
     assert!(one("SELECT count(*) FROM CPU_USAGE") > 0);
     assert!(one("SELECT count(*) FROM HOST_MEM_USAGE") > 0);
 
+    // The directory's README lists the memory files, and as not collected only what needs
+    // an NPU's hardware or root (osrt here), not memory or runtime calls.
+    let readme =
+        std::fs::read_to_string(dir.join("mindstudio_profiler_output/README.txt")).unwrap();
+    assert!(readme.contains("memory_record_") && readme.contains("npu_mem_"), "{readme}");
+    let missing = readme.split("Not collected").nth(1).unwrap_or_default();
+    assert!(missing.contains("osrt"), "{readme}");
+    assert!(
+        !missing.contains("memory") && !missing.contains("RUNTIME_API"),
+        "{readme}"
+    );
+
     // The timeline's tracks.
     let tl: serde_json::Value =
         serde_json::from_slice(&std::fs::read(output(dir, "msprof_")).unwrap()).unwrap();

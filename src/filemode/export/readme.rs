@@ -88,7 +88,19 @@ pub(super) fn write_readme(
             text += &format!("{name:<25} {what}\n");
         }
     }
-    let missing = not_collected(data_type, metric);
+    if out.join(format!("memory_record_{stamp}.csv")).exists() {
+        text += "MindStudio Insight's Memory tab reads these files, not the database: open this \
+                 folder in it (opened from the result directory, it finds msprof_*.db and \
+                 reads that instead).\n";
+    }
+    let mut missing = not_collected(data_type, metric);
+    missing.extend(
+        fs::read_to_string(dir.join(SESSION_FILE))
+            .ok()
+            .and_then(|t| crate::formats::host::Session::from_json(&t).ok())
+            .map(|s| s.hardware_only)
+            .unwrap_or_default(),
+    );
     if !missing.is_empty() {
         log::warn!(
             "aclprof: switched on but not collected on an emulated device: {}",
