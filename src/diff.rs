@@ -16,6 +16,8 @@ pub enum Section {
     Type,
     Op,
     Step,
+    /// Device memory, when both runs recorded it: its values are bytes, shown in KB.
+    Memory,
 }
 
 impl Section {
@@ -25,6 +27,7 @@ impl Section {
             Section::Type => "type",
             Section::Op => "op",
             Section::Step => "step",
+            Section::Memory => "memory",
         }
     }
     fn heading(self) -> &'static str {
@@ -33,6 +36,9 @@ impl Section {
             Section::Type => "Op types, by total device time",
             Section::Op => "Ops, matched by name, by total device time",
             Section::Step => "Steps, by their slowest device's step time",
+            Section::Memory => {
+                "Device memory in KB (Base/New/Diff): peaks, then each op's largest allocation"
+            }
         }
     }
 }
@@ -58,6 +64,15 @@ impl DiffRow {
         match (self.base_ns, self.new_ns) {
             (Some(b), Some(n)) if b > 0 => Some(n as f64 / b as f64),
             _ => None,
+        }
+    }
+    /// What the values are divided by to show them, and the unit shown: µs for times, KB
+    /// for memory.
+    pub fn unit(&self) -> (f64, &'static str) {
+        if self.section == Section::Memory {
+            (1024.0, "KB")
+        } else {
+            (1e3, "us")
         }
     }
     pub fn status(&self) -> &'static str {
@@ -127,6 +142,60 @@ fn step_map(r: &RunStats) -> BTreeMap<String, (u64, u64)> {
         .collect()
 }
 
+/// The memory section: per device its peaks and what it held at the end (in that order),
+/// then per op its largest allocation (count: its allocations), largest change first.
+fn memory_rows(
+    base: &crate::analyze::memory::Analysis,
+    new: &crate::analyze::memory::Analysis,
+) -> Vec<DiffRow> {
+    let figures = |a: &crate::analyze::memory::Analysis| {
+        let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for d in &a.devices {
+            for (what, v) in [
+                ("peak allocated", d.peak_allocated),
+                ("peak reserved", d.peak_reserved),
+                ("peak held", d.peak_held),
+                ("held at end", d.held_at_end),
+            ] {
+                m.insert(format!("device {} {what}", d.device), (1, v));
+            }
+        }
+        m
+    };
+    let ops = |a: &crate::analyze::memory::Analysis| {
+        let mut m: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for o in a.devices.iter().flat_map(|d| d.ops.iter()) {
+            let e = m.entry(format!("op {}", o.name)).or_default();
+            e.0 += o.allocations;
+            e.1 = e.1.max(o.max_bytes);
+        }
+        m
+    };
+    let (fb, mut fnew) = (figures(base), figures(new));
+    let mut rows: Vec<DiffRow> = Vec::new();
+    for (k, (bc, bv)) in fb {
+        let n = fnew.remove(&k);
+        rows.push(DiffRow {
+            section: Section::Memory,
+            key: k,
+            base_count: Some(bc),
+            new_count: n.map(|x| x.0),
+            base_ns: Some(bv),
+            new_ns: n.map(|x| x.1),
+        });
+    }
+    rows.extend(fnew.into_iter().map(|(k, (c, v))| DiffRow {
+        section: Section::Memory,
+        key: k,
+        base_count: None,
+        new_count: Some(c),
+        base_ns: None,
+        new_ns: Some(v),
+    }));
+    rows.extend(keyed(Section::Memory, ops(base), ops(new)));
+    rows
+}
+
 /// Compares `new` with `base`.
 pub fn diff(base: &RunStats, new: &RunStats) -> Diff {
     let mut rows = Vec::new();
@@ -170,6 +239,9 @@ pub fn diff(base: &RunStats, new: &RunStats) -> Diff {
         report_map(&new.names),
     ));
     rows.extend(keyed(Section::Step, step_map(base), step_map(new)));
+    if let (Some(b), Some(n)) = (&base.memory_analysis, &new.memory_analysis) {
+        rows.extend(memory_rows(b, n));
+    }
     Diff {
         base: base.name.clone(),
         new: new.name.clone(),
@@ -178,24 +250,28 @@ pub fn diff(base: &RunStats, new: &RunStats) -> Diff {
 }
 
 impl Diff {
-    /// What `--fail-above pct` fails on: end-to-end time, or any op type both runs have,
-    /// slower by more than `pct` percent. Each as one line.
+    /// What `--fail-above pct` fails on: end-to-end time, any op type both runs have, or a
+    /// device's peak memory (when both runs recorded memory), larger by more than `pct`
+    /// percent. Each as one line.
     pub fn regressions(&self, pct: f64) -> Vec<String> {
         self.rows
             .iter()
             .filter(|r| {
-                (r.section == Section::Overall && r.key == "E2E time") || r.section == Section::Type
+                (r.section == Section::Overall && r.key == "E2E time")
+                    || r.section == Section::Type
+                    || (r.section == Section::Memory && r.key.contains(" peak "))
             })
             .filter_map(|r| {
                 let ratio = r.ratio()?;
                 let up = (ratio - 1.0) * 100.0;
+                let (scale, unit) = r.unit();
                 (up > pct).then(|| {
                     format!(
-                        "{} {}: {:.3} -> {:.3} us (+{up:.1}%)",
+                        "{} {}: {:.3} -> {:.3} {unit} (+{up:.1}%)",
                         r.section.title(),
                         r.key,
-                        r.base_ns.unwrap_or(0) as f64 / 1e3,
-                        r.new_ns.unwrap_or(0) as f64 / 1e3
+                        r.base_ns.unwrap_or(0) as f64 / scale,
+                        r.new_ns.unwrap_or(0) as f64 / scale
                     )
                 })
             })
@@ -230,8 +306,9 @@ const HEAD: [&str; 9] = [
 
 fn cells(r: &DiffRow) -> [String; 9] {
     let opt = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let scale = r.unit().0;
     let us =
-        |v: Option<u64>| v.map_or_else(|| "-".to_string(), |n| format!("{:.3}", n as f64 / 1e3));
+        |v: Option<u64>| v.map_or_else(|| "-".to_string(), |n| format!("{:.3}", n as f64 / scale));
     [
         r.section.title().to_string(),
         r.key.clone(),
@@ -239,7 +316,7 @@ fn cells(r: &DiffRow) -> [String; 9] {
         opt(r.new_count),
         us(r.base_ns),
         us(r.new_ns),
-        format!("{:+.3}", r.diff_ns() as f64 / 1e3),
+        format!("{:+.3}", r.diff_ns() as f64 / scale),
         r.ratio()
             .map_or_else(|| "-".to_string(), |x| format!("{x:.3}")),
         r.status().to_string(),
@@ -262,17 +339,19 @@ pub fn render(d: &Diff, format: Format) -> String {
                 .rows
                 .iter()
                 .map(|r| {
-                    serde_json::json!({
+                    let (scale, unit) = r.unit();
+                    let mut v = serde_json::json!({
                         "Section": r.section.title(),
                         "Name": r.key,
                         "Base Count": r.base_count,
                         "New Count": r.new_count,
-                        "Base(us)": r.base_ns.map(|n| n as f64 / 1e3),
-                        "New(us)": r.new_ns.map(|n| n as f64 / 1e3),
-                        "Diff(us)": r.diff_ns() as f64 / 1e3,
                         "Ratio": r.ratio(),
                         "Status": r.status(),
-                    })
+                    });
+                    v[format!("Base({unit})")] = r.base_ns.map(|n| n as f64 / scale).into();
+                    v[format!("New({unit})")] = r.new_ns.map(|n| n as f64 / scale).into();
+                    v[format!("Diff({unit})")] = (r.diff_ns() as f64 / scale).into();
+                    v
                 })
                 .collect();
             let v = serde_json::json!({"base": d.base, "new": d.new, "rows": rows});
@@ -284,7 +363,13 @@ pub fn render(d: &Diff, format: Format) -> String {
         }
         Format::Markdown | Format::Table => {
             let _ = writeln!(o, "base: {}\nnew:  {}", d.base, d.new);
-            for s in [Section::Overall, Section::Type, Section::Op, Section::Step] {
+            for s in [
+                Section::Overall,
+                Section::Type,
+                Section::Op,
+                Section::Step,
+                Section::Memory,
+            ] {
                 let rows: Vec<[String; 9]> = d
                     .rows
                     .iter()
@@ -304,7 +389,16 @@ pub fn render(d: &Diff, format: Format) -> String {
                     },
                     s.heading()
                 );
-                let head: Vec<String> = HEAD[1..].iter().map(|h| h.to_string()).collect();
+                let head: Vec<String> = HEAD[1..]
+                    .iter()
+                    .map(|h| {
+                        if s == Section::Memory {
+                            h.replace("(us)", "(KB)")
+                        } else {
+                            h.to_string()
+                        }
+                    })
+                    .collect();
                 let rows: Vec<Vec<String>> = rows.into_iter().map(|c| c[1..].to_vec()).collect();
                 if format == Format::Markdown {
                     let _ = write!(o, "\n{}", markdown_table(&head, &rows));
@@ -421,5 +515,66 @@ mod tests {
             ["type Conv2D: 0.500 -> 1.000 us (+100.0%)"]
         );
         assert!(d.regressions(100.0).is_empty());
+    }
+
+    #[test]
+    fn memory_is_compared_in_kb_and_its_peaks_can_fail_a_run() {
+        use crate::analyze::memory::{analyze, Event};
+        use crate::formats::memory::Pool;
+        // One op allocating `bytes` once.
+        let run = |bytes: u64| {
+            let ev = |size: i64, at, allocated| Event {
+                device: 0,
+                pool: Pool::Op,
+                addr: 1,
+                size,
+                name: "conv".into(),
+                at,
+                allocated,
+                reserved: 4 << 20,
+            };
+            let events = [ev(bytes as i64, 1, bytes), ev(-(bytes as i64), 2, 0)];
+            RunStats {
+                memory_analysis: Some(analyze(&events, &[])),
+                ..Default::default()
+            }
+        };
+        let d = diff(&run(1024 * 1024), &run(2 * 1024 * 1024));
+        let mem: Vec<&DiffRow> = d
+            .rows
+            .iter()
+            .filter(|r| r.section == Section::Memory)
+            .collect();
+        let keys: Vec<&str> = mem.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "device 0 held at end",
+                "device 0 peak allocated",
+                "device 0 peak held",
+                "device 0 peak reserved",
+                "op conv"
+            ]
+        );
+        assert_eq!(
+            d.regressions(50.0),
+            ["memory device 0 peak allocated: 1024.000 -> 2048.000 KB (+100.0%)"]
+        );
+        let json: serde_json::Value = serde_json::from_str(&render(&d, Format::Json)).unwrap();
+        let conv = json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["Name"] == "op conv")
+            .unwrap();
+        assert_eq!(
+            (conv["Base(KB)"].as_f64(), conv["New(KB)"].as_f64()),
+            (Some(1024.0), Some(2048.0))
+        );
+        let table = render(&d, Format::Table);
+        assert!(
+            table.contains("Device memory in KB") && table.contains("Base(KB)"),
+            "{table}"
+        );
     }
 }

@@ -128,8 +128,9 @@ enum Cmd {
         output: Option<PathBuf>,
     },
     /// Compare two runs: the overall split of device time (computing by class of op type,
-    /// communication not overlapped, free), then op types, ops (by name) and steps, each
-    /// row with base, new, difference and ratio, largest change first. BASE and NEW are what
+    /// communication not overlapped, free), then op types, ops (by name), steps and, when
+    /// both recorded it, device memory, each row with base, new, difference and ratio,
+    /// largest change first. BASE and NEW are what
     /// analyze takes (a result directory, a folder of them, a file of records, a database).
     #[command(visible_alias = "compare")]
     Diff {
@@ -142,7 +143,8 @@ enum Cmd {
         #[arg(long, default_value = "table", value_parser = parse_format)]
         format: Format,
         /// Exit with code 3 when end-to-end time or any op type's total time (of types both
-        /// runs have) is more than PCT percent slower in NEW
+        /// runs have) is more than PCT percent slower in NEW, or a device's peak memory (when
+        /// both recorded memory) more than PCT percent larger
         #[arg(long = "fail-above", value_name = "PCT")]
         fail_above: Option<f64>,
     },

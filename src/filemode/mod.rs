@@ -199,14 +199,20 @@ pub fn begin(
     // aclprofSetConfig types that ask for what only an NPU's hardware (or root) has.
     let asked = |ty: i32| settings_kv.contains_key(&ty);
     let hardware_only: Vec<String> = [
-        (ct::LLC_MODE, "LLC bandwidth and hit rates (ACL_PROF_LLC_MODE)"),
+        (
+            ct::LLC_MODE,
+            "LLC bandwidth and hit rates (ACL_PROF_LLC_MODE)",
+        ),
         (ct::SYS_IO_FREQ, "NIC and RoCE I/O (ACL_PROF_SYS_IO_FREQ)"),
         (
             ct::SYS_INTERCONNECTION_FREQ,
             "HCCS and PCIe bandwidth (ACL_PROF_SYS_INTERCONNECTION_FREQ)",
         ),
         (ct::DVPP_FREQ, "DVPP (ACL_PROF_DVPP_FREQ)"),
-        (ct::LOW_POWER_FREQ, "low-power states (ACL_PROF_LOW_POWER_FREQ)"),
+        (
+            ct::LOW_POWER_FREQ,
+            "low-power states (ACL_PROF_LOW_POWER_FREQ)",
+        ),
     ]
     .into_iter()
     .filter(|(ty, _)| asked(*ty))

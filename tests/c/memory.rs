@@ -175,7 +175,10 @@ fn a_known_allocation_pattern_comes_out_exactly() {
     // an NPU's hardware or root (osrt here), not memory or runtime calls.
     let readme =
         std::fs::read_to_string(dir.join("mindstudio_profiler_output/README.txt")).unwrap();
-    assert!(readme.contains("memory_record_") && readme.contains("npu_mem_"), "{readme}");
+    assert!(
+        readme.contains("memory_record_") && readme.contains("npu_mem_"),
+        "{readme}"
+    );
     let missing = readme.split("Not collected").nth(1).unwrap_or_default();
     assert!(missing.contains("osrt"), "{readme}");
     assert!(
