@@ -14,10 +14,13 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/record_function.h>
+#include <c10/core/Allocator.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +54,8 @@ struct Profile {
   uint32_t model;
   std::string root;
   bool shapes;
+  // profile_memory: the device its memory is reported on (-1: not reported).
+  int32_t memory_device = -1;
   std::atomic<uint64_t> ok{0}, failed{0};
 };
 
@@ -58,7 +63,20 @@ struct Profile {
 struct Block {
   Profile* profile;
   Block* outer;
+  // Whether entering it installed the memory reporter (popped on exit).
+  bool memory = false;
 };
+
+// aclprofExtMemReport's event and the function itself.
+struct MemEvent {
+  uint32_t deviceId, pool;
+  uint64_t addr;
+  int64_t size;
+  const char* owner;
+  uint64_t totalAllocated, totalReserved, timeNs;
+};
+using MemReport = int (*)(const MemEvent*);
+MemReport mem_report = nullptr;
 
 thread_local Block* current = nullptr;
 // Module paths, innermost last (pushed by the module hooks).
@@ -210,12 +228,42 @@ void key_of(std::string& key, const char* name, const std::vector<at::Tensor>& i
   }
 }
 
+// The op that owns what the allocator reports now on this thread (profile_memory): its
+// module path and operator, as its op is named.
+thread_local std::string mem_owner;
+
+// PyTorch's allocators report to the PROFILER_STATE debug info of the allocating thread
+// (what Kineto installs for profile_memory): this one passes each allocation and release to
+// aclprof, owned by the op running then.
+struct MemReporter final : c10::MemoryReportingInfoBase {
+  uint32_t device;
+  explicit MemReporter(uint32_t d) : device(d) {}
+  bool memoryProfilingEnabled() const override { return true; }
+  void reportMemoryUsage(void* ptr, int64_t alloc_size, size_t total_allocated,
+                         size_t total_reserved, c10::Device dev) override {
+    if (mem_report == nullptr || alloc_size == 0) return;
+    Block* b = current;
+    const char* owner = depth > 0 ? mem_owner.c_str() : (b ? b->profile->root.c_str() : "");
+    // The CPU allocator reports nothing reserved: what it holds is what it allocated.
+    uint64_t reserved = std::max<uint64_t>(total_reserved, total_allocated);
+    MemEvent ev{dev.index() >= 0 ? uint32_t(dev.index()) : device, 0,
+                uint64_t(reinterpret_cast<uintptr_t>(ptr)), alloc_size, owner,
+                uint64_t(total_allocated), reserved, 0};
+    mem_report(&ev);
+  }
+};
+
 template <bool Shapes>
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   Block* b = current;
   if (b == nullptr || b->profile->shapes != Shapes || depth > 0 || !reported_kind(fn))
     return nullptr;
   depth++;
+  if (b->profile->memory_device >= 0) {
+    mem_owner.assign(scopes.empty() ? b->profile->root : *scopes.back());
+    mem_owner += '/';
+    mem_owner += fn.name();
+  }
   auto ctx = std::make_unique<Ctx>();
   if (Shapes) {
     auto ins = tensors_of(fn.inputs());
@@ -339,9 +387,23 @@ void aclprof_torch_counts(void* p, uint64_t* ok, uint64_t* failed) {
   *failed = static_cast<Profile*>(p)->failed.load();
 }
 
+// profile_memory: the allocator's events go to aclprof's `report` (aclprofExtMemReport) on
+// `device` while this profile's blocks are entered.
+void aclprof_torch_memory(void* p, void* report, int32_t device) {
+  mem_report = reinterpret_cast<MemReport>(report);
+  static_cast<Profile*>(p)->memory_device = device;
+}
+
 void aclprof_torch_enter(void* p) {
   auto* prof = static_cast<Profile*>(p);
   current = new Block{prof, current};
+  // Installed only where no profiler (Kineto) reports this thread's memory already.
+  if (prof->memory_device >= 0 &&
+      c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PROFILER_STATE) == nullptr) {
+    c10::ThreadLocalDebugInfo::_push(c10::DebugInfoKind::PROFILER_STATE,
+                                     std::make_shared<MemReporter>(uint32_t(prof->memory_device)));
+    current->memory = true;
+  }
   std::lock_guard<std::mutex> g(state_mu);
   blocks[prof->shapes]++;
   update_enabled();
@@ -350,6 +412,7 @@ void aclprof_torch_enter(void* p) {
 void aclprof_torch_exit(void) {
   Block* b = current;
   if (b == nullptr) return;
+  if (b->memory) c10::ThreadLocalDebugInfo::_pop(c10::DebugInfoKind::PROFILER_STATE);
   current = b->outer;
   std::lock_guard<std::mutex> g(state_mu);
   blocks[b->profile->shapes]--;

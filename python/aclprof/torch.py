@@ -152,6 +152,7 @@ def _ext() -> Optional[ctypes.CDLL]:
                                    ("aclprof_torch_scope", [ctypes.c_char_p]),
                                    ("aclprof_torch_push", [vp]), ("aclprof_torch_pop", []),
                                    ("aclprof_torch_clear", []),
+                                   ("aclprof_torch_memory", [vp, vp, ctypes.c_int32]),
                                    ("aclprof_torch_enabled", [])]:
                     getattr(ext, name).argtypes = args
                     getattr(ext, name).restype = None
@@ -406,13 +407,21 @@ class profile(contextlib.ContextDecorator):
     op_summary, the timeline, ``aclprof analyze --aggregate-by name+shape`` and the report
     show them. Each distinct (operator, input shapes, dtypes) is registered once; an op then
     costs a tuple of its arguments' shapes more than without.
+
+    With ``profile_memory`` PyTorch's allocators report each allocation and release made in
+    the block (on its threads and the autograd threads it starts) through PyTorch's own
+    memory reporting, which Kineto uses, owned by the op running then: recorded while a
+    file-mode session records ``ACL_PROF_TASK_MEMORY`` (``operator_memory``,
+    ``memory_record``, ``aclprof analyze --memory``). Needs the compiled path; a thread that
+    another profiler (``torch.profiler``) already reports is left to it.
     """
 
     def __init__(self, module: Optional[Any] = None, name: str = "torch", device: int = 0,
-                 record_shapes: bool = True):
+                 record_shapes: bool = True, profile_memory: bool = False):
         self.module = module
         self.name = name
         self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
         self._metas: Dict[Any, int] = {}
         self.model = Model.register(name, device)
         self._lib = load()
@@ -421,10 +430,16 @@ class profile(contextlib.ContextDecorator):
         if self._ext is not None:
             self._handle = self._ext.aclprof_torch_profile_new(self.model.id, name.encode(),
                                                                int(record_shapes))
+            if profile_memory:
+                self._ext.aclprof_torch_memory(self._handle, _bindings.address(self._lib.aclprofExtMemReport),
+                                               device)
         else:
             # The dispatch-mode machinery imports torch._dynamo on first use (seconds); pay
             # it here rather than inside the user's first profiled op.
             import torch._dynamo  # noqa: F401
+            if profile_memory:
+                _log.warning("aclprof.torch: profile_memory needs the compiled reporting path "
+                             "(a C++ compiler); this profile records no memory")
         self._entered = 0
         self._failed_told = 0
         self._final = (0, 0)  # the compiled path's counts, once closed

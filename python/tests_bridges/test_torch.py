@@ -330,3 +330,28 @@ def test_dataloader_workers_are_told_apart(out_root: Path) -> None:
     prof, steps = _train(loader, out_root / "dataloader-2")
     fetch = [s for s in _pipeline(prof)["stages"] if s["stage"] == "fetch"][0]
     assert steps == 4 and fetch["spans"] == 4 and fetch["workers"] == 2, fetch
+
+
+def test_profile_memory_reports_pytorch_s_allocator(net: torch.nn.Module, out_root: Path) -> None:
+    """profile_memory: PyTorch's CPU allocator reports through its memory reporting (what
+    Kineto uses) into CANN's memory files, owned by the op running; the first convolution's
+    output (64 x 112 x 112 floats) is among its allocations."""
+    out = out_root / "torch-memory"
+    shutil.rmtree(out, ignore_errors=True)
+    types = aclprof.ACL_PROF_ACL_API | aclprof.ACL_PROF_TASK_TIME | aclprof.ACL_PROF_TASK_MEMORY
+    with aclprof.Profiler(out, data_types=types) as p, \
+            aclprof.torch.profile(net, name="resnet18", profile_memory=True) as prof:
+        forward(net, 1)
+    prof.close()
+    (d,) = p.analyse(print_summary=False).result_dirs
+    rows = aclprof.analyze(d, memory=True)
+    conv1 = [r for r in rows if r["Op"] == "resnet18.conv1/aten::convolution"]
+    assert conv1 and conv1[0]["Max(KB)"] >= 64 * 112 * 112 * 4 / 1024, rows[:5]
+    (dev,) = rows.devices
+    assert dev["peak_allocated"] >= 64 * 112 * 112 * 4
+    # Allocations made in the block and released in it are paired in operator_memory.
+    (paired,) = list((d / "mindstudio_profiler_output").glob("operator_memory_*.csv"))
+    import csv
+    with open(paired, newline="") as f:
+        allocs = list(csv.DictReader(f))
+    assert any(r["Name"] == "resnet18.conv1/aten::convolution" and r["Duration(us)"] for r in allocs)
