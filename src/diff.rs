@@ -529,9 +529,10 @@ mod tests {
                 addr: 1,
                 size,
                 name: "conv".into(),
-                at,
+                start: at,
                 allocated,
                 reserved: 4 << 20,
+                tid: 0,
             };
             let events = [ev(bytes as i64, 1, bytes), ev(-(bytes as i64), 2, 0)];
             RunStats {

@@ -6,7 +6,7 @@
 //! session started later samples what the process already holds.
 
 use crate::formats::host::HostEvent;
-use crate::formats::memory::Pool;
+use crate::formats::memory::{MemEvent, Pool};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -74,16 +74,18 @@ pub fn event(
         *t = given.unwrap_or_else(|| next(pool, *t, size));
         *t
     };
-    crate::filemode::host_event(bits(pool), || HostEvent::Mem {
-        addr,
-        allocated: t.allocated,
-        device,
-        name: name.to_string(),
-        pool,
-        reserved: t.reserved,
-        size,
-        start: at,
-        tid: u64::from(crate::clock::thread_id()),
+    crate::filemode::host_event(bits(pool), || {
+        HostEvent::Mem(MemEvent {
+            addr,
+            allocated: t.allocated,
+            device,
+            name: name.to_string(),
+            pool,
+            reserved: t.reserved,
+            size,
+            start: at,
+            tid: u64::from(crate::clock::thread_id()),
+        })
     });
 }
 
@@ -113,16 +115,18 @@ pub fn snapshot() {
         .collect();
     let at = crate::clock::now_ns();
     for ((device, pool), t) in pools {
-        crate::filemode::host_event(bits(pool), || HostEvent::Mem {
-            addr: 0,
-            allocated: t.allocated,
-            device,
-            name: String::new(),
-            pool,
-            reserved: t.reserved,
-            size: 0,
-            start: at,
-            tid: u64::from(crate::clock::thread_id()),
+        crate::filemode::host_event(bits(pool), || {
+            HostEvent::Mem(MemEvent {
+                addr: 0,
+                allocated: t.allocated,
+                device,
+                name: String::new(),
+                pool,
+                reserved: t.reserved,
+                size: 0,
+                start: at,
+                tid: u64::from(crate::clock::thread_id()),
+            })
         });
     }
 }

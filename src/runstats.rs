@@ -359,7 +359,7 @@ impl RunStats {
                 .then(|| crate::pipeline::analysis::analyze(&pipeline)),
             pipeline,
             memory_analysis: (!memory.events.is_empty()).then(|| {
-                memory.events.sort_by_key(|e| e.at);
+                memory.events.sort_by_key(|e| e.start);
                 host_steps.sort_unstable();
                 crate::analyze::memory::analyze(&memory.events, &host_steps)
             }),

@@ -582,9 +582,10 @@ mod tests {
                 addr: i,
                 size: 1024,
                 name: "aclrtMalloc".into(),
-                at: i * 100 + 50,
+                start: i * 100 + 50,
                 allocated: 1024 * (i + 1),
                 reserved: 1024 * (i + 1),
+                tid: 0,
             })
             .collect();
         r.memory_analysis = Some(analyze(

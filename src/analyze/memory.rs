@@ -13,19 +13,7 @@ use std::io::BufRead;
 use std::path::Path;
 
 /// One allocation or release, as recorded.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Event {
-    pub device: u32,
-    pub pool: Pool,
-    pub addr: u64,
-    /// > 0 allocates, < 0 releases, 0: the totals when the session started.
-    pub size: i64,
-    pub name: String,
-    /// The library's clock, ns.
-    pub at: u64,
-    pub allocated: u64,
-    pub reserved: u64,
-}
+pub use crate::formats::memory::MemEvent as Event;
 
 /// Memory per op (operator memory).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -120,26 +108,7 @@ pub fn read_log(dir: &Path) -> Logged {
             continue;
         }
         match HostEvent::from_line(&line) {
-            Some(HostEvent::Mem {
-                addr,
-                allocated,
-                device,
-                name,
-                pool,
-                reserved,
-                size,
-                start,
-                ..
-            }) => l.events.push(Event {
-                device,
-                pool,
-                addr,
-                size,
-                name,
-                at: start,
-                allocated,
-                reserved,
-            }),
+            Some(HostEvent::Mem(m)) => l.events.push(m),
             Some(HostEvent::MemPlan {
                 first,
                 graph,
@@ -158,7 +127,7 @@ pub fn read_log(dir: &Path) -> Logged {
             _ => {}
         }
     }
-    l.events.sort_by_key(|e| e.at);
+    l.events.sort_by_key(|e| e.start);
     l
 }
 
@@ -180,7 +149,7 @@ pub fn events_of(path: &Path) -> Result<(Vec<Event>, Vec<Step>)> {
             ),
         );
     }
-    all.sort_by_key(|e| e.at);
+    all.sort_by_key(|e| e.start);
     steps.sort_unstable();
     Ok((all, steps))
 }
@@ -232,7 +201,7 @@ fn device_memory(device: u32, evs: &[&Event], steps: &[Step]) -> DeviceMemory {
         }
     };
     for e in evs {
-        record(&state, e.at, &mut next_bound);
+        record(&state, e.start, &mut next_bound);
         state.insert(e.pool, (e.allocated, e.reserved));
         let h = held(&state);
         if h > d.peak_held {
@@ -240,7 +209,7 @@ fn device_memory(device: u32, evs: &[&Event], steps: &[Step]) -> DeviceMemory {
         }
         if e.pool == Pool::Op {
             if e.allocated > d.peak_allocated {
-                (d.peak_allocated, d.peak_allocated_at_ns) = (e.allocated, e.at);
+                (d.peak_allocated, d.peak_allocated_at_ns) = (e.allocated, e.start);
                 d.peak_op = e.name.clone();
             }
             d.peak_reserved = d.peak_reserved.max(e.reserved);
@@ -266,7 +235,7 @@ fn device_memory(device: u32, evs: &[&Event], steps: &[Step]) -> DeviceMemory {
             });
             if let (Some(a), Pool::Op) = (alloc, e.pool) {
                 if let Some(o) = ops.get_mut(a.name.as_str()) {
-                    o.held_ns += e.at.saturating_sub(a.at);
+                    o.held_ns += e.start.saturating_sub(a.start);
                     o.released += 1;
                 }
             }
@@ -282,7 +251,7 @@ fn device_memory(device: u32, evs: &[&Event], steps: &[Step]) -> DeviceMemory {
             name: a.name.clone(),
             addr: a.addr,
             bytes: a.size.unsigned_abs(),
-            at_ns: a.at,
+            at_ns: a.start,
         })
         .collect();
     d.unreleased.sort_by_key(|u| u.at_ns);
@@ -390,12 +359,33 @@ fn pool_name(p: Pool) -> &'static str {
     }
 }
 
+/// The columns of memory per op (CSV, table; Python's rows are keyed by them).
+pub const OP_COLUMNS: [&str; 6] = [
+    "Device",
+    "Op",
+    "Allocations",
+    "Total(KB)",
+    "Max(KB)",
+    "Avg Lifetime(us)",
+];
+
+/// One op's row under [`OP_COLUMNS`].
+fn op_row(device: u32, o: &OpMemory) -> Vec<String> {
+    vec![
+        device.to_string(),
+        o.name.clone(),
+        o.allocations.to_string(),
+        kb(o.bytes),
+        kb(o.max_bytes),
+        format!("{:.3}", (o.held_ns / o.released.max(1)) as f64 / 1e3),
+    ]
+}
+
 /// The analysis as text in `format` (json: everything; csv: memory per op; table and
 /// markdown: everything, as tables).
 pub fn render(a: &Analysis, format: super::Format) -> String {
     use super::render::{markdown_table, text_table};
     use super::Format;
-    let us = |ns: u64| format!("{:.3}", ns as f64 / 1e3);
     match format {
         Format::Json => {
             return serde_json::to_string_pretty(&serde_json::json!({
@@ -407,24 +397,10 @@ pub fn render(a: &Analysis, format: super::Format) -> String {
         }
         Format::Csv => {
             let mut w = csv::Writer::from_writer(Vec::new());
-            let _ = w.write_record([
-                "Device",
-                "Op",
-                "Allocations",
-                "Total(KB)",
-                "Max(KB)",
-                "Avg Lifetime(us)",
-            ]);
+            let _ = w.write_record(OP_COLUMNS);
             for d in &a.devices {
                 for o in &d.ops {
-                    let _ = w.write_record([
-                        d.device.to_string(),
-                        o.name.clone(),
-                        o.allocations.to_string(),
-                        kb(o.bytes),
-                        kb(o.max_bytes),
-                        us(o.held_ns / o.released.max(1)),
-                    ]);
+                    let _ = w.write_record(op_row(d.device, o));
                 }
             }
             return String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default();
@@ -453,20 +429,7 @@ pub fn render(a: &Analysis, format: super::Format) -> String {
             kb(d.peak_held),
             kb(d.held_at_end)
         );
-        let rows: Vec<Vec<String>> = d
-            .ops
-            .iter()
-            .map(|o| {
-                vec![
-                    d.device.to_string(),
-                    o.name.clone(),
-                    o.allocations.to_string(),
-                    kb(o.bytes),
-                    kb(o.max_bytes),
-                    us(o.held_ns / o.released.max(1)),
-                ]
-            })
-            .collect();
+        let rows: Vec<Vec<String>> = d.ops.iter().map(|o| op_row(d.device, o)).collect();
         if !rows.is_empty() {
             s += &table(
                 &[
@@ -551,9 +514,10 @@ mod tests {
             addr,
             size,
             name: name.into(),
-            at,
+            start: at,
             allocated: a,
             reserved: r,
+            tid: 0,
         }
     }
 
@@ -578,7 +542,7 @@ mod tests {
         }
         v.push(ev(Pool::Op, 2, 3072, "big", 250, 3072, 4096));
         v.push(ev(Pool::Op, 2, -3072, "big", 260, 0, 4096));
-        v.sort_by_key(|e| e.at);
+        v.sort_by_key(|e| e.start);
         let steps = [(1, 0, 99), (2, 100, 199), (3, 200, 299)];
         let a = analyze(&v, &steps);
         let d = &a.devices[0];

@@ -314,28 +314,31 @@ impl<W: Write> Pftrace<W> {
 
     /// The counter of track (`pid`, `tid`) is `value` from `ts` ns on.
     pub fn counter(&mut self, pid: u64, tid: u64, ts: u64, value: u64) -> std::io::Result<()> {
+        self.counter_event(pid, tid, ts, |e| uint(e, TE_COUNTER_VALUE, value))
+    }
+
+    /// One counter event on (`pid`, `tid`)'s track at `ts`; `value` writes its value.
+    fn counter_event(
+        &mut self,
+        pid: u64,
+        tid: u64,
+        ts: u64,
+        value: impl FnOnce(&mut Vec<u8>),
+    ) -> std::io::Result<()> {
         let track = self.uuid(pid, tid);
         self.packet(false, |b, t| {
             uint(b, PKT_TIMESTAMP, ts);
             nested(b, t, PKT_TRACK_EVENT, |e| {
                 uint(e, TE_TYPE, TYPE_COUNTER);
                 uint(e, TE_TRACK, track);
-                uint(e, TE_COUNTER_VALUE, value);
+                value(e);
             });
         })
     }
 
     /// One value of a counter whose values are not whole numbers (a percentage, KB).
     pub fn counter_f64(&mut self, pid: u64, tid: u64, ts: u64, value: f64) -> std::io::Result<()> {
-        let track = self.uuid(pid, tid);
-        self.packet(false, |b, t| {
-            uint(b, PKT_TIMESTAMP, ts);
-            nested(b, t, PKT_TRACK_EVENT, |e| {
-                uint(e, TE_TYPE, TYPE_COUNTER);
-                uint(e, TE_TRACK, track);
-                double(e, TE_DOUBLE_COUNTER_VALUE, value);
-            });
-        })
+        self.counter_event(pid, tid, ts, |e| double(e, TE_DOUBLE_COUNTER_VALUE, value))
     }
 
     /// One slice on the track of (`pid`, `tid`): begin at `ts` ns, end `dur` ns later.

@@ -8,7 +8,7 @@
 //! Reading is lenient, as a file a killed process left may be: a missing number is 0, and
 //! a line of a kind this version does not know is [`HostEvent::Other`] (skipped).
 
-use super::memory::Pool;
+use super::memory::MemEvent;
 use serde::{Deserialize, Serialize};
 
 /// One event of the host's side of a session (times: the library's clock, ns).
@@ -33,30 +33,9 @@ pub enum HostEvent {
         #[serde(default)]
         tid: u64,
     },
-    /// Device memory allocated (`size` > 0) or released (`size` < 0) at `start`
-    /// (`ACL_PROF_TASK_MEMORY`, and the sampled memory), with its pool's totals after it.
-    Mem {
-        #[serde(default)]
-        addr: u64,
-        /// The pool's bytes in use after this event.
-        #[serde(default)]
-        allocated: u64,
-        #[serde(default)]
-        device: u32,
-        /// The op (or API call) that owns the memory.
-        #[serde(default)]
-        name: String,
-        pool: Pool,
-        /// The pool's bytes held from the device after this event.
-        #[serde(default)]
-        reserved: u64,
-        #[serde(default)]
-        size: i64,
-        #[serde(default)]
-        start: u64,
-        #[serde(default)]
-        tid: u64,
-    },
+    /// Device memory allocated or released (`ACL_PROF_TASK_MEMORY`, and the sampled
+    /// memory).
+    Mem(MemEvent),
     /// One entry of a static graph's memory plan, made when the model loads: `name` needs
     /// `size` bytes from node `first` to node `last` (`UNTIL_GRAPH_END`: to the end).
     MemPlan {
@@ -265,17 +244,17 @@ mod tests {
                 start: 2,
                 tid: 7,
             },
-            HostEvent::Mem {
+            HostEvent::Mem(MemEvent {
                 addr: 0x1000,
                 allocated: 4096,
                 device: 1,
                 name: "conv1".into(),
-                pool: Pool::Op,
+                pool: crate::formats::memory::Pool::Op,
                 reserved: 2 << 20,
                 size: -4096,
                 start: 3,
                 tid: 7,
-            },
+            }),
             HostEvent::MemPlan {
                 device: 0,
                 first: 1,

@@ -19,6 +19,34 @@ pub enum Pool {
     Model,
 }
 
+/// Device memory allocated (`size` > 0) or released (`size` < 0) at `start` (the library's
+/// clock, ns), with its pool's totals after it; `size` 0 records the totals as they stood
+/// when a session started. What the host log holds (`HostEvent::Mem`) and what every
+/// reader of it takes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemEvent {
+    #[serde(default)]
+    pub addr: u64,
+    /// The pool's bytes in use after this event.
+    #[serde(default)]
+    pub allocated: u64,
+    #[serde(default)]
+    pub device: u32,
+    /// The op (or API call) that owns the memory.
+    #[serde(default)]
+    pub name: String,
+    pub pool: Pool,
+    /// The pool's bytes held from the device after this event.
+    #[serde(default)]
+    pub reserved: u64,
+    #[serde(default)]
+    pub size: i64,
+    #[serde(default)]
+    pub start: u64,
+    #[serde(default)]
+    pub tid: u64,
+}
+
 /// The component `memory_record` and `NPU_OP_MEM` give operator memory in a CANN-only run.
 pub const OP_COMPONENT: &str = "GE";
 

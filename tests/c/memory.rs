@@ -5,6 +5,16 @@
 use super::*;
 use std::collections::HashMap;
 
+/// The one result directory under `out`.
+fn the_result_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
 fn kb(s: &str) -> f64 {
     s.parse()
         .unwrap_or_else(|_| panic!("{s:?} is not a KB figure"))
@@ -15,12 +25,7 @@ fn a_known_allocation_pattern_comes_out_exactly() {
     let exe = build("memory_app", "aclprof");
     let out = fresh_dir("memory-results");
     exec(&exe, &[&out, &data("memory_model.json")], &[]);
-    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    let dir = &dirs[0];
+    let dir = &the_result_dir(&out);
 
     // memory_record: per execution conv1 (+workspace, +output, -workspace), relu1 (+output,
     // -conv1's output), fc (+output, -relu1's output), the end (-fc's output); twice; then
@@ -238,12 +243,7 @@ fn record_collects_memory_runtime_calls_and_the_host_from_an_unmodified_program(
         .unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
-    let dirs: Vec<PathBuf> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    let dir = &dirs[0];
+    let dir = &the_result_dir(&out);
     // Sampled at 50 Hz from the start to the end (the program frees all it allocated, and
     // may run shorter than a tick: the figures between ticks are in analyze's peak below).
     let (_, mem) = read_csv(&output(dir, "npu_mem_"));

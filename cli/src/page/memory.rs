@@ -123,12 +123,12 @@ fn curves(events: &[Event], device: u32) -> [Vec<(u64, f64)>; 3] {
         let k = |b: u64| b as f64 / 1024.0;
         match e.pool {
             Pool::Op => {
-                alloc.push((e.at, k(e.allocated)));
-                reserved.push((e.at, k(e.reserved)));
+                alloc.push((e.start, k(e.allocated)));
+                reserved.push((e.start, k(e.reserved)));
             }
             p => {
                 held.insert(p, e.allocated);
-                app.push((e.at, k(held.values().sum())));
+                app.push((e.start, k(held.values().sum())));
             }
         }
     }
@@ -141,8 +141,8 @@ pub(super) fn memory_section(r: &RunStats) -> String {
     };
     let events = &r.memory.events;
     let (t0, t1) = (
-        events.first().map_or(0, |e| e.at),
-        events.last().map_or(0, |e| e.at),
+        events.first().map_or(0, |e| e.start),
+        events.last().map_or(0, |e| e.start),
     );
     let mut h = String::from(r#"<section id="memory"><h2>Memory</h2>"#);
     for d in &a.devices {
@@ -276,22 +276,15 @@ pub(super) fn host_section(r: &RunStats) -> String {
             r#"<p class="summary">CPU: <b id="host-cpu-mean">{mean:.1}</b> % on average over {} samples.</p>"#,
             cpu.len()
         );
-        h.push_str(&chart(
-            "host-cpu",
-            &[("CPU", "host-cpu", thin(cpu, t0, t1))],
-            "%",
-            t0,
-            t1.max(t0 + 1),
-        ));
     }
-    if !mem.is_empty() {
-        h.push_str(&chart(
-            "host-memory",
-            &[("Memory", "host-mem", thin(mem, t0, t1))],
-            "%",
-            t0,
-            t1.max(t0 + 1),
-        ));
+    for (id, name, class, pts) in [
+        ("host-cpu", "CPU", "host-cpu", cpu),
+        ("host-memory", "Memory", "host-mem", mem),
+    ] {
+        if !pts.is_empty() {
+            let series = [(name, class, thin(pts, t0, t1))];
+            h.push_str(&chart(id, &series, "%", t0, t1.max(t0 + 1)));
+        }
     }
     h.push_str("</section>\n");
     h

@@ -6,26 +6,13 @@
 use super::*;
 use crate::formats::host::HostEvent;
 use crate::formats::host_sys::{self as hs, Sample};
-use crate::formats::memory::{self as fm, kb, Pool};
+use crate::formats::memory::{self as fm, kb, MemEvent, Pool};
 use rusqlite::types::Value as V;
-
-/// One allocation or release.
-struct Mem {
-    addr: u64,
-    allocated: u64,
-    device: u32,
-    name: String,
-    pool: Pool,
-    reserved: u64,
-    size: i64,
-    start: u64,
-    tid: u64,
-}
 
 /// The host log's memory and host-resource events.
 #[derive(Default)]
 pub(super) struct Gathered {
-    mem: Vec<Mem>,
+    mem: Vec<MemEvent>,
     plans: Vec<HostEvent>,
     samples: Vec<Sample>,
 }
@@ -34,27 +21,7 @@ impl Gathered {
     /// Keeps `ev` if it is one of this module's; returns it otherwise.
     pub(super) fn take(&mut self, ev: HostEvent) -> Option<HostEvent> {
         match ev {
-            HostEvent::Mem {
-                addr,
-                allocated,
-                device,
-                name,
-                pool,
-                reserved,
-                size,
-                start,
-                tid,
-            } => self.mem.push(Mem {
-                addr,
-                allocated,
-                device,
-                name,
-                pool,
-                reserved,
-                size,
-                start,
-                tid,
-            }),
+            HostEvent::Mem(m) => self.mem.push(m),
             HostEvent::MemPlan { .. } => self.plans.push(ev),
             HostEvent::Sys(s) => self.samples.push(s),
             other => return Some(other),
@@ -302,7 +269,7 @@ fn sampled(
     let tlw = |r: std::io::Result<()>| io("cannot write", &out.join("msprof.json"), r);
     tlw(tl.process(memp, fm::NPU_MEM_TRACK, "NPU", fm::NPU_MEM_SORT))?;
     for dev in devices {
-        let evs: Vec<&Mem> = g.mem.iter().filter(|m| m.device == dev).collect();
+        let evs: Vec<&MemEvent> = g.mem.iter().filter(|m| m.device == dev).collect();
         let mut held: BTreeMap<Pool, u64> = BTreeMap::new();
         let mut i = 0;
         let mut t = span.start;
@@ -503,55 +470,51 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
     }
     let kbs = |v: f64| format!("{:.3}", v / 1024.0);
     let peak = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    if !totals.is_empty() {
-        let rec = hs::recommend(&totals).ceil();
-        csv_file(
-            &file("host_cpu_usage"),
+    // The per-process summaries, each written when its item was sampled.
+    let summaries: [(&str, &[&str], bool, Vec<String>); 4] = [
+        (
+            "host_cpu_usage",
             hs::HOST_CPU_USAGE,
-            &[vec![
-                host.clone(),
+            !totals.is_empty(),
+            vec![
                 ncpu.to_string(),
                 used_cpus.len().to_string(),
-                format!("{rec:.0}"),
-            ]],
-        )?;
-    }
-    if !mem.is_empty() {
-        csv_file(
-            &file("host_mem_usage"),
+                format!("{:.0}", hs::recommend(&totals).ceil()),
+            ],
+        ),
+        (
+            "host_mem_usage",
             hs::HOST_MEM_USAGE,
-            &[vec![
-                host.clone(),
+            !mem.is_empty(),
+            vec![
                 kbs(mem_total as f64),
                 kbs(peak(&mem)),
                 kbs(hs::recommend(&mem)),
-            ]],
-        )?;
-    }
-    if !reads.is_empty() {
-        csv_file(
-            &file("host_disk_usage"),
+            ],
+        ),
+        (
+            "host_disk_usage",
             hs::HOST_DISK_USAGE,
-            &[vec![
-                host.clone(),
+            !reads.is_empty(),
+            vec![
                 kbs(peak(&reads)),
                 kbs(hs::recommend(&reads)),
                 kbs(peak(&writes)),
                 kbs(hs::recommend(&writes)),
-            ]],
-        )?;
-    }
-    if !net.is_empty() {
-        csv_file(
-            &file("host_network_usage"),
+            ],
+        ),
+        (
+            "host_network_usage",
             hs::HOST_NETWORK_USAGE,
-            &[vec![
-                host.clone(),
-                kbs(speed as f64),
-                kbs(peak(&net)),
-                kbs(hs::recommend(&net)),
-            ]],
-        )?;
+            !net.is_empty(),
+            vec![kbs(speed as f64), kbs(peak(&net)), kbs(hs::recommend(&net))],
+        ),
+    ];
+    for (name, header, sampled, cells) in summaries {
+        if sampled {
+            let row: Vec<String> = std::iter::once(host.clone()).chain(cells).collect();
+            csv_file(&file(name), header, &[row])?;
+        }
     }
     if !sys_cpu.is_empty() {
         // Averages over the run, per CPU, then all CPUs ("Avg").
