@@ -531,6 +531,7 @@ mod tests {
                 name: "conv".into(),
                 start: at,
                 allocated,
+                component: String::new(),
                 reserved: 4 << 20,
                 tid: 0,
             };

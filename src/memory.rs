@@ -78,6 +78,7 @@ pub fn event(
         HostEvent::Mem(MemEvent {
             addr,
             allocated: t.allocated,
+            component: String::new(),
             device,
             name: name.to_string(),
             pool,
@@ -119,6 +120,7 @@ pub fn snapshot() {
             HostEvent::Mem(MemEvent {
                 addr: 0,
                 allocated: t.allocated,
+                component: String::new(),
                 device,
                 name: String::new(),
                 pool,

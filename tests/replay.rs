@@ -685,3 +685,73 @@ fn real_profiles_replay_exactly() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The operator memory of CANN's own database, replayed by `export` of the database: every
+/// NPU_OP_MEM row again in ours (allocate or release, size, time, totals, component, name),
+/// and memory_record and operator_memory written from them.
+#[test]
+fn a_database_s_operator_memory_is_replayed_without_loss() {
+    let db = root().join("tests/data/real/msprof_full_db_msinsight.db");
+    let out = std::env::temp_dir().join(format!("aclprof-replay-memory-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    // (The database's tasks are on device 2.)
+    let o = std::process::Command::new(common::aclprof_bin())
+        .arg("export")
+        .arg(&db)
+        .arg("-o")
+        .arg(&out)
+        .env("ACLPROF_DEVICE_COUNT", "4")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    // (name, type, size, time, total allocated, total reserved, component, device)
+    type Row = (String, i64, i64, i64, i64, i64, String, i64);
+    let rows = |p: &Path| -> Vec<Row> {
+        let c =
+            rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+                .unwrap();
+        let mut st = c
+            .prepare(
+                "SELECT n.value, m.type, m.size, m.timestampNs, m.totalAllocate, m.totalReserve, \
+                 c.value, m.deviceId FROM NPU_OP_MEM m JOIN STRING_IDS n ON m.operatorName = n.id \
+                 JOIN STRING_IDS c ON m.component = c.id ORDER BY m.timestampNs, m.rowid",
+            )
+            .unwrap();
+        st.query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+                r.get(7)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    };
+    let theirs = rows(&db);
+    let ours_db = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "db"))
+        .unwrap();
+    let ours = rows(&ours_db);
+    assert_eq!(theirs.len(), 494);
+    assert_eq!(ours, theirs);
+    let (_, record) = read_csv(&output(&dir, "memory_record_"));
+    assert_eq!(record.len(), theirs.len());
+    let (_, paired) = read_csv(&output(&dir, "operator_memory_"));
+    let allocations = theirs.iter().filter(|r| r.1 == 5).count();
+    assert_eq!(paired.len(), allocations);
+    let _ = std::fs::remove_dir_all(&out);
+}

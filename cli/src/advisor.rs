@@ -584,6 +584,7 @@ mod tests {
                 name: "aclrtMalloc".into(),
                 start: i * 100 + 50,
                 allocated: 1024 * (i + 1),
+                component: String::new(),
                 reserved: 1024 * (i + 1),
                 tid: 0,
             })

@@ -351,8 +351,9 @@ MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
  * "aggregate_by" ("type", "name", "device", "stream", "model", "rank"), "aggregate" ("sum",
  * "mean", "max", "min", "count"), "order_by" ("+column": ascending), "min_time" and
  * "max_time" (µs), "type" (a string or a list), "name" (a regular expression), "device",
- * "rank", "step", "format" ("json" (default), "table", "csv", "markdown"), and "pipeline"
- * (true: the data-pipeline analysis of `aclprof analyze --pipeline`, as JSON, instead).
+ * "rank", "step", "format" ("json" (default), "table", "csv", "markdown"), "pipeline"
+ * (true: the data-pipeline analysis of `aclprof analyze --pipeline`, as JSON, instead) and
+ * "memory" (true: `aclprof analyze --memory`, in "format", instead).
  * On success `*result` is the report, NUL-terminated, which the caller frees with
  * aclprofExtFreeResult. Errors (`*result` NULL; the reason from
  * aclGetRecentErrMsg): NULL path or result, the path "-", a bad query ->

@@ -187,8 +187,8 @@ def operator_allocations(result_dir: Path) -> List[Dict[str, Any]]:
     end None if never released), in allocation order."""
     rows = _op_mem_rows(
         result_dir,
-        "SELECT n.value, m.deviceId, m.addr, m.size, m.timestampNs, t.value FROM NPU_OP_MEM m "
-        "JOIN STRING_IDS n ON m.operatorName = n.id JOIN STRING_IDS t ON m.type = t.id "
+        "SELECT n.value, m.deviceId, m.addr, m.size, m.timestampNs, t.name FROM NPU_OP_MEM m "
+        "JOIN STRING_IDS n ON m.operatorName = n.id JOIN ENUM_MEMORY t ON m.type = t.id "
         "ORDER BY m.timestampNs, m.rowid")
     out: List[Dict[str, Any]] = []
     open_: Dict[Tuple[str, int, int], List[Dict[str, Any]]] = {}

@@ -516,6 +516,7 @@ mod tests {
             name: name.into(),
             start: at,
             allocated: a,
+            component: String::new(),
             reserved: r,
             tid: 0,
         }

@@ -99,12 +99,12 @@ pub const DATA_TABLES: &[(&str, &str)] = &[
     ),
 ];
 
-/// NPU_OP_MEM's `type` strings.
-pub const MEM_ALLOCATE: &str = "allocate";
-pub const MEM_RELEASE: &str = "release";
-/// NPU_MEM's `type` strings.
-pub const NPU_MEM_APP: &str = "app";
-pub const NPU_MEM_DEVICE: &str = "device";
+/// ENUM_MEMORY's values: NPU_MEM's `type` (app, device) and NPU_OP_MEM's (allocate,
+/// release), as CANN's databases hold them.
+pub const MEMORY_APP: i64 = 0;
+pub const MEMORY_DEVICE: i64 = 1;
+pub const MEMORY_ALLOCATE: i64 = 5;
+pub const MEMORY_RELEASE: i64 = 6;
 
 /// The ENUM_* tables CANN writes as data (id, name), with its newest values.
 pub const ENUMS: &[(&str, &[(i64, &str)])] = &[
@@ -116,6 +116,17 @@ pub const ENUMS: &[(&str, &[(i64, &str)])] = &[
             (10000, "node"),
             (5500, "communication"),
             (5000, "runtime"),
+        ],
+    ),
+    (
+        "ENUM_MEMORY",
+        &[
+            (0, "app"),
+            (1, "device"),
+            (3, "read"),
+            (4, "write"),
+            (5, "allocate"),
+            (6, "release"),
         ],
     ),
     (

@@ -247,6 +247,7 @@ mod tests {
             HostEvent::Mem(MemEvent {
                 addr: 0x1000,
                 allocated: 4096,
+                component: String::new(),
                 device: 1,
                 name: "conv1".into(),
                 pool: crate::formats::memory::Pool::Op,

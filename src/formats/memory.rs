@@ -30,6 +30,10 @@ pub struct MemEvent {
     /// The pool's bytes in use after this event.
     #[serde(default)]
     pub allocated: u64,
+    /// The component a replayed database gave (`PTA+GE`, `APP`); empty is
+    /// [`OP_COMPONENT`].
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub component: String,
     #[serde(default)]
     pub device: u32,
     /// The op (or API call) that owns the memory.

@@ -148,9 +148,26 @@ pub fn import_db(
             })
             .filter(|_| !m.pmu_columns.is_empty())
             .unwrap_or(u64::from(crate::formats::prof_values::AICORE_NONE));
+        // The database's operator memory, replayed as recorded (its times and totals).
+        let memory = db_op_memory(db)?;
+        if !memory.is_empty() {
+            let mut log = Vec::new();
+            for ev in memory {
+                crate::formats::host::HostEvent::Mem(ev).to_line(&mut log);
+                log.push(b'\n');
+            }
+            let lp = dir.join(crate::formats::layout::HOST_LOG);
+            std::fs::write(&lp, log)
+                .map_err(|e| crate::error::file_error("cannot write", &lp, e))?;
+        }
+        let memory_bit = if dir.join(crate::formats::layout::HOST_LOG).exists() {
+            crate::formats::acl_prof::ACL_PROF_TASK_MEMORY
+        } else {
+            0
+        };
         let session = crate::formats::host::Session {
             aicore_metrics: metric,
-            data_type_config: crate::formats::acl_prof::ACL_PROF_TASK_TIME,
+            data_type_config: crate::formats::acl_prof::ACL_PROF_TASK_TIME | memory_bit,
             devices: vec![dev],
             imported_from: Some(db.display().to_string()),
             pid: u64::from(std::process::id()),

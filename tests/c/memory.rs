@@ -168,7 +168,7 @@ fn a_known_allocation_pattern_comes_out_exactly() {
         1024 * 1024 + 64 * 56 * 56 * 2
     );
     assert_eq!(
-        one("SELECT count(*) FROM NPU_OP_MEM n JOIN STRING_IDS s ON n.type = s.id WHERE s.value = 'release'"),
+        one("SELECT count(*) FROM NPU_OP_MEM n JOIN ENUM_MEMORY e ON n.type = e.id WHERE e.name = 'release'"),
         9
     );
     assert_eq!(one("SELECT count(*) FROM CANN_API WHERE type = 5000 AND name IN (SELECT id FROM STRING_IDS WHERE value = 'aclrtFree')"), 4);

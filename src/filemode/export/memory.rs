@@ -105,17 +105,18 @@ fn operator_memory(
     let mut paired: Vec<Vec<String>> = Vec::new();
     // Open allocations by (device, name, address): their row in `paired`.
     let mut open: HashMap<(u32, &str, u64), usize> = HashMap::new();
-    let ge = db.string_id(fm::OP_COMPONENT);
-    let (alloc, release) = (
-        db.string_id(crate::formats::db_schema::MEM_ALLOCATE),
-        db.string_id(crate::formats::db_schema::MEM_RELEASE),
-    );
+    use crate::formats::db_schema::{MEMORY_ALLOCATE, MEMORY_RELEASE};
     // (Events of size 0 are the totals when the session started: state, not rows.)
     for m in g.mem.iter().filter(|m| m.pool == Pool::Op && m.size != 0) {
         let dev = m.device.to_string();
+        let component = if m.component.is_empty() {
+            fm::OP_COMPONENT
+        } else {
+            m.component.as_str()
+        };
         record.push(vec![
             dev.clone(),
-            fm::OP_COMPONENT.to_string(),
+            component.to_string(),
             tl.ts(m.start),
             kb(m.allocated),
             kb(m.reserved),
@@ -145,21 +146,29 @@ fn operator_memory(
             r[8] = kb(m.reserved);
         }
         let name = db.string_id(&m.name);
+        let component = db.string_id(component);
         db.row(
             "NPU_OP_MEM",
             &[
                 V::Integer(name),
                 V::Integer(m.addr as i64),
-                V::Integer(if m.size > 0 { alloc } else { release }),
+                V::Integer(if m.size > 0 {
+                    MEMORY_ALLOCATE
+                } else {
+                    MEMORY_RELEASE
+                }),
                 V::Integer(m.size.unsigned_abs() as i64),
                 V::Integer(tl.wall(m.start) as i64),
                 V::Integer(super::super::db::global_tid(tl.pid, m.tid)),
                 V::Integer(m.allocated as i64),
                 V::Integer(m.reserved as i64),
-                V::Integer(ge),
+                V::Integer(component),
                 V::Integer(i64::from(m.device)),
             ],
         )?;
+    }
+    if record.is_empty() {
+        return Ok(()); // no operator memory: no files, as CANN writes none
     }
     csv_file(
         &out.join(format!("memory_record_{stamp}.csv")),
@@ -208,6 +217,9 @@ fn static_plan(g: &Gathered, out: &Path, stamp: &str) -> Result<()> {
     // A graph planned twice (loaded, then a session started) is written once.
     let mut seen = std::collections::HashSet::new();
     rows.retain(|r| seen.insert(r.clone()));
+    if rows.is_empty() {
+        return Ok(());
+    }
     for ((device, graph, model), entries) in &graphs {
         let mut unique: Vec<_> = entries.clone();
         unique.sort_unstable();
@@ -262,8 +274,8 @@ fn sampled(
     devices.dedup();
     let (mut mem_rows, mut module_rows) = (Vec::new(), Vec::new());
     let (app, device_s) = (
-        db.string_id(crate::formats::db_schema::NPU_MEM_APP),
-        db.string_id(crate::formats::db_schema::NPU_MEM_DEVICE),
+        crate::formats::db_schema::MEMORY_APP,
+        crate::formats::db_schema::MEMORY_DEVICE,
     );
     let memp = tl.pid(fm::NPU_MEM_SORT, HOST_DEV);
     let tlw = |r: std::io::Result<()>| io("cannot write", &out.join("msprof.json"), r);

@@ -237,3 +237,69 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
         pmu_columns,
     })
 }
+
+/// The operator memory CANN's database recorded, on every device (NPU_OP_MEM: names and
+/// components from STRING_IDS, allocate or release from ENUM_MEMORY), as the host log's
+/// events: epoch ns, sizes and the totals as written. Empty without the table.
+pub fn db_op_memory(path: &Path) -> Result<Vec<crate::formats::memory::MemEvent>> {
+    use crate::formats::db_schema::{MEMORY_ALLOCATE, MEMORY_RELEASE};
+    use crate::formats::memory::{MemEvent, Pool};
+    let fail = |e: rusqlite::Error| -> Error {
+        Error::new(ACL_ERROR_INVALID_FILE, format!("NPU_OP_MEM: {e}"))
+    };
+    let conn =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .map_err(fail)?;
+    let has = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'NPU_OP_MEM'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map_err(fail)?;
+    if has == 0 {
+        return Ok(Vec::new());
+    }
+    let mut st = conn
+        .prepare(
+            "SELECT coalesce(s.value, ''), m.addr, m.type, m.size, m.timestampNs, m.globalTid, \
+             m.totalAllocate, m.totalReserve, coalesce(c.value, ''), m.deviceId FROM NPU_OP_MEM m \
+             LEFT JOIN STRING_IDS s ON m.operatorName = s.id \
+             LEFT JOIN STRING_IDS c ON m.component = c.id \
+             ORDER BY m.timestampNs, m.rowid",
+        )
+        .map_err(fail)?;
+    let rows = st
+        .query_map([], |r| {
+            let kind: i64 = r.get(2)?;
+            let size = r.get::<_, i64>(3)?.abs();
+            let total = |i: usize| -> rusqlite::Result<u64> {
+                Ok(r.get::<_, Option<f64>>(i)?.unwrap_or(0.0).max(0.0) as u64)
+            };
+            Ok((
+                kind,
+                MemEvent {
+                    addr: r.get::<_, i64>(1)? as u64,
+                    allocated: total(6)?,
+                    component: r.get(8)?,
+                    device: u32::try_from(r.get::<_, i64>(9)?).unwrap_or(0),
+                    name: r.get(0)?,
+                    pool: Pool::Op,
+                    reserved: total(7)?,
+                    size: if kind == MEMORY_RELEASE { -size } else { size },
+                    start: r.get::<_, i64>(4)?.max(0) as u64,
+                    tid: r.get::<_, i64>(5)? as u64 & 0xffff_ffff,
+                },
+            ))
+        })
+        .map_err(fail)?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (kind, ev) = row.map_err(fail)?;
+        // Neither allocate nor release (ENUM_MEMORY's read and write): not an allocation.
+        if kind == MEMORY_ALLOCATE || kind == MEMORY_RELEASE {
+            out.push(ev);
+        }
+    }
+    Ok(out)
+}
