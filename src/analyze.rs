@@ -31,6 +31,9 @@ pub struct Row {
     /// known.
     pub flops: Option<u64>,
     pub bytes: Option<u64>,
+    /// Device memory the row's ops allocated (`--order-by memory` on a run that recorded
+    /// memory): the Memory column shows it instead of the bytes moved.
+    pub allocated: Option<u64>,
     /// Input and output shapes (single ops and name+shape groups), when known.
     pub in_shapes: Option<String>,
     pub out_shapes: Option<String>,
@@ -157,13 +160,16 @@ impl Rank {
 struct Cost {
     flops: Option<u64>,
     bytes: Option<u64>,
+    /// Bytes of device memory allocated, when the run recorded them and they are asked for.
+    allocated: Option<u64>,
 }
 
 impl Cost {
-    fn of(m: Option<&crate::opmeta::OpMeta>) -> Cost {
+    fn of(m: Option<&crate::opmeta::OpMeta>, allocated: Option<u64>) -> Cost {
         Cost {
             flops: m.and_then(|m| m.flops),
             bytes: m.and_then(|m| m.bytes),
+            allocated,
         }
     }
 
@@ -175,6 +181,7 @@ impl Cost {
         };
         self.flops = sum(self.flops, op.flops);
         self.bytes = sum(self.bytes, op.bytes);
+        self.allocated = sum(self.allocated, op.allocated);
     }
 
     /// A cost column's value over `ns` of device time; rates per second.
@@ -183,7 +190,7 @@ impl Cost {
         match col {
             Col::Computation => self.flops.map(|f| f as f64),
             Col::Flops => self.flops.map(rate),
-            Col::Memory => self.bytes.map(|b| b as f64),
+            Col::Memory => self.allocated.or(self.bytes).map(|b| b as f64),
             Col::Bandwidth => self.bytes.map(rate),
             _ => None,
         }
@@ -581,6 +588,7 @@ pub fn analyze_with_progress(
                         .into_owned(),
                     flops: cost.flops,
                     bytes: cost.bytes,
+                    allocated: cost.allocated,
                     in_shapes: shapes.as_ref().map(|s| s.0.clone()),
                     out_shapes: shapes.map(|s| s.1),
                     op: None,
@@ -613,6 +621,7 @@ pub fn analyze_with_progress(
                 max_ns: k.dur,
                 flops: k.cost.flops,
                 bytes: k.cost.bytes,
+                allocated: k.cost.allocated,
                 in_shapes: k.shapes.as_ref().map(|s| s.0.clone()),
                 out_shapes: k.shapes.map(|s| s.1),
                 ..Default::default()
@@ -664,6 +673,7 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
                 let c = Cost {
                     flops: r.flops,
                     bytes: r.bytes,
+                    allocated: r.allocated,
                 };
                 c.value(col, r.total_ns)
             };

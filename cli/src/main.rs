@@ -34,7 +34,8 @@ struct AnalyzeArgs {
     aggregate: Func,
     /// Column to sort by (descending for numbers; +COLUMN ascending): time, count, total,
     /// share, mean, min, max, start, name, the --aggregate-by key, or, for ops that carry
-    /// their cost, computation (FLOPs), flops (per second), memory (bytes) or bandwidth
+    /// their cost, computation (FLOPs), flops (per second), memory (bytes; in a run that
+    /// recorded memory, the device memory each op allocated while it ran) or bandwidth
     #[arg(long = "order-by")]
     order_by: Option<String>,
     /// Leave out ops shorter than this many microseconds
@@ -251,7 +252,13 @@ fn unknown_cost_order(q: &Query, r: &analyze::Report) -> Option<String> {
     let name = col.trim_start_matches('+').to_ascii_lowercase();
     let (known, what) = match name.as_str() {
         "computation" | "flops" => (r.rows.iter().any(|x| x.flops.is_some()), "FLOPs"),
-        "memory" | "bandwidth" => (r.rows.iter().any(|x| x.bytes.is_some()), "bytes"),
+        "memory" => (
+            r.rows
+                .iter()
+                .any(|x| x.bytes.is_some() || x.allocated.is_some()),
+            "bytes",
+        ),
+        "bandwidth" => (r.rows.iter().any(|x| x.bytes.is_some()), "bytes"),
         _ => return None,
     };
     (!known && !r.rows.is_empty()).then(|| {

@@ -160,7 +160,8 @@ def analyze(
     ``"name+shape"`` (name and input shapes), ``"device"``, ``"stream"``, ``"model"``,
     ``"rank"`` (default: single ops); ``aggregate`` one of ``"sum"``, ``"mean"``, ``"max"``,
     ``"min"``, ``"count"``; ``order_by`` a column (``"+time"``: ascending; ``"computation"``,
-    ``"flops"``, ``"memory"``, ``"bandwidth"`` for ops that carry their cost);
+    ``"flops"``, ``"memory"``, ``"bandwidth"`` for ops that carry their cost; ``"memory"``
+    is the device memory each op allocated while it ran in a run that recorded memory);
     ``min_time`` and ``max_time`` in µs; ``type`` one op type or several; ``name`` a regular
     expression; ``device``, ``rank``, ``step`` and ``input_dtype`` (an input's data type)
     filters. Rows of ops with metadata have the cost columns and their shapes. Raises

@@ -17,6 +17,8 @@ pub(super) enum Input {
         bp: Option<std::sync::Arc<str>>,
         /// The op metadata its records' ids name (its `op_meta.tsv`).
         metas: std::sync::Arc<Metas>,
+        /// Its result directory (whose host log holds the session's memory).
+        dir: PathBuf,
     },
     Raw(PathBuf),
     /// CANN's database (`msprof_*.db`, `ascend_pytorch_profiler_*.db`): its tasks, made
@@ -59,6 +61,7 @@ pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
             steps: steps.clone(),
             fp: fp.clone(),
             bp: bp.clone(),
+            dir: dir.to_path_buf(),
         });
     }
     Ok(())

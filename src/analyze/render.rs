@@ -108,6 +108,7 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
                 let cost = Cost {
                     flops: row.flops,
                     bytes: row.bytes,
+                    allocated: row.allocated,
                 };
                 for (col, scale) in [
                     (Col::Computation, 1.0),

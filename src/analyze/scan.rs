@@ -12,6 +12,63 @@ pub(super) struct How<'a> {
     pub(super) keep: usize,
 }
 
+/// The operator memory a result directory recorded, by (device, op name): allocation times
+/// and sizes, in time order. What `--order-by memory` ranks ops by when a run recorded
+/// memory: each op's allocations made while it ran.
+#[derive(Default)]
+pub(super) struct Allocations(HashMap<OpOn, Vec<(u64, u64)>>);
+
+/// An op name on a device.
+type OpOn = (u32, Box<[u8]>);
+
+impl Allocations {
+    fn of(dir: &Path) -> Allocations {
+        let mut m: HashMap<OpOn, Vec<(u64, u64)>> = HashMap::new();
+        for e in crate::analyze::memory::read_log(dir).events {
+            if e.pool == crate::formats::memory::Pool::Op && e.size > 0 {
+                m.entry((e.device, e.name.as_bytes().into()))
+                    .or_default()
+                    .push((e.start, e.size.unsigned_abs()));
+            }
+        }
+        for v in m.values_mut() {
+            v.sort_unstable();
+        }
+        Allocations(m)
+    }
+
+    /// Bytes op `name` on `device` allocated from `start` to `end`; None if that op never
+    /// allocated (its memory is unknown, not 0).
+    fn during(&self, device: u32, name: &[u8], start: u64, end: u64) -> Option<u64> {
+        let v = self.0.get(&(device, Box::from(name)))?;
+        let from = v.partition_point(|a| a.0 < start);
+        let to = v.partition_point(|a| a.0 <= end);
+        Some(v[from..to].iter().map(|a| a.1).sum())
+    }
+
+    /// Per input, its result directory's allocations (each directory read once), when the
+    /// query ranks by memory.
+    fn per_input(how: &How<'_>, inputs: &[Input]) -> Vec<Option<std::sync::Arc<Allocations>>> {
+        if how.col != Col::Memory {
+            return Vec::new();
+        }
+        let mut read: HashMap<&Path, std::sync::Arc<Allocations>> = HashMap::new();
+        inputs
+            .iter()
+            .map(|i| match i {
+                Input::Device { dir, .. } => {
+                    let a = read
+                        .entry(dir.as_path())
+                        .or_insert_with(|| std::sync::Arc::new(Allocations::of(dir)))
+                        .clone();
+                    (!a.0.is_empty()).then_some(a)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// What one worker found in the inputs it read: groups, or the top ops, and the totals.
 #[derive(Default)]
 pub(super) struct Scan {
@@ -30,7 +87,13 @@ pub(super) struct Scan {
 }
 
 impl Scan {
-    pub(super) fn op(&mut self, h: &How<'_>, o: &Origin<'_>, v: View<'_>) {
+    pub(super) fn op(
+        &mut self,
+        h: &How<'_>,
+        allocs: &[Option<std::sync::Arc<Allocations>>],
+        o: &Origin<'_>,
+        v: View<'_>,
+    ) {
         let q = h.q;
         self.valid += 1;
         if q.rank.is_some() && q.rank != o.rank {
@@ -66,8 +129,12 @@ impl Scan {
                 return;
             }
         }
-        self.any_meta |= meta.is_some();
-        let cost = Cost::of(meta.as_deref());
+        let allocated = allocs
+            .get(o.input)
+            .and_then(Option::as_ref)
+            .and_then(|a| a.during(v.dev_id(), v.name().unwrap_or_default(), v.start(), v.end()));
+        self.any_meta |= meta.is_some() || allocated.is_some();
+        let cost = Cost::of(meta.as_deref(), allocated);
         self.ops += 1;
         self.passed += 1;
         self.total_ns = self.total_ns.saturating_add(d);
@@ -249,6 +316,7 @@ pub(super) fn scan_parallel(
 ) -> Result<Scan> {
     use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
     let inputs = inputs(path)?;
+    let allocs = Allocations::per_input(how, &inputs);
     let parts = parts_of(&inputs);
     let expected = expected_records(&inputs);
     progress(0, expected);
@@ -268,7 +336,7 @@ pub(super) fn scan_parallel(
                 let mut corrupt = 0;
                 let mut local = 0u64;
                 each_part_op(&inputs, part, &mut corrupt, &mut |o, v| {
-                    scan.op(how, o, v);
+                    scan.op(how, &allocs, o, v);
                     local += 1;
                     if local % 4096 == 0 {
                         read.fetch_add(4096, Relaxed);

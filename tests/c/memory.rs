@@ -176,6 +176,42 @@ fn a_known_allocation_pattern_comes_out_exactly() {
     assert!(one("SELECT count(*) FROM CPU_USAGE") > 0);
     assert!(one("SELECT count(*) FROM HOST_MEM_USAGE") > 0);
 
+    // --order-by memory ranks ops by what they allocated while they ran (conv1: its 1 MiB
+    // workspace and 392 KB output; relu1: 392 KB; fc: 4000 bytes).
+    let ranked = Command::new(common::aclprof_bin())
+        .args([
+            "analyze",
+            "--order-by",
+            "memory",
+            "--format",
+            "json",
+            "--top",
+            "3",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(ranked.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&ranked.stdout).unwrap();
+    let top: Vec<(String, u64)> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let name = r["Name"].as_str().unwrap().to_string();
+            (name, r["Memory(bytes)"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    let conv = 1024 * 1024 + 64 * 56 * 56 * 2;
+    assert_eq!(
+        top,
+        [
+            ("conv1".to_string(), conv),
+            ("conv1".to_string(), conv),
+            ("relu1".to_string(), 64 * 56 * 56 * 2)
+        ]
+    );
+
     // The directory's README lists the memory files, and as not collected only what needs
     // an NPU's hardware or root (osrt here), not memory or runtime calls.
     let readme =
