@@ -393,6 +393,50 @@ class _Mode(TorchDispatchMode):  # type: ignore[misc]
         return out
 
 
+def _memory_begin() -> Any:
+    """The Python path's memory: PyTorch's own profiler with ``profile_memory``, whose
+    allocation events are passed on at the block's end (see :func:`_memory_end`)."""
+    p = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                               profile_memory=True)
+    p.__enter__()
+    return p
+
+
+def _memory_end(p: Any, root: str, device: int) -> None:
+    """Stops ``p`` and reports each allocation and release it saw, in time order, owned by
+    the top-level operator running then (``root/aten::...``), at its time on the library's
+    clock (PyTorch's are wall-clock)."""
+    from torch._C._profiler import _EventType
+    p.__exit__(None, None, None)
+    offset = _common.realtime_offset_ns()
+
+    def walk(events: Any) -> Iterator[Any]:
+        for e in events:
+            yield e
+            yield from walk(e.children)
+
+    found = []
+    for e in walk(p.profiler.kineto_results.experimental_event_tree()):
+        if e.tag != _EventType.Allocation:
+            continue
+        f = e.extra_fields
+        top = e
+        while top.parent is not None:
+            top = top.parent
+        owner = root if top is e or top.name == "[memory]" else f"{root}/{top.name}"
+        found.append((e.start_time_ns, f, owner))
+    found.sort(key=lambda x: x[0])
+    from . import memory
+    for ts, f, owner in found:
+        if f.alloc_size == 0:
+            continue
+        index = f.device.index if f.device.index is not None and f.device.index >= 0 else device
+        memory.report(f.alloc_size, f.ptr, owner, device=index,
+                      total_allocated=max(f.total_allocated, 0),
+                      total_reserved=max(f.total_reserved, f.total_allocated, 0),
+                      time_ns=ts + offset)
+
+
 class profile(contextlib.ContextDecorator):
     """Reports every op PyTorch runs while active to aclprof, as model ``name``.
 
@@ -412,8 +456,10 @@ class profile(contextlib.ContextDecorator):
     the block (on its threads and the autograd threads it starts) through PyTorch's own
     memory reporting, which Kineto uses, owned by the op running then: recorded while a
     file-mode session records ``ACL_PROF_TASK_MEMORY`` (``operator_memory``,
-    ``memory_record``, ``aclprof analyze --memory``). Needs the compiled path; a thread that
-    another profiler (``torch.profiler``) already reports is left to it.
+    ``memory_record``, ``aclprof analyze --memory``). A thread that another profiler
+    (``torch.profiler``) already reports is left to it. Without the compiled path, PyTorch's
+    own profiler collects them in the block and they are reported at its end, owned by the
+    top-level operator.
     """
 
     def __init__(self, module: Optional[Any] = None, name: str = "torch", device: int = 0,
@@ -422,6 +468,7 @@ class profile(contextlib.ContextDecorator):
         self.name = name
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
+        self.device = device
         self._metas: Dict[Any, int] = {}
         self.model = Model.register(name, device)
         self._lib = load()
@@ -437,9 +484,6 @@ class profile(contextlib.ContextDecorator):
             # The dispatch-mode machinery imports torch._dynamo on first use (seconds); pay
             # it here rather than inside the user's first profiled op.
             import torch._dynamo  # noqa: F401
-            if profile_memory:
-                _log.warning("aclprof.torch: profile_memory needs the compiled reporting path "
-                             "(a C++ compiler); this profile records no memory")
         self._entered = 0
         self._failed_told = 0
         self._final = (0, 0)  # the compiled path's counts, once closed
@@ -488,6 +532,10 @@ class profile(contextlib.ContextDecorator):
             _hooks_release(self.module)
             raise
         modes.append(mode)
+        if self.profile_memory:
+            memory: List[Any] = getattr(self._active, "memory", [])
+            self._active.memory = memory
+            memory.append(_memory_begin())
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
@@ -506,6 +554,8 @@ class profile(contextlib.ContextDecorator):
         else:
             mode = self._active.modes.pop()
             mode.__exit__(exc_type, exc, tb)
+            if self.profile_memory:
+                _memory_end(self._active.memory.pop(), self.name, self.device)
         _hooks_release(self.module)
         if exc_type is not None:
             _scope.stack.clear()  # a forward that raised left its modules on the stack
