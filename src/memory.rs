@@ -6,7 +6,7 @@
 //! session started later samples what the process already holds.
 
 use crate::formats::host::HostEvent;
-use crate::formats::memory::{MemEvent, Pool};
+use crate::formats::memory::{MemEvent, PlanEntry, Pool};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -202,18 +202,20 @@ pub fn plan(id: u32, m: &crate::sim::import::SimModel) {
             continue;
         }
         let node = u32::try_from(i).unwrap_or(u32::MAX);
-        crate::filemode::host_event(bits(Pool::Op), || HostEvent::MemPlan {
-            device: m.device,
-            first: node,
-            graph: id,
-            last: match (outputs, i == last) {
-                (0, _) => node,
-                (_, true) => UNTIL_GRAPH_END,
-                _ => node + 1,
-            },
-            model: m.name.clone(),
-            name: op.name.clone(),
-            size: outputs + workspace,
+        crate::filemode::host_event(bits(Pool::Op), || {
+            HostEvent::MemPlan(PlanEntry {
+                device: m.device,
+                first: node,
+                graph: id,
+                last: match (outputs, i == last) {
+                    (0, _) => node,
+                    (_, true) => UNTIL_GRAPH_END,
+                    _ => node + 1,
+                },
+                model: m.name.clone(),
+                name: op.name.clone(),
+                size: outputs + workspace,
+            })
         });
     }
 }

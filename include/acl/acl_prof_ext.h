@@ -386,8 +386,8 @@ MSVP_PROF_API void aclprofExtFreeResult(char *result);
  * Reports one allocation or release of device memory. Recorded while a file-mode session
  * records ACL_PROF_TASK_MEMORY (or samples memory, for ACLPROF_EXT_MEM_APP), buffered with
  * the host's other events (no system call of its own); otherwise only the pool's totals
- * are kept. Errors: NULL `event`, size 0, an unknown pool, or an owner that is not UTF-8
- * or longer than 255 bytes -> ACL_ERROR_INVALID_PARAM.
+ * are kept. Errors: NULL or misaligned `event`, size 0, an unknown pool, or an owner that
+ * is not UTF-8 or longer than 255 bytes -> ACL_ERROR_INVALID_PARAM.
  *
  * # Safety
  * `event` is NULL or points to an aclprofExtMemEvent whose `owner` is NULL or a C string.

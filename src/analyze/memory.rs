@@ -81,8 +81,7 @@ pub struct Analysis {
 /// A step: (index, start, end), the library's clock.
 pub type Step = (u64, u64, u64);
 
-/// One entry of a static memory plan: (model, graph, op, first node, last node, bytes).
-pub type PlanEntry = (String, u32, String, u32, u32, u64);
+pub use crate::formats::memory::PlanEntry;
 
 /// What a host log holds of memory and the host's resources.
 #[derive(Clone, Debug, Default)]
@@ -109,20 +108,7 @@ pub fn read_log(dir: &Path) -> Logged {
         }
         match HostEvent::from_line(&line) {
             Some(HostEvent::Mem(m)) => l.events.push(m),
-            Some(HostEvent::MemPlan {
-                first,
-                graph,
-                last,
-                model,
-                name,
-                size,
-                ..
-            }) => {
-                let e = (model, graph, name, first, last, size);
-                if !l.plan.contains(&e) {
-                    l.plan.push(e);
-                }
-            }
+            Some(HostEvent::MemPlan(e)) if !l.plan.contains(&e) => l.plan.push(e),
             Some(HostEvent::Sys(s)) => l.samples.push(s),
             _ => {}
         }
@@ -431,17 +417,7 @@ pub fn render(a: &Analysis, format: super::Format) -> String {
         );
         let rows: Vec<Vec<String>> = d.ops.iter().map(|o| op_row(d.device, o)).collect();
         if !rows.is_empty() {
-            s += &table(
-                &[
-                    "Device",
-                    "Op",
-                    "Allocations",
-                    "Total(KB)",
-                    "Max(KB)",
-                    "Avg Lifetime(us)",
-                ],
-                &rows,
-            );
+            s += &table(&OP_COLUMNS, &rows);
             s += "\n";
         }
         if !d.unreleased.is_empty() {

@@ -35,8 +35,8 @@ pub struct aclprofExtMemEvent {
 /// Reports one allocation or release of device memory. Recorded while a file-mode session
 /// records ACL_PROF_TASK_MEMORY (or samples memory, for ACLPROF_EXT_MEM_APP), buffered with
 /// the host's other events (no system call of its own); otherwise only the pool's totals
-/// are kept. Errors: NULL `event`, size 0, an unknown pool, or an owner that is not UTF-8
-/// or longer than 255 bytes -> ACL_ERROR_INVALID_PARAM.
+/// are kept. Errors: NULL or misaligned `event`, size 0, an unknown pool, or an owner that
+/// is not UTF-8 or longer than 255 bytes -> ACL_ERROR_INVALID_PARAM.
 ///
 /// # Safety
 /// `event` is NULL or points to an aclprofExtMemEvent whose `owner` is NULL or a C string.
@@ -46,6 +46,9 @@ pub unsafe extern "C" fn aclprofExtMemReport(event: *const aclprofExtMemEvent) -
         "aclprofExtMemReport",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
+            if !event.is_aligned() {
+                return Err(invalid("event is misaligned"));
+            }
             let ev = event.as_ref().ok_or_else(|| invalid("event is NULL"))?;
             let owner = if ev.owner.is_null() {
                 ""

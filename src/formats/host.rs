@@ -8,7 +8,7 @@
 //! Reading is lenient, as a file a killed process left may be: a missing number is 0, and
 //! a line of a kind this version does not know is [`HostEvent::Other`] (skipped).
 
-use super::memory::MemEvent;
+use super::memory::{MemEvent, PlanEntry};
 use serde::{Deserialize, Serialize};
 
 /// One event of the host's side of a session (times: the library's clock, ns).
@@ -36,24 +36,8 @@ pub enum HostEvent {
     /// Device memory allocated or released (`ACL_PROF_TASK_MEMORY`, and the sampled
     /// memory).
     Mem(MemEvent),
-    /// One entry of a static graph's memory plan, made when the model loads: `name` needs
-    /// `size` bytes from node `first` to node `last` (`UNTIL_GRAPH_END`: to the end).
-    MemPlan {
-        #[serde(default)]
-        device: u32,
-        #[serde(default)]
-        first: u32,
-        #[serde(default)]
-        graph: u32,
-        #[serde(default)]
-        last: u32,
-        #[serde(default)]
-        model: String,
-        #[serde(default)]
-        name: String,
-        #[serde(default)]
-        size: u64,
-    },
+    /// One entry of a static graph's memory plan, made when the model loads.
+    MemPlan(PlanEntry),
     /// A sample of the host's resources (`ACL_PROF_HOST_SYS`, `ACL_PROF_HOST_SYS_USAGE`).
     Sys(super::host_sys::Sample),
     /// A sample of the data pipeline (`aclprofExtPipelineSpan`/`Queue`).
@@ -256,7 +240,7 @@ mod tests {
                 start: 3,
                 tid: 7,
             }),
-            HostEvent::MemPlan {
+            HostEvent::MemPlan(PlanEntry {
                 device: 0,
                 first: 1,
                 graph: 1,
@@ -264,7 +248,7 @@ mod tests {
                 model: "m".into(),
                 name: "conv1".into(),
                 size: 512,
-            },
+            }),
             HostEvent::Sys(crate::formats::host_sys::Sample::Cpu {
                 start: 4,
                 cpus: vec![12.5, 0.0],

@@ -51,6 +51,26 @@ pub struct MemEvent {
     pub tid: u64,
 }
 
+/// One entry of a static graph's memory plan, made when the model loads: op `name` needs
+/// `size` bytes from node `first` to node `last` ([`UNTIL_GRAPH_END`]: to the end).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanEntry {
+    #[serde(default)]
+    pub device: u32,
+    #[serde(default)]
+    pub first: u32,
+    #[serde(default)]
+    pub graph: u32,
+    #[serde(default)]
+    pub last: u32,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub size: u64,
+}
+
 /// The component `memory_record` and `NPU_OP_MEM` give operator memory in a CANN-only run.
 pub const OP_COMPONENT: &str = "GE";
 

@@ -228,18 +228,20 @@ pub(super) fn memory_section(r: &RunStats) -> String {
     }
     if !r.memory.plan.is_empty() {
         h.push_str(r#"<h3>Static plan</h3><table id="memory-plan"><thead><tr><th>Model</th><th>Graph</th><th>Op</th><th>Node start</th><th>Node end</th><th>Size (KB)</th></tr></thead><tbody>"#);
-        for (model, graph, op, first, last, size) in r.memory.plan.iter().take(2000) {
-            let last = if *last == aclprof::formats::memory::UNTIL_GRAPH_END {
+        for p in r.memory.plan.iter().take(2000) {
+            let last = if p.last == aclprof::formats::memory::UNTIL_GRAPH_END {
                 "end of graph".to_string()
             } else {
-                last.to_string()
+                p.last.to_string()
             };
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{graph}</td><td>{}</td><td>{first}</td><td>{last}</td><td>{}</td></tr>",
-                esc(model),
-                esc(op),
-                kb(*size)
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{last}</td><td>{}</td></tr>",
+                esc(&p.model),
+                p.graph,
+                esc(&p.name),
+                p.first,
+                kb(p.size)
             );
         }
         h.push_str("</tbody></table>");

@@ -6,14 +6,14 @@
 use super::*;
 use crate::formats::host::HostEvent;
 use crate::formats::host_sys::{self as hs, Sample};
-use crate::formats::memory::{self as fm, kb, MemEvent, Pool};
+use crate::formats::memory::{self as fm, kb, MemEvent, PlanEntry, Pool};
 use rusqlite::types::Value as V;
 
 /// The host log's memory and host-resource events.
 #[derive(Default)]
 pub(super) struct Gathered {
     mem: Vec<MemEvent>,
-    plans: Vec<HostEvent>,
+    plans: Vec<PlanEntry>,
     samples: Vec<Sample>,
 }
 
@@ -22,7 +22,7 @@ impl Gathered {
     pub(super) fn take(&mut self, ev: HostEvent) -> Option<HostEvent> {
         match ev {
             HostEvent::Mem(m) => self.mem.push(m),
-            HostEvent::MemPlan { .. } => self.plans.push(ev),
+            HostEvent::MemPlan(p) => self.plans.push(p),
             HostEvent::Sys(s) => self.samples.push(s),
             other => return Some(other),
         }
@@ -189,30 +189,19 @@ fn static_plan(g: &Gathered, out: &Path, stamp: &str) -> Result<()> {
     type Plan = Vec<(u32, u32, u64)>;
     let mut graphs: BTreeMap<(u32, u32, &str), Plan> = BTreeMap::new();
     for p in &g.plans {
-        if let HostEvent::MemPlan {
-            device,
-            first,
-            graph,
-            last,
-            model,
-            name,
-            size,
-        } = p
-        {
-            rows.push(vec![
-                device.to_string(),
-                name.clone(),
-                model.clone(),
-                graph.to_string(),
-                first.to_string(),
-                last.to_string(),
-                kb(*size),
-            ]);
-            graphs
-                .entry((*device, *graph, model.as_str()))
-                .or_default()
-                .push((*first, *last, *size));
-        }
+        rows.push(vec![
+            p.device.to_string(),
+            p.name.clone(),
+            p.model.clone(),
+            p.graph.to_string(),
+            p.first.to_string(),
+            p.last.to_string(),
+            kb(p.size),
+        ]);
+        graphs
+            .entry((p.device, p.graph, p.model.as_str()))
+            .or_default()
+            .push((p.first, p.last, p.size));
     }
     // A graph planned twice (loaded, then a session started) is written once.
     let mut seen = std::collections::HashSet::new();
