@@ -192,7 +192,8 @@ pub fn report(r: &Report) -> crate::error::Result<()> {
 /// already loaded.
 pub fn plan(id: u32, m: &crate::sim::import::SimModel) {
     use crate::formats::memory::UNTIL_GRAPH_END;
-    if !recording(Pool::Op) {
+    // A replayed table with its run's own memory has no plan of ours.
+    if !recording(Pool::Op) || !m.memory.is_empty() {
         return;
     }
     let last = m.ops.len().saturating_sub(1);
@@ -217,6 +218,23 @@ pub fn plan(id: u32, m: &crate::sim::import::SimModel) {
                 size: outputs + workspace,
             })
         });
+    }
+}
+
+/// Replays a recorded run's operator memory (a replayed table's `operator_memory`) on
+/// `device` (the model's, as its ops are) with an execution that starts at `call_start`:
+/// each event at its offset, with its totals.
+pub fn replay(events: &[crate::sim::import::memory::Replayed], device: u32, call_start: u64) {
+    if !recording(Pool::Op) {
+        return;
+    }
+    for (offset, e) in events {
+        let at = (i128::from(call_start) + i128::from(*offset)).max(0) as u64;
+        let totals = Totals {
+            allocated: e.allocated,
+            reserved: e.reserved,
+        };
+        event(device, Pool::Op, e.addr, e.size, &e.name, at, Some(totals));
     }
 }
 

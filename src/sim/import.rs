@@ -99,6 +99,9 @@ pub struct SimModel {
     /// The PMU columns of a replayed table (`aic_mac_ratio`, `aiv_time(us)`, ...): those after
     /// its last descriptive column ("Context ID" or "Output Formats").
     pub pmu_columns: Vec<String>,
+    /// The operator memory a replayed table's run recorded (`operator_memory*.csv` beside
+    /// it), replayed with each execution instead of the memory worked out from shapes.
+    pub memory: Vec<memory::Replayed>,
 }
 
 fn bad<T>(path: &Path, why: impl std::fmt::Display) -> Result<T> {
@@ -247,6 +250,7 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
         inputs: sizes("inputs")?,
         outputs: sizes("outputs")?,
         pmu_columns: Vec::new(),
+        memory: Vec::new(),
     })
 }
 
@@ -477,6 +481,12 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             ..Default::default()
         });
     }
+    // The run's memory beside the table, at its offsets from the first op.
+    let t0 = starts.iter().flatten().min().copied();
+    let memory = match t0 {
+        Some(t0) => memory::beside(path, t0)?,
+        None => Vec::new(),
+    };
     with_offsets(path, &mut ops, &starts)?;
     let name = model_name.unwrap_or_else(|| stem(path));
     Ok(SimModel {
@@ -490,6 +500,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             .skip(c.pmu_from)
             .map(|h| h.trim().to_string())
             .collect(),
+        memory,
     })
 }
 
@@ -526,6 +537,7 @@ fn with_offsets(path: &Path, ops: &mut [SimOp], starts: &[Option<u64>]) -> Resul
 
 mod db;
 pub use db::*;
+pub mod memory;
 
 /// The task slices of a Chrome-trace timeline's "Ascend Hardware" process.
 pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel> {
@@ -590,6 +602,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
         inputs: Vec::new(),
         outputs: Vec::new(),
         pmu_columns: Vec::new(),
+        memory: Vec::new(),
     })
 }
 

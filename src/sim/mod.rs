@@ -49,7 +49,13 @@ pub fn execute(id: u32) -> Result<()> {
     }
     let call_start = crate::clock::now_ns();
     let mut t = call_start;
-    let mut memory = crate::memory::Execution::begin(m.device);
+    // A replayed table's own memory replaces what its ops' shapes would give.
+    let mut memory = if m.memory.is_empty() {
+        crate::memory::Execution::begin(m.device)
+    } else {
+        crate::memory::replay(&m.memory, m.device, call_start);
+        None
+    };
     for (i, op) in m.ops.iter().enumerate() {
         // A replayed table keeps its start times; a description chains its ops.
         let start = match op.offset_ns {

@@ -305,3 +305,88 @@ fn record_collects_memory_runtime_calls_and_the_host_from_an_unmodified_program(
     let v: serde_json::Value = serde_json::from_slice(&analyzed.stdout).unwrap();
     assert!(v["devices"][0]["peak_held"].as_u64().unwrap() > 0, "{v}");
 }
+
+/// A replayed table's operator memory (torch_npu's `operator_memory.csv` beside its
+/// `kernel_details.csv`) is replayed with its values: sizes, totals and times from the
+/// table's first op, each allocation paired with its own release.
+#[test]
+fn a_replayed_table_s_operator_memory_keeps_its_values() {
+    let exe = build("env_mode_app", "aclprof");
+    let work = fresh_dir("replayed-memory-input");
+    let table = work.join("kernel_details.csv");
+    std::fs::copy(
+        root().join("tests/data/real/kernel_details_torchnpu_level0_910B_msinsight.csv"),
+        &table,
+    )
+    .unwrap();
+    let (_, rows) = read_csv(&table);
+    let t0 = rows.iter().map(|r| us(&r["Start Time(us)"])).min().unwrap();
+    let at = |ns: u64| format!("{}.{:03}\t", ns / 1000, ns % 1000);
+    let text = format!(
+        "Name,Size(KB),Allocation Time(us),Release Time(us),Active Release Time(us),Duration(us),\
+         Active Duration(us),Allocation Total Allocated(MB),Allocation Total Reserved(MB),\
+         Allocation Total Active(MB),Release Total Allocated(MB),Release Total Reserved(MB),\
+         Release Total Active(MB),Stream Ptr,Device Type\n\
+         aten::empty,512.000,{},{},,20.000,,2.500,8.000,2.500,2.000,8.000,2.000,,NPU:0\n\
+         aten::mm,1024.000,{},,,,,3.500,8.000,,,,,,NPU:0\n",
+        at(t0 + 5_000),
+        at(t0 + 25_000),
+        at(t0 + 7_000)
+    );
+    std::fs::write(work.join("operator_memory.csv"), text).unwrap();
+    let out = fresh_dir("replayed-memory");
+    let opts = format!(
+        r#"{{"output": "{}", "task_trace": "on", "task_memory": "on"}}"#,
+        out.display()
+    );
+    exec(
+        &exe,
+        &[&table, Path::new("1")],
+        &[("PROFILING_MODE", "true"), ("PROFILING_OPTIONS", &opts)],
+    );
+    let dir = the_result_dir(&out);
+    let (_, record) = read_csv(&output(&dir, "memory_record_"));
+    let got: Vec<(&str, &str)> = record
+        .iter()
+        .map(|r| {
+            (
+                r["Total Allocated(KB)"].as_str(),
+                r["Total Reserved(KB)"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("2560.000", "8192.000"),
+            ("3584.000", "8192.000"),
+            ("2048.000", "8192.000")
+        ]
+    );
+    // At their offsets from the first op.
+    let (_, ops) = read_csv(&output(&dir, "op_summary_"));
+    let first = ops
+        .iter()
+        .map(|r| us(&r["Task Start Time(us)"]))
+        .min()
+        .unwrap();
+    assert_eq!(us(&record[0]["Timestamp(us)"]) - first, 5_000);
+    let (_, paired) = read_csv(&output(&dir, "operator_memory_"));
+    let cells: Vec<(&str, &str, &str)> = paired
+        .iter()
+        .map(|r| {
+            (
+                r["Name"].as_str(),
+                r["Size(KB)"].as_str(),
+                r["Duration(us)"].as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("aten::empty", "512.000", "20.000"),
+            ("aten::mm", "1024.000", "")
+        ]
+    );
+}

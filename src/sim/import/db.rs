@@ -235,6 +235,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
         inputs: Vec::new(),
         outputs: Vec::new(),
         pmu_columns,
+        memory: Vec::new(),
     })
 }
 
