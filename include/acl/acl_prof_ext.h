@@ -467,7 +467,8 @@ aclError aclprofExtDecodeOps(const void *opInfo,
  * Checks `profilingOptions`, a `PROFILING_OPTIONS` JSON object (as TensorFlow's npu_bridge
  * writes it: "output", "task_trace", "training_trace", "aic_metrics", "fp_point", ...),
  * without starting anything. Bad JSON, an unknown key, a switch that is not "on" or "off",
- * an unknown metric or no "output" -> ACL_ERROR_INVALID_PARAM, the reason (naming the key)
+ * an unknown metric, a `host_sys`, `host_sys_usage` or frequency value aclprofSetConfig
+ * would refuse, or no "output" -> ACL_ERROR_INVALID_PARAM, the reason (naming the key)
  * from aclGetRecentErrMsg.
  */
 MSVP_PROF_API aclError aclprofExtOptionsCheck(const char *profilingOptions);

@@ -47,6 +47,23 @@ def test_npu_run_config_profiles_with_the_given_options(tmp_path: Path) -> None:
     assert op_summary_rows(result_dir(tmp_path)) == ops
 
 
+def test_host_sys_options_sample_the_host(tmp_path: Path) -> None:
+    """npu_bridge's host_sys, host_sys_usage and their frequency are CANN's aclprofSetConfig
+    values: the host is sampled into CANN's files; a bad item is refused, naming the key."""
+    profiling_options = json.dumps({"output": str(tmp_path), "task_trace": "on",
+                                    "host_sys": "cpu,mem", "host_sys_usage": "cpu,mem",
+                                    "host_sys_usage_freq": "50"})
+    with NPURunConfig(profiling_config=ProfilingConfig(enable_profiling=True,
+                                                       profiling_options=profiling_options)):
+        run_tiny()
+    out = result_dir(tmp_path) / "mindstudio_profiler_output"
+    for table in ("host_cpu_usage", "host_mem_usage", "cpu_usage", "sys_mem", "process_mem"):
+        assert list(out.glob(f"{table}_*.csv")), table
+    bad = json.dumps({"output": str(tmp_path), "host_sys": "cpu,gpu"})
+    with pytest.raises(ValueError, match="host_sys"):
+        ProfilingConfig(enable_profiling=True, profiling_options=bad)
+
+
 def test_disabled_config_profiles_nothing(tmp_path: Path) -> None:
     config = NPURunConfig(profiling_config=ProfilingConfig())
     assert config.start_profiling() is False

@@ -277,7 +277,8 @@ unsafe fn options_arg<'a>(options: *const c_char) -> crate::error::Result<&'a st
 /// Checks `profilingOptions`, a `PROFILING_OPTIONS` JSON object (as TensorFlow's npu_bridge
 /// writes it: "output", "task_trace", "training_trace", "aic_metrics", "fp_point", ...),
 /// without starting anything. Bad JSON, an unknown key, a switch that is not "on" or "off",
-/// an unknown metric or no "output" -> ACL_ERROR_INVALID_PARAM, the reason (naming the key)
+/// an unknown metric, a `host_sys`, `host_sys_usage` or frequency value aclprofSetConfig
+/// would refuse, or no "output" -> ACL_ERROR_INVALID_PARAM, the reason (naming the key)
 /// from aclGetRecentErrMsg.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtOptionsCheck(profilingOptions: *const c_char) -> aclError {
@@ -287,7 +288,8 @@ pub unsafe extern "C" fn aclprofExtOptionsCheck(profilingOptions: *const c_char)
         || {
             let count = crate::init::ensure().device_count;
             let text = options_arg(profilingOptions)?;
-            crate::init::env_mode_config(text, count, crate::init::Unknown::Refuse).map(|_| ())
+            crate::init::env_mode_config(text, count, crate::init::Unknown::Refuse)?;
+            crate::init::env_mode_settings(text, crate::init::Unknown::Refuse).map(|_| ())
         },
     )
 }
