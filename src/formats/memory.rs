@@ -53,7 +53,7 @@ pub struct MemEvent {
 
 /// One entry of a static graph's memory plan, made when the model loads: op `name` needs
 /// `size` bytes from node `first` to node `last` ([`UNTIL_GRAPH_END`]: to the end).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PlanEntry {
     #[serde(default)]
     pub device: u32,

@@ -103,8 +103,8 @@ fn operator_memory(
 ) -> Result<()> {
     let mut record = Vec::new();
     let mut paired: Vec<Vec<String>> = Vec::new();
-    // Open allocations by (device, name, address): their row in `paired`.
-    let mut open: HashMap<(u32, &str, u64), usize> = HashMap::new();
+    // Open allocations by (device, name, address): their row in `paired` and their time.
+    let mut open: HashMap<(u32, &str, u64), (usize, u64)> = HashMap::new();
     use crate::formats::db_schema::{MEMORY_ALLOCATE, MEMORY_RELEASE};
     // (Events of size 0 are the totals when the session started: state, not rows.)
     for m in g.mem.iter().filter(|m| m.pool == Pool::Op && m.size != 0) {
@@ -124,7 +124,7 @@ fn operator_memory(
         ]);
         let key = (m.device, m.name.as_str(), m.addr);
         if m.size > 0 {
-            open.insert(key, paired.len());
+            open.insert(key, (paired.len(), m.start));
             paired.push(vec![
                 dev,
                 m.name.clone(),
@@ -137,11 +137,9 @@ fn operator_memory(
                 String::new(),
                 fm::device_cell(m.device),
             ]);
-        } else if let Some(i) = open.remove(&key) {
+        } else if let Some((i, began)) = open.remove(&key) {
             let r = &mut paired[i];
-            let began = r[3].parse::<f64>().unwrap_or(0.0);
-            let ended = tl.ts(m.start).parse::<f64>().unwrap_or(began);
-            r[4] = format!("{:.3}", (ended - began).max(0.0));
+            r[4] = us3(m.start.saturating_sub(began));
             r[7] = kb(m.allocated);
             r[8] = kb(m.reserved);
         }
@@ -188,7 +186,9 @@ fn static_plan(g: &Gathered, out: &Path, stamp: &str) -> Result<()> {
     // Per (device, graph, model): (first node, last node, bytes).
     type Plan = Vec<(u32, u32, u64)>;
     let mut graphs: BTreeMap<(u32, u32, &str), Plan> = BTreeMap::new();
-    for p in &g.plans {
+    // A model loaded while a session starts may be planned twice: written once.
+    let mut seen = std::collections::HashSet::new();
+    for p in g.plans.iter().filter(|p| seen.insert(*p)) {
         rows.push(vec![
             p.device.to_string(),
             p.name.clone(),
@@ -203,20 +203,14 @@ fn static_plan(g: &Gathered, out: &Path, stamp: &str) -> Result<()> {
             .or_default()
             .push((p.first, p.last, p.size));
     }
-    // A graph planned twice (loaded, then a session started) is written once.
-    let mut seen = std::collections::HashSet::new();
-    rows.retain(|r| seen.insert(r.clone()));
     if rows.is_empty() {
         return Ok(());
     }
     for ((device, graph, model), entries) in &graphs {
-        let mut unique: Vec<_> = entries.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        let peak = unique
+        let peak = entries
             .iter()
             .map(|&(node, _, _)| {
-                unique
+                entries
                     .iter()
                     .filter(|&&(f, l, _)| f <= node && node <= l)
                     .map(|e| e.2)
@@ -267,7 +261,8 @@ fn sampled(
         crate::formats::db_schema::MEMORY_DEVICE,
     );
     let memp = tl.pid(fm::NPU_MEM_SORT, HOST_DEV);
-    let tlw = |r: std::io::Result<()>| io("cannot write", &out.join("msprof.json"), r);
+    let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     tlw(tl.process(memp, fm::NPU_MEM_TRACK, "NPU", fm::NPU_MEM_SORT))?;
     for dev in devices {
         let evs: Vec<&MemEvent> = g.mem.iter().filter(|m| m.device == dev).collect();
@@ -356,15 +351,16 @@ fn sampled(
 /// The host's usage: per-process summaries (`host_*_usage`), system summaries
 /// (`cpu_usage`, `process_cpu_usage`, `sys_mem`, `process_mem`), the tables and tracks.
 fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut Db) -> Result<()> {
-    let tlw = |r: std::io::Result<()>| io("cannot write", &out.join("msprof.json"), r);
+    let tl_path = out.join(format!("msprof_{stamp}.json"));
+    let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     let file = |name: &str| out.join(format!("{name}_{stamp}.csv"));
     let host = "host".to_string();
     let (mut totals, mut used_cpus, mut ncpu) = (Vec::new(), std::collections::BTreeSet::new(), 0);
     let (mut mem, mut mem_total) = (Vec::new(), 0u64);
     let (mut reads, mut writes) = (Vec::new(), Vec::new());
     let (mut net, mut speed) = (Vec::new(), 0u64);
-    let mut sys_cpu: Vec<(u64, Vec<[f64; 6]>)> = Vec::new();
-    let mut sys_mem: Vec<Vec<u64>> = Vec::new();
+    let mut sys_cpu: Vec<&[[f64; 6]]> = Vec::new();
+    let mut sys_mem: Vec<&[u64]> = Vec::new();
     // Per (pid, name): sums of CPU %, size, resident and shared pages, and the samples.
     type Sums = (f64, u64, u64, u64, u64);
     let mut procs: BTreeMap<(u32, String), Sums> = BTreeMap::new();
@@ -454,8 +450,8 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                     &[V::Integer(wall), V::Real(pct), V::Integer(*sp as i64)],
                 )?;
             }
-            Sample::SysCpu { cpus, .. } => sys_cpu.push((at, cpus.clone())),
-            Sample::SysMem { values, .. } => sys_mem.push(values.clone()),
+            Sample::SysCpu { cpus, .. } => sys_cpu.push(cpus),
+            Sample::SysMem { values, .. } => sys_mem.push(values),
             Sample::Procs { procs: ps, .. } => {
                 for p in ps {
                     let e = procs.entry((p.pid, p.name.clone())).or_default();
@@ -519,13 +515,13 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
     }
     if !sys_cpu.is_empty() {
         // Averages over the run, per CPU, then all CPUs ("Avg").
-        let n = sys_cpu.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
+        let n = sys_cpu.iter().map(|c| c.len()).max().unwrap_or(0);
         let mut rows = Vec::new();
         let mut all = [0.0f64; 6];
         for i in 0..n {
             let mut sum = [0.0f64; 6];
             let mut k = 0.0;
-            for (_, c) in &sys_cpu {
+            for c in &sys_cpu {
                 if let Some(v) = c.get(i) {
                     for j in 0..6 {
                         sum[j] += v[j];
