@@ -46,16 +46,6 @@ pub fn recording(pool: Pool) -> bool {
     crate::filemode::recording(bits(pool))
 }
 
-/// The totals of `device`'s `pool`.
-pub fn totals(device: u32, pool: Pool) -> Totals {
-    POOLS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get(&(device, pool))
-        .copied()
-        .unwrap_or_default()
-}
-
 /// One allocation (`size` > 0) or release (`size` < 0) of `size.abs()` bytes at `addr`,
 /// owned by `name`, at `at` (the library's clock). `given`: the pool's totals after it, as
 /// a runtime that keeps its own pool reports them; None: worked out here.
@@ -74,6 +64,11 @@ pub fn event(
         *t = given.unwrap_or_else(|| next(pool, *t, size));
         *t
     };
+    record(device, pool, t, addr, size, name, at);
+}
+
+/// Records one event with its pool's totals `t` after it, if a session records the pool.
+fn record(device: u32, pool: Pool, t: Totals, addr: u64, size: i64, name: &str, at: u64) {
     crate::filemode::host_event(bits(pool), || {
         HostEvent::Mem(MemEvent {
             addr,
@@ -116,20 +111,7 @@ pub fn snapshot() {
         .collect();
     let at = crate::clock::now_ns();
     for ((device, pool), t) in pools {
-        crate::filemode::host_event(bits(pool), || {
-            HostEvent::Mem(MemEvent {
-                addr: 0,
-                allocated: t.allocated,
-                component: String::new(),
-                device,
-                name: String::new(),
-                pool,
-                reserved: t.reserved,
-                size: 0,
-                start: at,
-                tid: u64::from(crate::clock::thread_id()),
-            })
-        });
+        record(device, pool, t, 0, 0, "", at);
     }
 }
 
@@ -271,15 +253,16 @@ impl Execution {
         }
         // The previous op's outputs are consumed by this op.
         if let Some((prev, bytes)) = self.pending.take() {
-            self.steps.push((end.max(start), -s(bytes), prev, 0));
+            self.steps.push((end, -s(bytes), prev, 0));
         }
         if outputs > 0 {
             self.pending = Some((index, outputs));
         }
     }
 
-    /// The execution ended at `at`: records every event, in time order.
-    pub fn finish(mut self, at: u64, names: &dyn Fn(usize) -> String) {
+    /// The execution ended at `at`: records every event, in time order (`names`: an op's
+    /// name by its index).
+    pub fn finish<'a>(mut self, at: u64, names: impl Fn(usize) -> &'a str) {
         if let Some((prev, bytes)) = self.pending.take() {
             self.steps
                 .push((at, -i64::try_from(bytes).unwrap_or(i64::MAX), prev, 0));
@@ -297,7 +280,7 @@ impl Execution {
             } else {
                 addrs.remove(&(op, which)).unwrap_or(0)
             };
-            event(self.device, Pool::Op, addr, size, &names(op), t, None);
+            event(self.device, Pool::Op, addr, size, names(op), t, None);
         }
     }
 }

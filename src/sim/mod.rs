@@ -83,7 +83,7 @@ pub fn execute(id: u32) -> Result<()> {
         t = t.max(end);
     }
     if let Some(mem) = memory {
-        mem.finish(t, &|i| m.ops[i].name.clone());
+        mem.finish(t, |i| m.ops[i].name.as_str());
     }
     crate::clock::sleep_until(t);
     // The host side of the call, as CANN's ACL_PROF_ACL_API trace shows aclmdlExecute.
