@@ -92,7 +92,9 @@ pub struct Diff {
     pub rows: Vec<DiffRow>,
 }
 
-fn keyed(
+/// Rows of `section` pairing `base`'s keys with `new`'s (base's first, in key order, then
+/// those only `new` has).
+fn paired(
     section: Section,
     base: BTreeMap<String, (u64, u64)>,
     mut new: BTreeMap<String, (u64, u64)>,
@@ -117,7 +119,17 @@ fn keyed(
         base_ns: None,
         new_ns: Some(nt),
     }));
-    // Largest change first; ties by name, so the order is stable.
+    v
+}
+
+/// [`paired`], largest change first.
+fn keyed(
+    section: Section,
+    base: BTreeMap<String, (u64, u64)>,
+    new: BTreeMap<String, (u64, u64)>,
+) -> Vec<DiffRow> {
+    let mut v = paired(section, base, new);
+    // Ties by name, so the order is stable.
     v.sort_by(|a, b| {
         b.diff_ns()
             .abs()
@@ -142,8 +154,8 @@ fn step_map(r: &RunStats) -> BTreeMap<String, (u64, u64)> {
         .collect()
 }
 
-/// The memory section: per device its peaks and what it held at the end (in that order),
-/// then per op its largest allocation (count: its allocations), largest change first.
+/// The memory section: per device its peaks and what it held at the end (by name), then per
+/// op its largest allocation (count: its allocations), largest change first.
 fn memory_rows(
     base: &crate::analyze::memory::Analysis,
     new: &crate::analyze::memory::Analysis,
@@ -171,27 +183,7 @@ fn memory_rows(
         }
         m
     };
-    let (fb, mut fnew) = (figures(base), figures(new));
-    let mut rows: Vec<DiffRow> = Vec::new();
-    for (k, (bc, bv)) in fb {
-        let n = fnew.remove(&k);
-        rows.push(DiffRow {
-            section: Section::Memory,
-            key: k,
-            base_count: Some(bc),
-            new_count: n.map(|x| x.0),
-            base_ns: Some(bv),
-            new_ns: n.map(|x| x.1),
-        });
-    }
-    rows.extend(fnew.into_iter().map(|(k, (c, v))| DiffRow {
-        section: Section::Memory,
-        key: k,
-        base_count: None,
-        new_count: Some(c),
-        base_ns: None,
-        new_ns: Some(v),
-    }));
+    let mut rows = paired(Section::Memory, figures(base), figures(new));
     rows.extend(keyed(Section::Memory, ops(base), ops(new)));
     rows
 }
