@@ -139,14 +139,53 @@ struct State {
     procs: HashMap<u32, u64>,
 }
 
+/// The kernel's clock ticks per second (CLK_TCK), read once.
 fn ticks_per_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    static TCK: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TCK.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        if t > 0 {
+            t as f64
+        } else {
+            100.0
+        }
+    })
+}
+
+/// The share of one CPU (%) that `ticks` of CPU time are over `dt` seconds.
+fn cpu_share(ticks: u64, dt: f64) -> f64 {
+    ticks as f64 / ticks_per_s() / dt * 100.0
+}
+
+/// One `<dir>/<id>/stat` of `/proc/self/task` or `/proc`: the thread's or process's id,
+/// its directory, command, user+system CPU ticks (fields 14 and 15) and last CPU (39).
+struct Stat {
+    id: u32,
+    path: std::path::PathBuf,
+    name: String,
+    ticks: u64,
+    cpu: usize,
+}
+
+/// Every readable `stat` under `dir` (a thread or process that ended meanwhile is skipped).
+fn stats(dir: &str) -> impl Iterator<Item = Stat> {
+    fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let id = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let text = fs::read_to_string(e.path().join("stat")).ok()?;
+            let (name, f) = stat_fields(&text)?;
+            Some(Stat {
+                id,
+                path: e.path(),
+                name,
+                ticks: field(&f, 14) + field(&f, 15),
+                cpu: field(&f, 39) as usize,
+            })
+        })
 }
 
 fn page_size() -> u64 {
@@ -210,27 +249,12 @@ impl State {
         if ask.cpu {
             let mut cpus = vec![0.0; cpu_count()];
             let mut seen = HashMap::new();
-            for e in fs::read_dir("/proc/self/task")
-                .into_iter()
-                .flatten()
-                .flatten()
-            {
-                let Ok(tid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                    continue;
-                };
-                let Ok(text) = fs::read_to_string(e.path().join("stat")) else {
-                    continue;
-                };
-                let Some((_, f)) = stat_fields(&text) else {
-                    continue;
-                };
-                let ticks = field(&f, 14) + field(&f, 15);
-                let cpu = field(&f, 39) as usize;
-                let before = self.threads.get(&tid).copied().unwrap_or(0);
-                if let (Some(dt), Some(c)) = (dt, cpus.get_mut(cpu)) {
-                    *c += ticks.saturating_sub(before) as f64 / ticks_per_s() / dt * 100.0;
+            for t in stats("/proc/self/task") {
+                let before = self.threads.get(&t.id).copied().unwrap_or(0);
+                if let (Some(dt), Some(c)) = (dt, cpus.get_mut(t.cpu)) {
+                    *c += cpu_share(t.ticks.saturating_sub(before), dt);
                 }
-                seen.insert(tid, ticks);
+                seen.insert(t.id, t.ticks);
             }
             self.threads = seen;
             if dt.is_some() {
@@ -316,33 +340,21 @@ impl State {
             out(Sample::SysMem { start, values });
             let mut procs = Vec::new();
             let mut seen = HashMap::new();
-            for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
-                let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
-                    continue;
-                };
-                let Ok(text) = fs::read_to_string(e.path().join("stat")) else {
-                    continue;
-                };
-                let Some((name, f)) = stat_fields(&text) else {
-                    continue;
-                };
-                let ticks = field(&f, 14) + field(&f, 15);
-                let cpu = match (dt, self.procs.get(&pid)) {
-                    (Some(dt), Some(&t0)) => {
-                        ticks.saturating_sub(t0) as f64 / ticks_per_s() / dt * 100.0
-                    }
+            for p in stats("/proc") {
+                let cpu = match (dt, self.procs.get(&p.id)) {
+                    (Some(dt), Some(&t0)) => cpu_share(p.ticks.saturating_sub(t0), dt),
                     _ => 0.0,
                 };
-                seen.insert(pid, ticks);
-                let statm: Vec<u64> = fs::read_to_string(e.path().join("statm"))
+                seen.insert(p.id, p.ticks);
+                let statm: Vec<u64> = fs::read_to_string(p.path.join("statm"))
                     .unwrap_or_default()
                     .split_whitespace()
                     .filter_map(|v| v.parse().ok())
                     .collect();
                 let at = |i: usize| statm.get(i).copied().unwrap_or(0);
                 procs.push(Proc {
-                    pid,
-                    name,
+                    pid: p.id,
+                    name: p.name,
                     cpu,
                     size: at(0),
                     resident: at(1),
