@@ -7,7 +7,6 @@ other modules import (no module imports another's private names).
 
 from __future__ import annotations
 
-import csv
 import ctypes
 import json
 import logging
@@ -142,18 +141,7 @@ class Started:
             exit_cleanup(self.stop, exc_type)
 
 
-# ---- memory, as a result directory holds it ------------------------------------------------
-
-
-def memory_files(result_dir: Path, table: str) -> List[Path]:
-    """The exported ``table_<ts14>.csv`` files (``memory_record``, ``npu_mem``, ...)."""
-    return [f for f in sorted((result_dir / RESULT_SUBDIR).glob(table + "_*.csv"))
-            if f.name[len(table) + 1:-4].isdigit()]
-
-
-def csv_dicts(path: Path) -> List[Dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+# ---- memory, as CANN's database holds it ---------------------------------------------------
 
 
 def _op_mem_rows(result_dir: Path, sql: str) -> List[Tuple[Any, ...]]:

@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import csv
 import enum
+from decimal import Decimal
 import io
 import json
 import logging
@@ -460,8 +461,8 @@ def _write_memory(profiler_dir: Path, dirs: List[Path]) -> None:
     (GE: the operators; MindSpore+GE: the same, as aclprof sees no framework pool; APP: the
     process's device memory, sampled), ``operator_memory.csv`` (torch_npu's and MindSpore's
     MB layout), and ``static_op_mem.csv`` and ``npu_module_mem.csv`` as msprof writes them."""
-    records = [r for d in dirs for f in _common.memory_files(d, "memory_record")
-               for r in _common.csv_dicts(f)]
+    exported = Analysis(dirs)
+    records = exported.table("memory_record")
     if not records:
         return
     out = profiler_dir / "ASCEND_PROFILER_OUTPUT"
@@ -475,31 +476,29 @@ def _write_memory(profiler_dir: Path, dirs: List[Path]) -> None:
         alloc, reserved = mb(r["Total Allocated(KB)"]), mb(r["Total Reserved(KB)"])
         for component in ("GE", "MindSpore+GE"):
             rows.append([component, r["Timestamp(us)"], alloc, reserved, alloc, r["Device"]])
-    for d in dirs:
-        for f in _common.memory_files(d, "npu_mem"):
-            for r in _common.csv_dicts(f):
-                if r["event"] == "APP":
-                    m = mb(r["memory(KB)"])
-                    rows.append(["APP", r["timestamp(us)"], m, m, m, "NPU:" + r["Device_id"]])
+    for r in exported.table("npu_mem"):
+        if r["event"] == "APP":
+            m = mb(r["memory(KB)"])
+            rows.append(["APP", r["timestamp(us)"], m, m, m, "NPU:" + r["Device_id"]])
     with open(out / "memory_record.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(MEMORY_RECORD_HEADER)
         w.writerows(rows)
-    ops = [r for d in dirs for f in _common.memory_files(d, "operator_memory")
-           for r in _common.csv_dicts(f)]
+    ops = exported.table("operator_memory")
     with open(out / "operator_memory.csv", "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(OPERATOR_MEMORY_HEADER)
         for r in ops:
             start, dur = r["Allocation Time(us)"], r["Duration(us)"]
-            end = "%.3f" % (float(start) + float(dur)) if dur.strip() else ""
+            # In decimal: an epoch in µs is past what a float holds to the nanosecond.
+            end = str(Decimal(start.strip()) + Decimal(dur.strip())) if dur.strip() else ""
             w.writerow([r["Name"], r["Size(KB)"], start, end, end, dur, dur,
                         mb(r["Allocation Total Allocated(KB)"]), mb(r["Allocation Total Reserved(KB)"]),
                         mb(r["Allocation Total Allocated(KB)"]), mb(r["Release Total Allocated(KB)"]),
                         mb(r["Release Total Reserved(KB)"]), mb(r["Release Total Allocated(KB)"]),
                         "", r["Device"]])
     for table in ("static_op_mem", "npu_module_mem"):
-        files = [f for d in dirs for f in _common.memory_files(d, table)]
+        files = exported.files(table)
         if files:
             (out / (table + ".csv")).write_bytes(files[-1].read_bytes())
 
