@@ -561,7 +561,6 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
             .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?
     };
     let devices = session.devices.clone();
-    let data_type = session.data_type_config;
     let mono0 = session.clock_monotonic_raw;
     let wall0 = session.wall_clock_ns;
     let pid = session.pid;
@@ -741,13 +740,13 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
         .iter()
         .filter(|r| r.step.id.is_some() && Some(r.dev) == first_dev)
         .collect();
-    host_events(dir, &out, &stamp, data_type, &steps, &mut tl, &mut db)?;
+    host_events(dir, &out, &stamp, &session, &steps, &mut tl, &mut db)?;
     finish_db(dir, db, &devices, wall0)?;
     tlw(tl.w.write_all(b"]\n"))?;
     tlw(tl.w.flush())?;
     let r = tl.pf.flush();
     tlw(tl.pf_err(r))?;
-    write_readme(dir, &out, &stamp, data_type, metric)?;
+    write_readme(dir, &out, &stamp, &session, metric)?;
     Ok(summary)
 }
 

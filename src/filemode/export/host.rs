@@ -76,11 +76,12 @@ pub(super) fn host_events(
     dir: &Path,
     out: &Path,
     stamp: &str,
-    data_type: u64,
+    session: &crate::formats::host::Session,
     steps: &[&StepRow],
     tl: &mut Timeline,
     db: &mut Db,
 ) -> Result<()> {
+    let data_type = session.data_type_config;
     let tl_path = out.join(format!("msprof_{stamp}.json"));
     let mut tx_events = 0u64;
     let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
@@ -261,7 +262,7 @@ pub(super) fn host_events(
     if let Some(mut w) = tx_csv {
         w.flush().map_err(|e| csv_err(&tx_path, e.into()))?;
     }
-    let span = super::memory::Span::of(dir);
+    let span = super::memory::Span::of(dir, session);
     super::memory::write(&mut gathered, &span, out, stamp, data_type, tl, db)?;
     let api_bits =
         crate::formats::acl_prof::ACL_PROF_ACL_API | crate::formats::acl_prof::ACL_PROF_RUNTIME_API;

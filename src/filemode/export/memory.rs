@@ -49,18 +49,15 @@ pub(super) struct Span {
 }
 
 impl Span {
-    pub(super) fn of(dir: &Path) -> Span {
-        let session = fs::read_to_string(dir.join(SESSION_FILE))
-            .ok()
-            .and_then(|t| crate::formats::host::Session::from_json(&t).ok())
-            .unwrap_or_default();
+    /// From the session and its directory's end_info (the library's clock at the stop).
+    pub(super) fn of(dir: &Path, session: &crate::formats::host::Session) -> Span {
         let end = fs::read(dir.join("host/end_info"))
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
             .and_then(|v| v["clockMonotonicRaw"].as_str()?.parse::<u64>().ok())
             .unwrap_or(0);
         Span {
-            devices: session.devices,
+            devices: session.devices.clone(),
             mem_hz: session.mem_freq_hz,
             start: session.clock_monotonic_raw,
             end,

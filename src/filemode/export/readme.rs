@@ -41,9 +41,10 @@ pub(super) fn write_readme(
     dir: &Path,
     out: &Path,
     stamp: &str,
-    data_type: u64,
+    session: &crate::formats::host::Session,
     metric: u64,
 ) -> Result<()> {
+    let data_type = session.data_type_config;
     let mut text = format!(
         "Exported by aclprof (emulated Ascend device) at {stamp}.\n\
          msprof_{stamp}.json       timeline (Chrome trace array: Perfetto, chrome://tracing, MindStudio Insight)\n\
@@ -94,13 +95,7 @@ pub(super) fn write_readme(
                  reads that instead).\n";
     }
     let mut missing = not_collected(data_type, metric);
-    missing.extend(
-        fs::read_to_string(dir.join(SESSION_FILE))
-            .ok()
-            .and_then(|t| crate::formats::host::Session::from_json(&t).ok())
-            .map(|s| s.hardware_only)
-            .unwrap_or_default(),
-    );
+    missing.extend(session.hardware_only.iter().cloned());
     if !missing.is_empty() {
         log::warn!(
             "aclprof: switched on but not collected on an emulated device: {}",
