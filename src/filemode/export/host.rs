@@ -200,7 +200,7 @@ pub(super) fn host_events(
                         let key = (stage.clone(), u32::MAX);
                         let tid = (1 << 32) | *pipe_tracks.entry(key).or_insert(n + 1);
                         let name = format!("Queue {stage}");
-                        tlw(tl.counter(pipep, tid, &name, *ns, u64::from(*depth)))?;
+                        tlw(tl.counter(pipep, tid, &name, *ns, "depth", f64::from(*depth), 0))?;
                     }
                 }
             }

@@ -328,7 +328,7 @@ fn sampled(
             {
                 let track = format!("APP/{name}");
                 let tid = u64::from(dev) << 8 | k as u64;
-                tlw(tl.counter_of(memp, tid, &track, t, fm::NPU_MEM_UNIT, v as f64 / 1024.0, 3))?;
+                tlw(tl.counter(memp, tid, &track, t, fm::NPU_MEM_UNIT, v as f64 / 1024.0, 3))?;
             }
             t += period;
         }
@@ -380,7 +380,7 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                     if *u > 0.0 {
                         used_cpus.insert(i);
                     }
-                    tlw(tl.counter_of(
+                    tlw(tl.counter(
                         cpup,
                         i as u64,
                         &format!("CPU {i}"),
@@ -395,7 +395,7 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                     )?;
                 }
                 let avg = cpus.iter().sum::<f64>() / cpus.len().max(1) as f64;
-                tlw(tl.counter_of(cpup, 1 << 16, "CPU Avg", at, hs::USAGE_UNIT, avg, 2))?;
+                tlw(tl.counter(cpup, 1 << 16, "CPU Avg", at, hs::USAGE_UNIT, avg, 2))?;
                 totals.push(cpus.iter().sum::<f64>() / 100.0);
             }
             Sample::Mem { used, total, .. } => {
@@ -403,15 +403,15 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                 mem_total = mem_total.max(*total);
                 let pct = 100.0 * *used as f64 / (*total).max(1) as f64;
                 tlw(tl.process(memp, mem_name, "CPU", mem_sort))?;
-                tlw(tl.counter_of(memp, 0, mem_name, at, hs::USAGE_UNIT, pct, 2))?;
+                tlw(tl.counter(memp, 0, mem_name, at, hs::USAGE_UNIT, pct, 2))?;
                 db.row("HOST_MEM_USAGE", &[V::Integer(wall), V::Real(pct)])?;
             }
             Sample::Disk { read, write, .. } => {
                 reads.push(*read as f64);
                 writes.push(*write as f64);
                 tlw(tl.process(diskp, disk_name, "CPU", disk_sort))?;
-                tlw(tl.counter_of(diskp, 0, "Disk Read", at, "KB/s", *read as f64 / 1024.0, 3))?;
-                tlw(tl.counter_of(
+                tlw(tl.counter(diskp, 0, "Disk Read", at, "KB/s", *read as f64 / 1024.0, 3))?;
+                tlw(tl.counter(
                     diskp,
                     1,
                     "Disk Write",
@@ -441,7 +441,7 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                     0.0
                 };
                 tlw(tl.process(netp, net_name, "CPU", net_sort))?;
-                tlw(tl.counter_of(netp, 0, net_name, at, hs::USAGE_UNIT, pct, 2))?;
+                tlw(tl.counter(netp, 0, net_name, at, hs::USAGE_UNIT, pct, 2))?;
                 db.row(
                     "HOST_NETWORK_USAGE",
                     &[V::Integer(wall), V::Real(pct), V::Integer(*sp as i64)],

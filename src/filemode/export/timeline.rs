@@ -84,33 +84,12 @@ impl Timeline {
         ))?;
         self.event(&format!(r#"{{"name":"thread_sort_index","pid":{pid},"tid":{tid},"ph":"M","args":{{"sort_index":{sort}}}}}"#))
     }
-    /// One value of counter `name` (a series of its own in the JSON, a counter track
-    /// keyed by `tid` in the Perfetto trace) of process `pid`, from `at` on.
-    pub(super) fn counter(
-        &mut self,
-        pid: u64,
-        tid: u64,
-        name: &str,
-        at: u64,
-        value: u64,
-    ) -> std::io::Result<()> {
-        let wall = self.wall(at);
-        let r = self.pf.counter_track(pid, tid, name);
-        self.pf_err(r)?;
-        let r = self.pf.counter(pid, tid, wall, value);
-        self.pf_err(r)?;
-        let mut b = String::with_capacity(128);
-        push_event_head(&mut b, name, pid, 0, wall);
-        b.push_str(",\"ph\":\"C\",\"args\":{\"depth\":");
-        push_u64(&mut b, value, 1);
-        b.push_str("}}");
-        self.event(&b)
-    }
-    /// One value of counter `name` as msprof writes its resource counters: args
-    /// `{key: value}` with `decimals` places (`{"KB": 1.5}`, `{"Usage(%)": 12.5}`), a
-    /// double counter in the Perfetto trace.
+    /// One value of counter `name` (a series of its own in the JSON, a counter track keyed
+    /// by `tid` in the Perfetto trace) of process `pid`, from `at` on, as msprof writes its
+    /// counters: args `{key: value}` with `decimals` places (`{"KB": 1.5}`,
+    /// `{"Usage(%)": 12.5}`, `{"depth": 3}`).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn counter_of(
+    pub(super) fn counter(
         &mut self,
         pid: u64,
         tid: u64,
@@ -126,7 +105,12 @@ impl Timeline {
         let value = (value * scale).round() / scale;
         let r = self.pf.counter_track(pid, tid, name);
         self.pf_err(r)?;
-        let r = self.pf.counter_f64(pid, tid, wall, value);
+        // Whole numbers as the Perfetto trace's integer counter values.
+        let r = if decimals == 0 {
+            self.pf.counter(pid, tid, wall, value.max(0.0) as u64)
+        } else {
+            self.pf.counter_f64(pid, tid, wall, value)
+        };
         self.pf_err(r)?;
         let mut b = String::with_capacity(128);
         push_event_head(&mut b, name, pid, 0, wall);
