@@ -96,6 +96,8 @@ pub struct Logged {
 /// their lines are parsed).
 pub fn read_log(dir: &Path) -> Logged {
     let mut l = Logged::default();
+    // A model loaded while a session starts may be planned twice: kept once.
+    let mut planned = std::collections::HashSet::new();
     let Ok(f) = std::fs::File::open(dir.join(crate::formats::layout::HOST_LOG)) else {
         return l;
     };
@@ -108,7 +110,7 @@ pub fn read_log(dir: &Path) -> Logged {
         }
         match HostEvent::from_line(&line) {
             Some(HostEvent::Mem(m)) => l.events.push(m),
-            Some(HostEvent::MemPlan(e)) if !l.plan.contains(&e) => l.plan.push(e),
+            Some(HostEvent::MemPlan(e)) if planned.insert(e.clone()) => l.plan.push(e),
             Some(HostEvent::Sys(s)) => l.samples.push(s),
             _ => {}
         }
