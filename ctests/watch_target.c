@@ -3,7 +3,9 @@
  * (it removes it), runs EXECUTIONS executions and creates the file DONE. It ends when STOP
  * appears, unsubscribes, and fails unless its subscription received every op it ran: a
  * watcher coming and going (or killed) must take nothing from the program's own data.
- * Run it under PROFILING_MODE to have file mode record the same ops.
+ * Run it under PROFILING_MODE to have file mode record the same ops. While it waits it
+ * calls the runtime every 100 ms, as a server's health check would: a process is asked to
+ * be watched with a signal and answers at its next call into the library.
  *   usage: watch_target MODEL.json DIR EXECUTIONS OPS  (OPS: the model's ops; GO, DONE,
  *          STOP are files in DIR)                                                        */
 #define _DEFAULT_SOURCE /* usleep */
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "acl/acl_prof.h"
+#include "acl/acl_rt.h"
 #include "acl/acl_prof_ext.h"
 #include "harness.h"
 
@@ -72,7 +75,11 @@ int main(int argc, char **argv) {
     pthread_create(&t, NULL, reader, NULL);
     long long ran = 0;
     touch(dir, "READY");
-    while (!exists(dir, "STOP")) {
+    for (unsigned idle = 0; !exists(dir, "STOP"); idle++) {
+        if (idle % 50 == 0) {
+            aclrtRunMode mode;
+            CHECK_EQ(aclrtGetRunMode(&mode), ACL_SUCCESS);
+        }
         if (exists(dir, "GO")) {
             rm(dir, "GO");
             for (int i = 0; i < executions; i++) CHECK_EQ(aclprofExtSimModelExecute(model), ACL_SUCCESS);

@@ -12,11 +12,17 @@ use crate::formats::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
 use crate::transport::Sub;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// True while any subscription exists.
-static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// [`LISTENING`] while any subscription, file-mode sink or watcher exists; [`ASKED`] while
+/// a watcher's attach request waits to be answered (see [`poke`]). The idle path loads it
+/// once and goes on only when it is not 0.
+static ACTIVE: AtomicU8 = AtomicU8::new(0);
+const LISTENING: u8 = 1;
+const ASKED: u8 = 2;
+/// What answers an attach request (the watcher's agent, which sits above this layer).
+static ON_ASKED: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 /// Bumped whenever routes change (subscribe, unsubscribe, model load/unload).
 static GEN: AtomicU64 = AtomicU64::new(1);
 static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
@@ -192,16 +198,39 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
             std::mem::forget(sinks.take());
             std::mem::forget(tap.take());
             FORK_GEN.fetch_add(1, Ordering::Relaxed);
-            ACTIVE.store(false, Ordering::Relaxed);
+            ACTIVE.store(0, Ordering::Relaxed);
             routes_changed();
         }
     })
 }
 
-/// True while someone listens for reported ops (the idle fast path's one atomic load).
+/// True while someone listens for reported ops, or a watcher asked to attach (the idle
+/// fast path's one atomic load).
 #[inline(always)]
 pub fn active() -> bool {
-    ACTIVE.load(Ordering::Acquire)
+    ACTIVE.load(Ordering::Acquire) != 0
+}
+
+/// Asks the next reporting thread to call the function given to [`on_asked`]. Only an
+/// atomic operation: safe in a signal handler.
+pub fn poke() {
+    ACTIVE.fetch_or(ASKED, Ordering::AcqRel);
+}
+
+/// Sets what a [`poke`] calls (once per process; later calls are ignored).
+pub fn on_asked(f: fn()) {
+    let _ = ON_ASKED.set(f);
+}
+
+/// A poke seen by a reporting thread: clears it and answers, once.
+#[cold]
+#[inline(never)]
+fn answer_poke() {
+    if ACTIVE.fetch_and(!ASKED, Ordering::AcqRel) & ASKED != 0 {
+        if let Some(f) = ON_ASKED.get() {
+            f();
+        }
+    }
 }
 
 /// Invalidates every thread's route cache.
@@ -257,7 +286,12 @@ fn publish() {
     };
     let tap = TAP.read().unwrap_or_else(|p| p.into_inner()).is_some();
     let now = any(&SUBS) || any(&FILE_SINKS) || tap;
-    if ACTIVE.swap(now, Ordering::AcqRel) != now {
+    let before = if now {
+        ACTIVE.fetch_or(LISTENING, Ordering::AcqRel)
+    } else {
+        ACTIVE.fetch_and(!LISTENING, Ordering::AcqRel)
+    };
+    if (before & LISTENING != 0) != now {
         for l in listeners.iter() {
             l.call(now);
         }
@@ -312,7 +346,7 @@ pub fn listen(f: ListenFn, user: *mut std::ffi::c_void) -> Result<()> {
         );
     }
     l.push(me);
-    me.call(active());
+    me.call(ACTIVE.load(Ordering::Acquire) & LISTENING != 0);
     Ok(())
 }
 
@@ -407,7 +441,11 @@ pub fn report_op(
             format!("endNs {end} is before startNs {start}"),
         );
     }
-    if !active() {
+    let a = ACTIVE.load(Ordering::Acquire);
+    if a & ASKED != 0 {
+        answer_poke();
+    }
+    if a & LISTENING == 0 {
         return Ok(());
     }
     report_active(model, name, op_type, start, end, replay)

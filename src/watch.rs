@@ -1,18 +1,22 @@
-//! The watcher agent: lets `aclprof top` look at this process while it runs, with no change
-//! to the program (docs/design.md, "Watching a live process"; the threat model is in
-//! docs/reliability.md).
+//! The watcher agent: lets `aclprof top` and `aclprof capture` look at this process while it
+//! runs, with no change to the program (docs/design.md, "Watching a live process"; the
+//! threat model is in docs/reliability.md).
 //!
-//! At first use the library listens on a Unix socket, `<dir>/<pid>.sock`, where `<dir>` is
-//! `ACLPROF_WATCH_DIR` or `/tmp/aclprof-<uid>`: created with mode 0700 and used only if it
-//! is a directory this user owns that no one else may enter. One thread waits in `accept`;
-//! it costs no CPU and nothing per op. A viewer connects and says `ATTACH 1`; the agent
-//! checks the viewer's credentials (`SO_PEERCRED`: this user, or root), makes a
-//! shared-memory ring with the drop policy (a slow viewer loses records, counted in the
-//! ring; the program never waits for it), routes every op of every model to it besides
-//! their own destinations, and passes the ring's fd over the socket (`SCM_RIGHTS`). When the
-//! viewer closes the socket (or dies: the kernel closes it) the route is removed and the
-//! ring closed. One viewer at a time (a second is told so); `ACLPROF_WATCH=0` turns the
-//! agent off.
+//! A process nobody watches carries no thread and no socket. At first use the library
+//! leaves a marker, `<dir>/<pid>.agent`, where `<dir>` is `ACLPROF_WATCH_DIR` or
+//! `/tmp/aclprof-<uid>` (created with mode 0700 and used only if it is a directory this user
+//! owns that no one else may enter), and handles [`ATTACH_SIGNAL`]. A viewer asks as the
+//! JVM's attach mechanism does: it creates `<dir>/<pid>.attach` and sends the signal. The
+//! handler only sets a flag; the process's next call into the library (an op reported, or
+//! any call that starts work) sees the flag and the request file, listens on
+//! `<dir>/<pid>.sock` and starts one thread. A viewer connects and says `ATTACH 1`; the agent
+//! checks the viewer's credentials (`SO_PEERCRED`: this user, or root), makes a shared-memory
+//! ring with the drop policy (a slow viewer loses records, counted in the ring; the program
+//! never waits for it), routes every op of every model to it besides their own
+//! destinations, and passes the ring's fd over the socket (`SCM_RIGHTS`). When the viewer
+//! closes the socket (or dies: the kernel closes it) the route is removed and the ring
+//! closed, and once no viewer is left the thread ends and the socket is removed. One viewer
+//! at a time (a second is told so); `ACLPROF_WATCH=0` turns all of it off.
 
 use crate::error::*;
 use std::io::{BufRead, BufReader, Write};
@@ -20,7 +24,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -28,13 +32,29 @@ use std::time::{Duration, Instant};
 pub const RING_RECORDS: u64 = 4096;
 /// The protocol's version, in `ATTACH <v>` and the agent's `OK` line.
 pub const PROTOCOL: u32 = 1;
+/// The signal that asks a process to listen for a viewer. `SIGURG`'s default action is to
+/// ignore it, so a process that does not use the library (or a pid reused since) is not
+/// harmed by one; a handler the program had is still called (docs/design.md).
+pub const ATTACH_SIGNAL: i32 = libc::SIGURG;
+/// How long a started agent waits for its first viewer before it ends.
+const FIRST_VIEWER: Duration = Duration::from_secs(10);
 
-/// Whether this process's agent runs (false again in a forked child).
-static STARTED: AtomicBool = AtomicBool::new(false);
-/// The socket this process listens on, removed at exit.
-static SOCKET: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// Whether this process handles attach requests (false again in a forked child).
+static ARMED: AtomicBool = AtomicBool::new(false);
+/// Set by the signal handler, cleared by the thread that answers.
+static ASKED: AtomicBool = AtomicBool::new(false);
+/// Whether the agent's thread runs (it listens on the socket while it does).
+static RUNNING: AtomicBool = AtomicBool::new(false);
+/// Connections being served now.
+static CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
+/// The handler that was installed for [`ATTACH_SIGNAL`] before ours (0: none to call), and
+/// its flags.
+static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
+static PREVIOUS_FLAGS: AtomicI32 = AtomicI32::new(0);
+/// The marker and the socket of this process, removed at exit.
+static FILES: Mutex<Option<(PathBuf, u32)>> = Mutex::new(None);
 /// The pid of the viewer attached now (0: none).
-static VIEWER: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+static VIEWER: AtomicI32 = AtomicI32::new(0);
 
 /// The directory of `uid`'s sockets.
 pub fn dir_of(uid: u32) -> PathBuf {
@@ -80,12 +100,41 @@ pub fn may_attach(me: u32, peer: u32) -> bool {
     peer == me || peer == 0
 }
 
-/// Starts the agent once per process (again in a forked child); quietly does nothing when
-/// `ACLPROF_WATCH=0` or the socket cannot be made (logged once).
+/// The files of process `pid` in a watch directory: its marker, its request and its socket.
+fn marker(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.agent"))
+}
+fn request(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.attach"))
+}
+fn socket(dir: &Path, pid: u32) -> PathBuf {
+    dir.join(format!("{pid}.sock"))
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat` field 22):
+/// with the pid, it names one process, not whichever reused the number.
+fn start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command may hold spaces and parentheses: the fields follow the last ')'.
+    s[s.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)
+        .and_then(|f| f.parse().ok())
+}
+
+/// Makes this process watchable, once per process (again in a forked child): leaves the
+/// marker and handles [`ATTACH_SIGNAL`]. Quietly does nothing when `ACLPROF_WATCH=0`, or
+/// logs once why it cannot. Then answers a request that came in since the last call.
 pub fn start() {
-    if STARTED.load(Ordering::Acquire) || STARTED.swap(true, Ordering::AcqRel) {
-        return;
+    if !ARMED.load(Ordering::Acquire) && !ARMED.swap(true, Ordering::AcqRel) {
+        arm();
     }
+    if ASKED.load(Ordering::Relaxed) {
+        answer();
+    }
+}
+
+fn arm() {
     if std::env::var("ACLPROF_WATCH").is_ok_and(|v| v.trim() == "0") {
         return;
     }
@@ -96,8 +145,106 @@ pub fn start() {
         log::warn!("aclprof: aclprof top cannot watch this process: {e}");
         return;
     }
-    let path = dir.join(format!("{}.sock", std::process::id()));
-    // A socket left by an earlier process with our pid (pids are reused) is stale.
+    let pid = std::process::id();
+    let path = marker(&dir, pid);
+    // Files left by an earlier process with our pid (pids are reused) are stale.
+    let _ = std::fs::remove_file(socket(&dir, pid));
+    let _ = std::fs::remove_file(request(&dir, pid));
+    let written = std::fs::write(&path, format!("{}\n", start_time(pid).unwrap_or(0)));
+    if let Err(e) = written {
+        log::warn!(
+            "aclprof: aclprof top cannot watch this process: {}: {e}",
+            path.display()
+        );
+        return;
+    }
+    let first = FILES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .replace((dir, pid))
+        .is_none();
+    if first {
+        // SAFETY: registers a plain extern "C" function (once: a forked child inherits it).
+        unsafe { libc::atexit(remove_files) };
+    }
+    crate::hotpath::on_asked(answer);
+    if let Err(e) = install_handler() {
+        log::warn!("aclprof: aclprof top cannot watch this process: signal handler: {e}");
+    }
+}
+
+/// Installs [`on_signal`] for [`ATTACH_SIGNAL`], keeping the program's handler to call.
+fn install_handler() -> std::io::Result<()> {
+    // SAFETY: sigaction with valid, zero-initialised structures; the handler only does
+    // async-signal-safe work (atomics, and the program's own handler).
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(ATTACH_SIGNAL, std::ptr::null(), &mut old) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let ours = on_signal as *const () as usize;
+        if old.sa_sigaction == ours {
+            return Ok(()); // (a forked child: inherited)
+        }
+        if old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN {
+            PREVIOUS_FLAGS.store(old.sa_flags, Ordering::Relaxed);
+            PREVIOUS.store(old.sa_sigaction, Ordering::Release);
+        }
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ours;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        if libc::sigaction(ATTACH_SIGNAL, &sa, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+extern "C" fn on_signal(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    ASKED.store(true, Ordering::Release);
+    crate::hotpath::poke();
+    let prev = PREVIOUS.load(Ordering::Acquire);
+    if prev != 0 {
+        // SAFETY: the program installed this handler for this signal, with these flags.
+        unsafe {
+            if PREVIOUS_FLAGS.load(Ordering::Relaxed) & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(prev);
+                f(sig, info, ctx);
+            } else {
+                let f: extern "C" fn(i32) = std::mem::transmute(prev);
+                f(sig);
+            }
+        }
+    }
+}
+
+/// Answers a request as if [`ATTACH_SIGNAL`] had come (for a program that handles the
+/// signal itself): nothing happens unless a viewer asked.
+pub fn answer_now() {
+    ASKED.store(true, Ordering::Release);
+    answer();
+}
+
+/// Answers a request: if a viewer of this user asked (its request file is there), listens
+/// on the socket and starts the agent's thread. Runs on whichever thread called into the
+/// library first after the signal: a few system calls, once per attach.
+fn answer() {
+    if !ASKED.swap(false, Ordering::AcqRel) {
+        return;
+    }
+    let Some((dir, pid)) = FILES.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+        return;
+    };
+    // A signal that no viewer sent (the program's own use of it) has no request file.
+    if std::fs::remove_file(request(&dir, pid)).is_err() {
+        return;
+    }
+    if RUNNING.swap(true, Ordering::AcqRel) {
+        return; // listening already
+    }
+    let path = socket(&dir, pid);
     let _ = std::fs::remove_file(&path);
     let listener = match UnixListener::bind(&path) {
         Ok(l) => l,
@@ -106,56 +253,90 @@ pub fn start() {
                 "aclprof: aclprof top cannot watch this process: {}: {e}",
                 path.display()
             );
+            RUNNING.store(false, Ordering::Release);
             return;
         }
     };
-    *SOCKET.lock().unwrap_or_else(|p| p.into_inner()) = Some(path);
-    // SAFETY: registers a plain extern "C" function.
-    unsafe { libc::atexit(remove_socket) };
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
     let spawned = std::thread::Builder::new()
         .name("aclprof-watch".into())
-        .spawn(move || serve(listener, uid));
+        .spawn(move || {
+            serve(&listener, uid);
+            let _ = std::fs::remove_file(&path);
+            RUNNING.store(false, Ordering::Release);
+        });
     if let Err(e) = spawned {
         log::warn!("aclprof: aclprof top cannot watch this process: no thread: {e}");
-        remove_socket();
+        RUNNING.store(false, Ordering::Release);
     }
 }
 
-extern "C" fn remove_socket() {
+extern "C" fn remove_files() {
     crate::panic::guard_void("aclprof watcher exit", || {
-        if let Some(p) = SOCKET.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            let _ = std::fs::remove_file(p);
-        }
-    })
-}
-
-/// A forked child has no agent thread and must not answer on its parent's socket: it
-/// starts its own at its next first use.
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    Box::new(|child| {
-        if child {
-            STARTED.store(false, Ordering::Release);
-            // (The parent's path; the child neither serves nor removes it.)
-            if let Ok(mut s) = SOCKET.try_lock() {
-                s.take();
+        if let Some((dir, pid)) = FILES.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if pid == std::process::id() {
+                for p in [marker(&dir, pid), socket(&dir, pid), request(&dir, pid)] {
+                    let _ = std::fs::remove_file(p);
+                }
             }
         }
     })
 }
 
-fn serve(listener: UnixListener, uid: u32) {
-    for conn in listener.incoming() {
-        let Ok(conn) = conn else { continue };
-        // Each connection in a thread of its own, so a second viewer is answered (and told
-        // another is watching) while the first is attached.
-        let _ = std::thread::Builder::new()
-            .name("aclprof-viewer".into())
-            .spawn(move || {
-                let r = crate::panic::guard("aclprof watcher", Ok(()), || viewer(conn, uid));
-                if let Err(e) = r {
-                    log::warn!("aclprof: watcher: {e}");
-                }
-            });
+/// A forked child has no agent thread and must not answer for its parent: it makes itself
+/// watchable at its next first use.
+pub(crate) fn fork_prepare() -> crate::fork::Release {
+    Box::new(|child| {
+        if child {
+            ARMED.store(false, Ordering::Release);
+            ASKED.store(false, Ordering::Release);
+            RUNNING.store(false, Ordering::Release);
+            CONNECTIONS.store(0, Ordering::Release);
+            VIEWER.store(0, Ordering::Release);
+        }
+    })
+}
+
+/// Accepts viewers until none is left: after the first has come and gone, or when none
+/// came in [`FIRST_VIEWER`].
+fn serve(listener: &UnixListener, uid: u32) {
+    let started = Instant::now();
+    let mut served = false;
+    loop {
+        let mut pfd = libc::pollfd {
+            fd: listener.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 100) };
+        if ready > 0 {
+            let Ok((conn, _)) = listener.accept() else {
+                continue;
+            };
+            served = true;
+            CONNECTIONS.fetch_add(1, Ordering::AcqRel);
+            // Each connection in a thread of its own, so a second viewer is answered (and
+            // told another is watching) while the first is attached.
+            let spawned = std::thread::Builder::new()
+                .name("aclprof-viewer".into())
+                .spawn(move || {
+                    let r = crate::panic::guard("aclprof watcher", Ok(()), || viewer(conn, uid));
+                    if let Err(e) = r {
+                        log::warn!("aclprof: watcher: {e}");
+                    }
+                    CONNECTIONS.fetch_sub(1, Ordering::AcqRel);
+                });
+            if spawned.is_err() {
+                CONNECTIONS.fetch_sub(1, Ordering::AcqRel);
+            }
+            continue;
+        }
+        let idle = CONNECTIONS.load(Ordering::Acquire) == 0;
+        if idle && (served || started.elapsed() >= FIRST_VIEWER) {
+            return;
+        }
     }
 }
 
@@ -332,8 +513,8 @@ pub struct Attached {
     pub reader: crate::transport::ring::Reader,
 }
 
-/// The socket of process `pid` (looked up under its user's directory).
-pub fn socket_of(pid: u32) -> Result<PathBuf> {
+/// The watch directory of process `pid`'s user.
+fn dir_of_process(pid: u32) -> Result<PathBuf> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).or_else(|_| {
         err(
             ACL_ERROR_INVALID_PARAM,
@@ -346,51 +527,149 @@ pub fn socket_of(pid: u32) -> Result<PathBuf> {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|u| u.parse::<u32>().ok())
         .unwrap_or(u32::MAX);
-    Ok(dir_of(uid).join(format!("{pid}.sock")))
+    Ok(dir_of(uid))
 }
 
-/// Attaches to process `pid`'s agent.
+/// How long a viewer waits for the process to answer its request.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why one try at attaching failed: worth another try (the agent is not listening yet, or
+/// was ending), or final.
+enum Try {
+    Again,
+    Fail(Error),
+}
+
+/// Attaches to process `pid`: asks it to listen (request file, then [`ATTACH_SIGNAL`]) unless
+/// it does already, then connects and takes the ring.
 pub fn attach(pid: u32) -> Result<Attached> {
-    let path = socket_of(pid)?;
-    let conn = UnixStream::connect(&path).or_else(|e| {
-        let why = match e.kind() {
-            std::io::ErrorKind::PermissionDenied => format!(
-                "permission denied: only the process's user or root may watch it ({})",
-                path.display()
-            ),
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => format!(
-                "process {pid} does not use aclprof, has not started profiling yet, or runs \
-                 with ACLPROF_WATCH=0 (no {})",
-                path.display()
-            ),
-            _ => format!("{}: {e}", path.display()),
+    let dir = dir_of_process(pid)?;
+    let path = socket(&dir, pid);
+    match std::fs::metadata(marker(&dir, pid)) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "permission denied: only the process's user or root may watch it ({})",
+                    dir.display()
+                ),
+            )
+        }
+        Err(_) => {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "process {pid} does not use aclprof, has not called it yet, or runs with \
+                     ACLPROF_WATCH=0 (no {})",
+                    marker(&dir, pid).display()
+                ),
+            )
+        }
+    }
+    let until = Instant::now() + ANSWER_TIMEOUT;
+    let mut asked: Option<Instant> = None;
+    loop {
+        match connect(pid, &path) {
+            Ok(a) => return Ok(a),
+            Err(Try::Fail(e)) => return Err(e),
+            Err(Try::Again) => {}
+        }
+        if Instant::now() >= until {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!(
+                    "process {pid} did not answer in {} s: it answers at its next call into \
+                     aclprof (an op it reports, or an acl call), unless it replaced aclprof's \
+                     SIGURG handler",
+                    ANSWER_TIMEOUT.as_secs()
+                ),
+            );
+        }
+        // Ask (again each second: a request can cross an agent that is ending).
+        if asked.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            ask(&dir, pid)?;
+            asked = Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Leaves the request file and sends the signal.
+fn ask(dir: &Path, pid: u32) -> Result<()> {
+    let denied = |what: String| {
+        err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("permission denied: only the process's user or root may watch it ({what})"),
+        )
+    };
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(request(dir, pid))
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return denied(dir.display().to_string())
+        }
+        Err(e) => {
+            return err(
+                ACL_ERROR_INVALID_PARAM,
+                format!("{}: {e}", request(dir, pid).display()),
+            )
+        }
+    }
+    // SAFETY: kill with a valid signal number.
+    if unsafe { libc::kill(pid as i32, ATTACH_SIGNAL) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EPERM) => denied(format!("signal: {e}")),
+            _ => err(ACL_ERROR_INVALID_PARAM, format!("process {pid}: {e}")),
         };
-        err(ACL_ERROR_INVALID_PARAM, why)
+    }
+    Ok(())
+}
+
+/// One try: connects to the socket and takes the ring.
+fn connect(pid: u32, path: &Path) -> std::result::Result<Attached, Try> {
+    let fail = |m: String| Try::Fail(Error::new(ACL_ERROR_INVALID_PARAM, m));
+    let conn = UnixStream::connect(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => fail(format!(
+            "permission denied: only the process's user or root may watch it ({})",
+            path.display()
+        )),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused => Try::Again,
+        _ => fail(format!("{}: {e}", path.display())),
     })?;
     let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
-    (&conn)
+    if (&conn)
         .write_all(format!("ATTACH {PROTOCOL}\n").as_bytes())
-        .or_else(|e| err(ACL_ERROR_INVALID_PARAM, format!("process {pid}: {e}")))?;
-    let (line, fd) =
-        recv_fd(&conn).or_else(|e| err(ACL_ERROR_INVALID_PARAM, format!("process {pid}: {e}")))?;
+        .is_err()
+    {
+        return Err(Try::Again); // (the agent was ending)
+    }
+    let (line, fd) = match recv_fd(&conn) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(Try::Again),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Err(Try::Again),
+        Err(e) => return Err(fail(format!("process {pid}: {e}"))),
+    };
     let line = line.trim_end().to_string();
     let Some(fd) = fd.filter(|_| line.starts_with("OK ")) else {
         let why = line.strip_prefix("REFUSED ").unwrap_or(&line);
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            format!("process {pid} refused: {why}"),
-        );
+        return Err(fail(format!("process {pid} refused: {why}")));
     };
-    let ring = crate::transport::ring::Ring::open(None, Some(fd))?;
+    let opened = crate::transport::ring::Ring::open(None, Some(fd));
     // SAFETY: the ring holds its own descriptor; this one was ours to close.
     unsafe { libc::close(fd) };
-    let reader = crate::transport::ring::Reader::attach(ring)?;
+    let reader = opened.and_then(crate::transport::ring::Reader::attach);
+    let reader = reader.map_err(Try::Fail)?;
     Ok(Attached {
         _conn: conn,
         reader,
     })
 }
-
 /// Receives one message: its text and the fd it carries, if any.
 fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {
     let mut data = [0u8; 512];
@@ -432,8 +711,8 @@ pub struct Watchable {
     pub command: String,
 }
 
-/// The processes of `uid` (root: of every user whose directory it can read) whose agents
-/// answer. Sockets of processes that ended are removed.
+/// The processes of `uid` (root: of every user whose directory it can read) that can be
+/// watched. Markers of processes that ended are removed.
 pub fn list(uid: u32) -> Vec<Watchable> {
     let mut dirs = vec![dir_of(uid)];
     if uid == 0 && std::env::var_os("ACLPROF_WATCH_DIR").is_none() {
@@ -454,13 +733,20 @@ pub fn list(uid: u32) -> Vec<Watchable> {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let Some(pid) = name
-                .strip_suffix(".sock")
+                .strip_suffix(".agent")
                 .and_then(|p| p.parse::<u32>().ok())
             else {
                 continue;
             };
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = std::fs::remove_file(e.path());
+            // A marker whose process ended (or whose pid another process has now) is stale:
+            // it goes, with the files beside it.
+            let started = std::fs::read_to_string(e.path())
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok());
+            if start_time(pid).is_none() || started != start_time(pid) {
+                for p in [e.path(), socket(&d, pid), request(&d, pid)] {
+                    let _ = std::fs::remove_file(p);
+                }
                 continue;
             }
             let command = std::fs::read(format!("/proc/{pid}/cmdline"))

@@ -1010,7 +1010,19 @@ fn top_watches_a_running_program() {
     let target = start_target(&work);
     let pid = target.id();
     wait_for(&work.join("READY"));
-    wait_for(&sockets.join(format!("{pid}.sock")));
+    wait_for(&sockets.join(format!("{pid}.agent")));
+    // Nobody watches it yet: no socket, no thread of the watcher's.
+    let watcher_threads = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .unwrap()
+            .filter(|t| {
+                let comm = std::fs::read_to_string(t.as_ref().unwrap().path().join("comm"));
+                comm.is_ok_and(|c| c.starts_with("aclprof-watch") || c.starts_with("aclprof-view"))
+            })
+            .count()
+    };
+    let unwatched = || !sockets.join(format!("{pid}.sock")).exists() && watcher_threads() == 0;
+    assert!(unwatched(), "an unwatched process has a socket or a thread");
 
     // Listed.
     let out = top().output().unwrap();
@@ -1074,6 +1086,15 @@ fn top_watches_a_running_program() {
     }
     go(&work);
     runs += 1;
+    // Every viewer has left: the agent's thread ends and its socket goes.
+    let t0 = Instant::now();
+    while !unwatched() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the watcher's thread or socket outlived its viewers"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 
     // Another user is refused, in one line.
     // SAFETY: geteuid has no preconditions.
@@ -1115,8 +1136,8 @@ fn top_watches_a_running_program() {
     assert_eq!(dirs.len(), 1);
     assert_eq!(op_summary_rows(&dirs[0]) as u64, runs * EXECUTIONS * OPS);
     assert!(
-        !sockets.join(format!("{pid}.sock")).exists(),
-        "the socket is removed at exit"
+        !sockets.join(format!("{pid}.agent")).exists(),
+        "the marker is removed at exit"
     );
 
     // A program killed under a viewer: the viewer ends, cleanly.
@@ -1124,7 +1145,7 @@ fn top_watches_a_running_program() {
     let mut target = start_target(&work2);
     let pid = target.id();
     wait_for(&work2.join("READY"));
-    wait_for(&sockets.join(format!("{pid}.sock")));
+    wait_for(&sockets.join(format!("{pid}.agent")));
     let pid_s = pid.to_string();
     let (mut v, mut err) = viewer_of(
         &[&pid_s, "--interval", "0.1", "--format", "json"],
@@ -1162,8 +1183,10 @@ fn top_watches_a_running_program() {
         })
         .sum();
     assert_eq!(seen, EXECUTIONS * OPS, "{views}");
-    // Its socket stays (it was killed); listing removes it.
+    // Its files stay (it was killed); listing removes them.
+    assert!(sockets.join(format!("{pid}.agent")).exists());
     let _ = top().output().unwrap();
+    assert!(!sockets.join(format!("{pid}.agent")).exists());
     assert!(!sockets.join(format!("{pid}.sock")).exists());
 }
 

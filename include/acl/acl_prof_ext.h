@@ -383,6 +383,15 @@ aclError aclprofExtDiff(const char *base,
 MSVP_PROF_API void aclprofExtFreeResult(char *result);
 
 /**
+ * Answers a viewer's request to watch this process (`aclprof top`, `aclprof capture`) now.
+ * The library asks to be told of a request with SIGURG, and answers at the next call into
+ * it; a program that handles SIGURG itself (or idles for long in its own event loop) calls
+ * this when the signal comes. Not from inside a signal handler: it may start a thread.
+ * ACL_SUCCESS also when no viewer asked.
+ */
+MSVP_PROF_API aclError aclprofExtWatchAnswer(void);
+
+/**
  * Reports one allocation or release of device memory. Recorded while a file-mode session
  * records ACL_PROF_TASK_MEMORY (or samples memory, for ACLPROF_EXT_MEM_APP), buffered with
  * the host's other events (no system call of its own); otherwise only the pool's totals

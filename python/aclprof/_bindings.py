@@ -738,6 +738,7 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtDiff": (c_int, [c_char_p, c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtFreeResult": (None, [POINTER(c_char)]),
+    "aclprofExtWatchAnswer": (c_int, []),
     "aclprofExtMemReport": (c_int, [POINTER(aclprofExtMemEvent)]),
     "aclprofExtRingSubscribe": (c_int, [c_uint32, c_char_p, c_uint32, POINTER(c_int32)]),
     "aclprofExtRingAttach": (c_int, [c_char_p, c_int32, POINTER(c_void_p)]),
@@ -863,6 +864,7 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
     "aclprofExtDiff": ['base', 'newRun', 'optionsJson', 'result'],
     "aclprofExtFreeResult": ['result'],
+    "aclprofExtWatchAnswer": [],
     "aclprofExtMemReport": ['event'],
     "aclprofExtRingSubscribe": ['modelId', 'path', 'capacityRecords', 'ringFd'],
     "aclprofExtRingAttach": ['path', 'fd', 'ring'],
@@ -997,6 +999,7 @@ class Library(Protocol):
     def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtDiff(self, base: CharP, newRun: CharP, optionsJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtFreeResult(self, result: Ptr[c_char], /) -> None: ...
+    def aclprofExtWatchAnswer(self, /) -> int: ...
     def aclprofExtMemReport(self, event: Ptr[aclprofExtMemEvent], /) -> int: ...
     def aclprofExtRingSubscribe(self, modelId: int, path: CharP, capacityRecords: int, ringFd: Ptr[c_int32], /) -> int: ...
     def aclprofExtRingAttach(self, path: CharP, fd: int, ring: Ptr[c_void_p], /) -> int: ...

@@ -87,7 +87,32 @@ def load() -> Library:
             bound = _bindings.bind(lib)
             setattr(bound, "path", path)
             _lib = _bindings.typed(bound)
+            _answer_watchers(_lib)
         return _lib
+
+
+def _answer_watchers(lib: Library) -> None:
+    """``aclprof top`` and ``aclprof capture`` ask a process to be watched with SIGURG; the
+    library answers at the process's next call into it. A Python program may sit in
+    ``time.sleep`` or an event loop for long, so Python's own handler (which runs in the
+    main thread even while it sleeps) answers at once. Only from the main thread, and only
+    when the program has no SIGURG handler of its own; ``ACLPROF_WATCH=0`` leaves it off."""
+    import signal
+
+    if os.environ.get("ACLPROF_WATCH", "").strip() == "0":
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGURG) not in (signal.SIG_DFL, None):
+        return
+
+    def answer(signum: int, frame: object) -> None:
+        lib.aclprofExtWatchAnswer()
+
+    try:
+        signal.signal(signal.SIGURG, answer)
+    except (ValueError, OSError):
+        pass
 
 
 def recent_error() -> str:

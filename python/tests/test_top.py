@@ -52,7 +52,7 @@ def test_top_watches_a_python_program(tmp_path: Path) -> None:
     program = subprocess.Popen([sys.executable, "-c", script], env=env)
     try:
         wait_for(work / "READY")
-        wait_for(sockets / f"{program.pid}.sock")
+        wait_for(sockets / f"{program.pid}.agent")
         listed = subprocess.run([aclprof_command(), "top"], env=env, capture_output=True,
                                 text=True, check=True).stdout
         assert str(program.pid) in listed and "aclprof.Model.simulate" in listed

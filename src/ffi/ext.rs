@@ -592,3 +592,21 @@ pub unsafe extern "C" fn aclprofExtFreeResult(result: *mut c_char) {
 }
 
 pub use super::ext_ring::*;
+
+/// Answers a viewer's request to watch this process (`aclprof top`, `aclprof capture`) now.
+/// The library asks to be told of a request with SIGURG, and answers at the next call into
+/// it; a program that handles SIGURG itself (or idles for long in its own event loop) calls
+/// this when the signal comes. Not from inside a signal handler: it may start a thread.
+/// ACL_SUCCESS also when no viewer asked.
+#[no_mangle]
+pub extern "C" fn aclprofExtWatchAnswer() -> aclError {
+    entry(
+        "aclprofExtWatchAnswer",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            crate::init::ensure();
+            crate::watch::answer_now();
+            Ok(())
+        },
+    )
+}
