@@ -1192,3 +1192,6 @@ fn top_watches_a_running_program() {
 
 #[path = "c/memory.rs"]
 mod memory;
+
+#[path = "c/capture.rs"]
+mod capture;

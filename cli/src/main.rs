@@ -3,6 +3,7 @@
 //! `aclprof::filemode`); this file only reads arguments and prints.
 
 mod advisor;
+mod capture;
 mod page;
 mod top;
 
@@ -167,6 +168,24 @@ enum Cmd {
         /// Output format: table or json
         #[arg(long, default_value = "table", value_parser = parse_format)]
         format: Format,
+    },
+    /// Record every op running processes report for a while, with no restart and no change
+    /// to them, into a result directory each (PROF_*, read by analyze, report, export,
+    /// msprof-analyze and MindStudio Insight) under DIR. What the capture could not read in
+    /// time is counted there. One viewer (top or capture) watches a process at a time; only
+    /// the process's user (or root) may.
+    Capture {
+        /// The processes (see `aclprof top` for those that can be watched)
+        pids: Vec<u32>,
+        /// Every process of this user that can be watched
+        #[arg(long, conflicts_with = "pids")]
+        all: bool,
+        /// Seconds to record
+        #[arg(short = 'd', long)]
+        duration: f64,
+        /// The folder the result directories go to
+        #[arg(short = 'o', long = "output")]
+        output: PathBuf,
     },
     /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
     /// per-type summary of what it recorded.
@@ -465,6 +484,94 @@ fn top(
     Ok(ExitCode::SUCCESS)
 }
 
+fn capture(pids: Vec<u32>, all: bool, duration: f64, output: &Path) -> Result<ExitCode, String> {
+    let duration = seconds("--duration", duration)?;
+    let pids = if all {
+        let me = std::process::id();
+        // SAFETY: geteuid has no preconditions.
+        let found: Vec<u32> = aclprof::watch::list(unsafe { libc::geteuid() })
+            .into_iter()
+            .map(|w| w.pid)
+            .filter(|&p| p != me)
+            .collect();
+        if found.is_empty() {
+            return Err("no process to capture: none that uses aclprof runs as this user".into());
+        }
+        found
+    } else if pids.is_empty() {
+        return Err("name the processes to capture (PID...), or --all".into());
+    } else {
+        pids
+    };
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    // Every process attached first, so that their captures cover the same time.
+    let mut attached = Vec::new();
+    for &pid in &pids {
+        match aclprof::watch::attach(pid) {
+            Ok(a) => attached.push((pid, a)),
+            Err(e) if all => eprintln!("aclprof: {}", e.msg),
+            Err(e) => return Err(e.msg),
+        }
+    }
+    eprintln!(
+        "aclprof: capturing {} for {:.1} s",
+        attached
+            .iter()
+            .map(|(p, _)| format!("process {p}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        duration.as_secs_f64()
+    );
+    let results: Vec<_> = std::thread::scope(|s| {
+        let running: Vec<_> = attached
+            .into_iter()
+            .enumerate()
+            .map(|(i, (pid, a))| {
+                s.spawn(move || capture::capture(pid, a, duration, output, i as u64))
+            })
+            .collect();
+        running.into_iter().map(|h| h.join()).collect()
+    });
+    let mut any_ops = false;
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(Ok(c)) => {
+                any_ops |= c.ops > 0;
+                println!(
+                    "{}: process {}: {} ops captured{}{}{}",
+                    c.dir.display(),
+                    c.pid,
+                    c.ops,
+                    if c.dropped > 0 {
+                        format!(", {} dropped (counted in the result directory)", c.dropped)
+                    } else {
+                        String::new()
+                    },
+                    if c.corrupt > 0 {
+                        format!(", {}", analyze::corrupt_skipped(c.corrupt))
+                    } else {
+                        String::new()
+                    },
+                    if c.ended { "; the process ended" } else { "" }
+                );
+            }
+            Ok(Err(e)) => failed = Some(e.msg),
+            Err(_) => failed = Some("a capture failed".into()),
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if !any_ops {
+        return Err(format!(
+            "no op was reported in {:.1} s: the result directories hold none",
+            duration.as_secs_f64()
+        ));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Exit code of `diff --fail-above` when NEW regressed (1 is an error, 2 bad usage).
 const REGRESSED: u8 = 3;
 
@@ -608,6 +715,12 @@ fn main() -> ExitCode {
             once,
             format,
         } => top(pid, interval, duration, once, format),
+        Cmd::Capture {
+            pids,
+            all,
+            duration,
+            output,
+        } => capture(pids, all, duration, &output),
         Cmd::Diff {
             base,
             new,

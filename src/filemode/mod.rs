@@ -94,8 +94,14 @@ static DATA_TYPE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::n
 
 pub use crate::clock::local_stamp;
 
-/// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>`, as CANN names them.
+/// `PROF_<index 6>_<local time 17>_<pid 8><8 letters A-R>`, as CANN names them, for this
+/// process.
 pub fn dir_name(index: u64) -> String {
+    dir_name_of(index, std::process::id())
+}
+
+/// [`dir_name`] for process `pid`.
+pub fn dir_name_of(index: u64, pid: u32) -> String {
     use std::hash::{BuildHasher, RandomState};
     let mut h = RandomState::new().hash_one((index, crate::clock::wall_ns()));
     let letters: String = (0..8)
@@ -109,7 +115,7 @@ pub fn dir_name(index: u64) -> String {
         "PROF_{:06}_{}_{:08}{letters}",
         (index % 999_999) + 1,
         local_stamp(true),
-        std::process::id()
+        pid
     )
 }
 
@@ -158,17 +164,28 @@ fn time_info(begin: bool, wall: u64, mono: u64) -> serde_json::Value {
     json!({ d: local_stamp(true), t: (wall / 1000).to_string(), "clockMonotonicRaw": mono.to_string() })
 }
 
-/// Creates the result directory and its metadata, and starts recording.
-pub fn begin(
-    root: &Path,
-    index: u64,
+/// A result directory being laid out: what each device's metadata repeats.
+pub struct Layout {
+    pub dir: PathBuf,
+    pid: u32,
+    host_uid: String,
+    sample: serde_json::Value,
+    mono: u64,
+    wall: u64,
+    session: HostSession,
+}
+
+/// Creates result directory `dir` of process `pid` recording `config`: the host's metadata,
+/// an empty host event log, and the session file, which lets `export` rebuild everything
+/// from disk, even after a crash. [`Layout::add_device`] adds each device.
+pub fn lay_out(
+    dir: PathBuf,
+    pid: u32,
     config: &ProfConfig,
     settings_kv: &HashMap<i32, String>,
-) -> Result<Session> {
-    let dir = root.join(dir_name(index));
+) -> Result<Layout> {
     let mono = crate::clock::now_ns();
     let wall = crate::clock::wall_ns();
-    let pid = std::process::id();
     let host_uid = format!("{:016x}", {
         use std::hash::{BuildHasher, Hasher};
         let mut h =
@@ -244,49 +261,105 @@ pub fn begin(
     )?;
     write_json(&dir.join("host/sample.json"), &sample)?;
     write_json(&dir.join("host/start_info"), &time_info(true, wall, mono))?;
-    // The session file lets `export` rebuild everything from disk, even after a crash.
-    write_json(
-        &dir.join(SESSION_FILE),
-        &HostSession {
-            aicore_metrics: u64::from(config.aicore_metrics),
-            bp_point: config.bp_point.clone(),
-            clock_monotonic_raw: mono,
-            data_type_config: config.data_type,
-            devices: config.devices.clone(),
-            fp_point: config.fp_point.clone(),
-            host_sys: host_sys.clone(),
-            host_sys_usage: host_sys_usage.clone(),
-            host_sys_hz,
-            hardware_only,
-            imported_from: None,
-            mem_freq_hz,
-            pid: u64::from(pid),
-            storage_limit_bytes: limit,
-            wall_clock_ns: wall,
-        },
+    let session = HostSession {
+        aicore_metrics: u64::from(config.aicore_metrics),
+        bp_point: config.bp_point.clone(),
+        clock_monotonic_raw: mono,
+        data_type_config: config.data_type,
+        devices: config.devices.clone(),
+        fp_point: config.fp_point.clone(),
+        host_sys: host_sys.clone(),
+        host_sys_usage: host_sys_usage.clone(),
+        host_sys_hz,
+        hardware_only,
+        imported_from: None,
+        mem_freq_hz,
+        pid: u64::from(pid),
+        storage_limit_bytes: limit,
+        wall_clock_ns: wall,
+    };
+    write_json(&dir.join(SESSION_FILE), &session)?;
+    fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(HOST_LOG))
+        .or_else(|e| {
+            err(
+                ACL_ERROR_INVALID_FILE,
+                format!("cannot create the host event log: {e}"),
+            )
+        })?;
+    Ok(Layout {
+        dir,
+        pid,
+        host_uid,
+        sample,
+        mono,
+        wall,
+        session,
+    })
+}
+
+impl Layout {
+    /// Adds device `d` as rank `rank`: its metadata and its `data` directory (returned),
+    /// where its raw stream files go. A device the session file does not list yet is added
+    /// to it.
+    pub fn add_device(&mut self, d: u32, rank: u32) -> Result<PathBuf> {
+        let dd = self.dir.join(format!("device_{d}"));
+        mkdir(&dd.join("data"))?;
+        let mut info = json!({"pid": self.pid.to_string(), "rank_id": rank, "hostUid": self.host_uid, "hostname": hostname(),
+                              "platform_version": "aclprof-emulated", "DeviceInfo": [device_info(d)]});
+        info["devices"] = json!(d.to_string());
+        write_json(&dd.join(format!("info.json.{d}")), &info)?;
+        write_json(&dd.join("sample.json"), &self.sample)?;
+        write_json(
+            &dd.join(format!("start_info.{d}")),
+            &time_info(true, self.wall, self.mono),
+        )?;
+        if !self.session.devices.contains(&d) {
+            self.session.devices.push(d);
+            // Whole or not at all: a crash never leaves half a session file.
+            let tmp = self.dir.join("host/data/session.tmp");
+            write_json(&tmp, &self.session)?;
+            fs::rename(&tmp, self.dir.join(SESSION_FILE)).or_else(|e| {
+                err(
+                    ACL_ERROR_INVALID_FILE,
+                    format!("cannot write the session file: {e}"),
+                )
+            })?;
+        }
+        Ok(dd.join("data"))
+    }
+}
+
+/// Creates the result directory and its metadata, and starts recording.
+pub fn begin(
+    root: &Path,
+    index: u64,
+    config: &ProfConfig,
+    settings_kv: &HashMap<i32, String>,
+) -> Result<Session> {
+    let mut layout = lay_out(
+        root.join(dir_name(index)),
+        std::process::id(),
+        config,
+        settings_kv,
     )?;
+    let dir = layout.dir.clone();
+    let limit = layout.session.storage_limit_bytes;
+    let mem_freq_hz = layout.session.mem_freq_hz;
+    let host_sys = layout.session.host_sys.clone();
+    let host_sys_usage = layout.session.host_sys_usage.clone();
+    let host_sys_hz = layout.session.host_sys_hz;
     let s = settings::get();
     let mut sinks = Vec::new();
     let mut routes = HashMap::new();
     for (i, &d) in config.devices.iter().enumerate() {
-        let dd = dir.join(format!("device_{d}"));
-        mkdir(&dd.join("data"))?;
         // With RANK_ID set, the process's devices are ranks RANK_ID, RANK_ID + 1, ... in the
         // config's order; without, a device's rank is its id (docs/design.md, "Clusters").
         let rank = s.rank.map_or(d, |r| r.saturating_add(i as u32));
-        let mut info = json!({"pid": pid.to_string(), "rank_id": rank, "hostUid": host_uid, "hostname": hostname(),
-                              "platform_version": "aclprof-emulated", "DeviceInfo": [device_info(d)]});
-        info["devices"] = json!(d.to_string());
-        write_json(&dd.join(format!("info.json.{d}")), &info)?;
-        write_json(&dd.join("sample.json"), &sample)?;
-        write_json(
-            &dd.join(format!("start_info.{d}")),
-            &time_info(true, wall, mono),
-        )?;
-        let files = StreamFiles::new(
-            dd.join("data"),
-            limit.map(|l| l / config.devices.len().max(1) as u64),
-        );
+        let data = layout.add_device(d, rank)?;
+        let files = StreamFiles::new(data, limit.map(|l| l / config.devices.len().max(1) as u64));
         let sink = Sub::start(
             u32::MAX,
             d,
@@ -298,13 +371,12 @@ pub fn begin(
         sinks.push(sink);
     }
     let host = fs::OpenOptions::new()
-        .create(true)
         .append(true)
         .open(dir.join(HOST_LOG))
         .or_else(|e| {
             err(
                 ACL_ERROR_INVALID_FILE,
-                format!("cannot create the host event log: {e}"),
+                format!("cannot open the host event log: {e}"),
             )
         })?;
     *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(HostLog {
@@ -431,24 +503,9 @@ pub fn end(mut session: Session) -> Result<PathBuf> {
         h.flush();
         host_lost = (h.lost, h.why.clone());
     }
-    let mono = crate::clock::now_ns();
-    let wall = crate::clock::wall_ns();
     // Best effort (a full disk): the loss marker and the export still run; the first
     // error is returned after them, unless a loss is.
-    let mut failed = Ok(());
-    let end_infos = std::iter::once(session.dir.join("host/end_info")).chain(
-        session
-            .config
-            .devices
-            .iter()
-            .map(|d| session.dir.join(format!("device_{d}/end_info.{d}"))),
-    );
-    for path in end_infos {
-        if let Err(e) = write_json(&path, &time_info(false, wall, mono)) {
-            log::error!("aclprof: {}", e.msg);
-            failed = failed.and(Err(e));
-        }
-    }
+    let failed = write_end_info(&session.dir, &session.config.devices);
     if over_limit {
         log::warn!("aclprof: ACL_PROF_STORAGE_LIMIT reached: ops beyond it were not recorded");
         let marker = session.dir.join("host/data/aclprof_storage_limit_reached");
@@ -457,8 +514,7 @@ pub fn end(mut session: Session) -> Result<PathBuf> {
     let (host_lost, host_why) = host_lost;
     if lost > 0 || host_lost > 0 {
         // Counted where the user looks: the result directory, the return code, a warning.
-        let marker = session.dir.join(LOST_OPS);
-        let _ = fs::write(&marker, format!("{lost}\n{why}\n{host_lost}\n{host_why}\n"));
+        write_lost(&session.dir, (lost, &why), (host_lost, &host_why));
     }
     let exported = if crate::settings::get().progress {
         let r = export_quietly_with_progress(
@@ -483,6 +539,33 @@ pub fn end(mut session: Session) -> Result<PathBuf> {
     failed?;
     exported?;
     Ok(session.dir)
+}
+
+/// Writes the end times of result directory `dir` (the host's and each device's). Every file
+/// is tried; the first error is returned.
+pub fn write_end_info(dir: &Path, devices: &[u32]) -> Result<()> {
+    let mono = crate::clock::now_ns();
+    let wall = crate::clock::wall_ns();
+    let mut failed = Ok(());
+    let end_infos = std::iter::once(dir.join("host/end_info")).chain(
+        devices
+            .iter()
+            .map(|d| dir.join(format!("device_{d}/end_info.{d}"))),
+    );
+    for path in end_infos {
+        if let Err(e) = write_json(&path, &time_info(false, wall, mono)) {
+            log::error!("aclprof: {}", e.msg);
+            failed = failed.and(Err(e));
+        }
+    }
+    failed
+}
+
+/// Records in result directory `dir` how many ops and host events were accepted and then
+/// lost, and why ([`LOST_OPS`]; the export's README.txt says it).
+pub fn write_lost(dir: &Path, ops: (u64, &str), host: (u64, &str)) {
+    let text = format!("{}\n{}\n{}\n{}\n", ops.0, ops.1, host.0, host.1);
+    let _ = fs::write(dir.join(LOST_OPS), text);
 }
 
 /// Exports `dir` with the write signals held off (`SIGXFSZ` under a file-size limit would

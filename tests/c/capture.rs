@@ -1,0 +1,232 @@
+//! `aclprof capture` on a running C program (ctests/watch_target.c): a capture has exactly
+//! the ops the program ran while it was attached, in a result directory every reader takes;
+//! a second capture of the same process is refused; a killed capture leaves the program
+//! running and a directory that `aclprof export` completes.
+
+use super::*;
+use std::io::BufRead;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn wait_for(p: &Path) {
+    let t0 = Instant::now();
+    while !p.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{} never appeared",
+            p.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The result directories under `out`.
+fn dirs_in(out: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Raw records in a result directory's stream files.
+fn raw_records(dir: &Path) -> u64 {
+    let data = dir.join("device_0/data");
+    std::fs::read_dir(data)
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum::<u64>()
+        / 512
+}
+
+#[test]
+fn capture_records_a_running_program() {
+    const EXECUTIONS: u64 = 4;
+    const OPS: u64 = 125;
+    let exe = build("watch_target", "aclprof");
+    let work = fresh_dir("capture-work");
+    let sockets = fresh_dir("capture-sockets");
+    let out = fresh_dir("capture-out");
+    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let model = root().join("models/resnet50.json");
+    let mut target = Command::new(&exe)
+        .arg(&model)
+        .arg(&work)
+        .args([EXECUTIONS.to_string(), OPS.to_string()])
+        .env("ACLPROF_WATCH_DIR", &sockets)
+        .env("RANK_ID", "7")
+        .env_remove("ACLPROF_LOG")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id().to_string();
+    wait_for(&work.join("READY"));
+    wait_for(&sockets.join(format!("{pid}.agent")));
+    let go = || {
+        let _ = std::fs::remove_file(work.join("DONE"));
+        std::fs::write(work.join("GO"), "").unwrap();
+        wait_for(&work.join("DONE"));
+    };
+    let capture = |out: &Path, secs: &str| {
+        let mut c = Command::new(common::aclprof_bin());
+        c.args(["capture", &pid, "--duration", secs, "-o"])
+            .arg(out)
+            .env("ACLPROF_WATCH_DIR", &sockets)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    // A capture, once it says it is capturing, and its stderr.
+    let started = |out: &Path, secs: &str| {
+        let mut c = capture(out, secs).spawn().unwrap();
+        let mut err = std::io::BufReader::new(c.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        assert!(line.starts_with("aclprof: capturing process "), "{line}");
+        (c, err)
+    };
+
+    // Ops run before the capture are not in it; a run while it records is, whole.
+    go();
+    let (first, _) = started(&out, "600");
+    // Two captures of one process do not overlap: the second is refused, in one line.
+    let second = capture(&fresh_dir("capture-second"), "1").output().unwrap();
+    let err2 = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        second.status.code() == Some(1)
+            && err2.lines().count() == 1
+            && err2.contains("another viewer"),
+        "{err2}"
+    );
+    go();
+    go();
+
+    // The program stops: the capture ends with it, with every op of the two runs.
+    std::fs::write(work.join("STOP"), "").unwrap();
+    let status = target.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut target.stdout.take().unwrap(), &mut text).unwrap();
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "ran {} executions of {OPS} ops; the subscription received {}",
+            3 * EXECUTIONS,
+            3 * EXECUTIONS * OPS
+        )),
+        "{text}"
+    );
+    let done = first.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&done.stdout);
+    assert!(done.status.success(), "{said}");
+    assert!(
+        said.contains(&format!(
+            "process {pid}: {} ops captured; the process ended",
+            2 * EXECUTIONS * OPS
+        )),
+        "{said}"
+    );
+    let dirs = dirs_in(&out);
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let dir = &dirs[0];
+    assert!(dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .contains(&format!("_{pid:0>8}")));
+    assert_eq!(op_summary_rows(dir) as u64, 2 * EXECUTIONS * OPS);
+    assert!(!dir.join("host/data/aclprof_lost_ops").exists());
+    let info = std::fs::read_to_string(dir.join("device_0/info.json.0")).unwrap();
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(info["rank_id"], 7, "the program's RANK_ID: {info}");
+    assert_eq!(info["pid"], pid.as_str());
+    let analyzed = Command::new(common::aclprof_bin())
+        .arg("analyze")
+        .arg(dir)
+        .args(["--aggregate-by", "type", "--format", "json", "-t", "0"])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&analyzed.stdout).unwrap();
+    let conv = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["Type"] == "Conv2D")
+        .unwrap_or_else(|| panic!("{j}"));
+    assert_eq!(conv["Count"], 53 * 2 * EXECUTIONS, "{j}");
+}
+
+#[test]
+fn a_killed_capture_leaves_what_export_completes() {
+    const EXECUTIONS: u64 = 4;
+    const OPS: u64 = 125;
+    let exe = build("watch_target", "aclprof");
+    let work = fresh_dir("capture-killed-work");
+    let sockets = fresh_dir("capture-killed-sockets");
+    let out = fresh_dir("capture-killed-out");
+    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let model = root().join("models/resnet50.json");
+    let mut target = Command::new(&exe)
+        .arg(&model)
+        .arg(&work)
+        .args([EXECUTIONS.to_string(), OPS.to_string()])
+        .env("ACLPROF_WATCH_DIR", &sockets)
+        .env_remove("ACLPROF_LOG")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id().to_string();
+    wait_for(&work.join("READY"));
+    wait_for(&sockets.join(format!("{pid}.agent")));
+    let mut c = Command::new(common::aclprof_bin())
+        .args(["capture", &pid, "--duration", "600", "-o"])
+        .arg(&out)
+        .env("ACLPROF_WATCH_DIR", &sockets)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(c.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with("aclprof: capturing process "), "{line}");
+    std::fs::write(work.join("GO"), "").unwrap();
+    wait_for(&work.join("DONE"));
+    let dir = &dirs_in(&out)[0];
+    // The capture writes as it reads: wait until it has every op, then kill it.
+    let t0 = Instant::now();
+    while raw_records(dir) < EXECUTIONS * OPS {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the capture never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    c.kill().unwrap();
+    let _ = c.wait();
+    // The program goes on: another run, then it stops with every op its subscription took.
+    let _ = std::fs::remove_file(work.join("DONE"));
+    std::fs::write(work.join("GO"), "").unwrap();
+    wait_for(&work.join("DONE"));
+    std::fs::write(work.join("STOP"), "").unwrap();
+    let status = target.wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut target.stdout.take().unwrap(), &mut text).unwrap();
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "the subscription received {}",
+            2 * EXECUTIONS * OPS
+        )),
+        "{text}"
+    );
+    let exported = Command::new(common::aclprof_bin())
+        .arg("export")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(exported.status.success(), "{exported:?}");
+    assert_eq!(op_summary_rows(dir) as u64, EXECUTIONS * OPS);
+}
