@@ -81,11 +81,10 @@ pub fn capture(
                         continue;
                     }
                     let d = View(rec.try_into().unwrap_or(&[0; RECORD_SIZE])).dev_id();
-                    if !files.contains_key(&d) {
+                    if let std::collections::hash_map::Entry::Vacant(e) = files.entry(d) {
                         let r = rank.map_or(d, |r| r.saturating_add(devices.len() as u32));
-                        let data = layout.add_device(d, r)?;
+                        e.insert(StreamFiles::new(layout.add_device(d, r)?, None));
                         devices.push(d);
-                        files.insert(d, StreamFiles::new(data, None));
                     }
                     batch.extend_from_slice(rec);
                     ops += 1;
