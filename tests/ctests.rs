@@ -1195,3 +1195,6 @@ mod memory;
 
 #[path = "c/capture.rs"]
 mod capture;
+
+#[path = "c/serve.rs"]
+mod serve;

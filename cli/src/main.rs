@@ -5,6 +5,7 @@
 mod advisor;
 mod capture;
 mod page;
+mod serve;
 mod top;
 
 use aclprof::analyze::{self, Format, Func, Key, Query};
@@ -168,6 +169,16 @@ enum Cmd {
         /// Output format: table or json
         #[arg(long, default_value = "table", value_parser = parse_format)]
         format: Format,
+        /// Serve Prometheus metrics of the process (ops, device seconds and a histogram of
+        /// op durations per model, device and op type; records dropped) at
+        /// http://[ADDR:]PORT/metrics instead of showing the view; loopback unless ADDR is
+        /// given; port 0 picks a free one
+        #[arg(long, value_name = "[ADDR:]PORT")]
+        serve: Option<String>,
+        /// With --serve: every process of this user that can be watched, and those that
+        /// start later
+        #[arg(long, requires = "serve", conflicts_with = "pid")]
+        all: bool,
     },
     /// Record every op running processes report for a while, with no restart and no change
     /// to them, into a result directory each (PROF_*, read by analyze, report, export,
@@ -484,6 +495,73 @@ fn top(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `top --serve`: attaches to the process (or, with `all`, to every watchable one, looking
+/// again every 2 s for new ones) and serves their metrics until interrupted.
+fn serve_metrics(pid: Option<u32>, all: bool, addr: &str) -> Result<ExitCode, String> {
+    let addr = serve::address(addr)?;
+    if pid.is_none() && !all {
+        return Err("--serve: name the process (PID), or --all".into());
+    }
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--serve {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let procs: serve::Processes = Default::default();
+    let attach = |pid: u32, procs: &serve::Processes| -> Result<(), String> {
+        let a = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
+        let command = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .replace('\0', " ")
+                    .trim()
+                    .to_string()
+            })
+            .unwrap_or_default();
+        procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(pid, serve::Process::new(command));
+        let procs = procs.clone();
+        std::thread::spawn(move || serve::read(pid, a, procs));
+        Ok(())
+    };
+    match pid {
+        Some(pid) => attach(pid, &procs)?,
+        None => {
+            let procs = procs.clone();
+            let me = std::process::id();
+            std::thread::spawn(move || {
+                // Processes that refused (another viewer watches them): said once, tried
+                // again at each look.
+                let mut said = std::collections::HashSet::new();
+                loop {
+                    // SAFETY: geteuid has no preconditions.
+                    for w in aclprof::watch::list(unsafe { libc::geteuid() }) {
+                        let known = procs
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .contains_key(&w.pid);
+                        if w.pid != me && !known {
+                            if let Err(e) = attach(w.pid, &procs) {
+                                if said.insert(w.pid) {
+                                    eprintln!("aclprof: {e}");
+                                }
+                            }
+                        }
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                }
+            });
+        }
+    }
+    eprintln!(
+        "aclprof: serving metrics of {} on http://{bound}/metrics",
+        pid.map_or("every watchable process".to_string(), |p| format!(
+            "process {p}"
+        ))
+    );
+    serve::serve(listener, procs);
+    Ok(ExitCode::SUCCESS)
+}
+
 fn capture(pids: Vec<u32>, all: bool, duration: f64, output: &Path) -> Result<ExitCode, String> {
     let duration = seconds("--duration", duration)?;
     let pids = if all {
@@ -714,7 +792,12 @@ fn main() -> ExitCode {
             duration,
             once,
             format,
-        } => top(pid, interval, duration, once, format),
+            serve,
+            all,
+        } => match serve {
+            Some(addr) => serve_metrics(pid, all, &addr),
+            None => top(pid, interval, duration, once, format),
+        },
         Cmd::Capture {
             pids,
             all,

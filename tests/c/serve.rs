@@ -1,0 +1,312 @@
+//! `aclprof top PID --serve`: a real Prometheus server (Debian's, installed by
+//! scripts/prometheus) scrapes a running C program's metrics, and what it stored agrees
+//! with what the program reported (its own file-mode op_summary); the HTTP server answers
+//! only `GET /metrics` and cuts off oversized and slow requests without holding up scrapes.
+
+use super::*;
+use std::io::{BufRead, Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// Waits (60 s at most) until `f` gives a value.
+fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(60), "never: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One HTTP/1.0 exchange: the status line's code and the body ("" when the server closed
+/// the connection without an answer).
+fn http(addr: &str, request: &[u8]) -> (u32, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = s.write_all(request);
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map_or("", |b| b.1).to_string();
+    (code, body)
+}
+
+fn get(addr: &str, path: &str) -> (u32, String) {
+    http(
+        addr,
+        format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes(),
+    )
+}
+
+/// A PromQL instant query's result: each series' labels and value.
+fn query(prom: &str, q: &str, at: Option<f64>) -> Vec<(serde_json::Value, f64)> {
+    let enc: String = q
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let mut path = format!("/api/v1/query?query={enc}");
+    if let Some(t) = at {
+        path += &format!("&time={t:.3}");
+    }
+    let (code, body) = get(prom, &path);
+    assert_eq!(code, 200, "{q}: {body}");
+    let j: serde_json::Value = serde_json::from_str(&body).unwrap();
+    j["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["metric"].clone(),
+                r["value"][1].as_str().unwrap().parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The single value of a query, if it has one.
+fn scalar(prom: &str, q: &str) -> Option<f64> {
+    query(prom, q, None).first().map(|r| r.1)
+}
+
+fn now_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+#[test]
+fn prometheus_scrapes_what_the_program_reported() {
+    const EXECUTIONS: u64 = 4;
+    const OPS: u64 = 125;
+    let prometheus = match std::env::var("ACLPROF_PROMETHEUS") {
+        Ok(p) => PathBuf::from(p),
+        Err(_) => match Command::new("sh")
+            .args(["-c", "command -v prometheus"])
+            .output()
+        {
+            Ok(o) if o.status.success() => {
+                PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_string())
+            }
+            _ => {
+                // scripts/test installs it (scripts/prometheus) and must never skip this.
+                assert!(
+                    std::env::var_os("ACLPROF_RUNNING_TESTS").is_none(),
+                    "no prometheus: scripts/prometheus installs it"
+                );
+                eprintln!("skipped: no prometheus on PATH (scripts/prometheus installs it)");
+                return;
+            }
+        },
+    };
+    let exe = build("watch_target", "aclprof");
+    let work = fresh_dir("serve-work");
+    let sockets = fresh_dir("serve-sockets");
+    let results = fresh_dir("serve-results");
+    let tsdb = fresh_dir("serve-tsdb");
+    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let opts = format!(
+        r#"{{"output": "{}", "task_trace": "on"}}"#,
+        results.display()
+    );
+    let mut target = Command::new(&exe)
+        .arg(root().join("models/resnet50.json"))
+        .arg(&work)
+        .args([EXECUTIONS.to_string(), OPS.to_string()])
+        .env("ACLPROF_WATCH_DIR", &sockets)
+        .env("PROFILING_MODE", "true")
+        .env("PROFILING_OPTIONS", &opts)
+        .env_remove("ACLPROF_LOG")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = target.id();
+    until("the target is ready", || {
+        (work.join("READY").exists() && sockets.join(format!("{pid}.agent")).exists()).then_some(())
+    });
+    let go = || {
+        let _ = std::fs::remove_file(work.join("DONE"));
+        std::fs::write(work.join("GO"), "").unwrap();
+        until("the executions are done", || {
+            work.join("DONE").exists().then_some(())
+        });
+    };
+
+    // The exporter, on a port of its choosing.
+    let mut exporter = Command::new(common::aclprof_bin())
+        .args(["top", &pid.to_string(), "--serve", "127.0.0.1:0"])
+        .env("ACLPROF_WATCH_DIR", &sockets)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(exporter.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix(&format!(
+            "aclprof: serving metrics of process {pid} on http://"
+        ))
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+
+    // Only GET /metrics; a slow request does not hold up a scrape, and is cut off; so is an
+    // oversized one.
+    let (code, body) = get(&addr, "/metrics");
+    assert_eq!(code, 200);
+    assert!(body.contains("# TYPE aclprof_ops_total counter"), "{body}");
+    assert!(body.contains(&format!("aclprof_process_info{{pid=\"{pid}\"")));
+    assert_eq!(get(&addr, "/").0, 404);
+    assert_eq!(get(&addr, "/metrics/../x").0, 404);
+    assert_eq!(http(&addr, b"POST /metrics HTTP/1.0\r\n\r\n").0, 404);
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /metr").unwrap();
+    assert_eq!(
+        get(&addr, "/metrics").0,
+        200,
+        "a slow client held up a scrape"
+    );
+    slow.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = slow.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "a request never finished was answered");
+    let mut big = b"GET /metrics HTTP/1.0\r\nX: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 64 * 1024));
+    assert_eq!(
+        http(&addr, &big),
+        (0, String::new()),
+        "an oversized request"
+    );
+
+    // Prometheus scrapes it every second.
+    let prom_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let prom = format!("127.0.0.1:{prom_port}");
+    let config = tsdb.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: aclprof\n    static_configs:\n      - targets: ['{addr}']\n"
+        ),
+    )
+    .unwrap();
+    let mut server = Command::new(&prometheus)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            tsdb.join("data").display()
+        ))
+        .arg(format!("--web.listen-address={prom}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        until("Prometheus scrapes the exporter", || {
+            std::net::TcpStream::connect(&prom).ok()?;
+            (scalar(&prom, "up{job=\"aclprof\"}")? == 1.0).then_some(())
+        });
+        let total_ops = || scalar(&prom, "sum(aclprof_ops_total)");
+        go();
+        until("Prometheus has the first run", || {
+            (total_ops()? == (EXECUTIONS * OPS) as f64).then_some(())
+        });
+        let between = now_s();
+        go();
+        until("Prometheus has the second run", || {
+            (total_ops()? == (2 * EXECUTIONS * OPS) as f64).then_some(())
+        });
+        // What the second run reported, over its window, per op type.
+        let after = now_s();
+        let window = query(
+            &prom,
+            &format!(
+                "sum by (op_type) (aclprof_ops_total - aclprof_ops_total offset {}ms)",
+                ((after - between) * 1000.0) as u64
+            ),
+            Some(after),
+        );
+        let conv = window
+            .iter()
+            .find(|(m, _)| m["op_type"] == "Conv2D")
+            .unwrap_or_else(|| panic!("{window:?}"));
+        assert_eq!(conv.1, (53 * EXECUTIONS) as f64, "{window:?}");
+        assert!(scalar(&prom, "sum(rate(aclprof_op_device_seconds_total[1m]))").unwrap() > 0.0);
+        assert_eq!(
+            scalar(&prom, "sum(aclprof_records_dropped_total)"),
+            Some(0.0)
+        );
+
+        // The program stops; its file mode recorded every op: device seconds per type agree.
+        std::fs::write(work.join("STOP"), "").unwrap();
+        assert!(target.wait().unwrap().success());
+        let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        let mut truth: BTreeMap<String, (u64, f64)> = BTreeMap::new();
+        let summary = std::fs::read_dir(dirs[0].join("mindstudio_profiler_output"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains("op_summary_"))
+            .unwrap();
+        for row in read_csv(&summary).1 {
+            let t = truth.entry(row["OP Type"].clone()).or_default();
+            t.0 += 1;
+            t.1 += row["Task Duration(us)"].parse::<f64>().unwrap() * 1e-6;
+        }
+        let seconds = until("Prometheus has every op's time", || {
+            let v = query(
+                &prom,
+                "sum by (op_type) (aclprof_op_device_seconds_total)",
+                None,
+            );
+            let counts = query(
+                &prom,
+                "sum by (op_type) (aclprof_op_duration_seconds_count)",
+                None,
+            );
+            let n: f64 = counts.iter().map(|c| c.1).sum();
+            (n == (2 * EXECUTIONS * OPS) as f64).then_some((v, counts))
+        });
+        let (v, counts) = seconds;
+        assert_eq!(v.len(), truth.len(), "{v:?} {truth:?}");
+        for (m, secs) in &v {
+            let ty = m["op_type"].as_str().unwrap();
+            let (n, want) = truth[ty];
+            assert!(
+                (secs - want).abs() < 1e-6,
+                "{ty}: Prometheus {secs} s, the program {want} s"
+            );
+            let c = counts.iter().find(|c| c.0["op_type"] == ty).unwrap().1;
+            assert_eq!(c, n as f64, "{ty}");
+        }
+    }));
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    let _ = target.kill();
+    let _ = target.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
