@@ -220,8 +220,12 @@ fn prometheus_scrapes_what_the_program_reported() {
         .spawn()
         .unwrap();
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        until("Prometheus scrapes the exporter", || {
+        // Its web server answers (503) before its storage is ready: /-/ready says when.
+        until("Prometheus is ready", || {
             std::net::TcpStream::connect(&prom).ok()?;
+            (get(&prom, "/-/ready").0 == 200).then_some(())
+        });
+        until("Prometheus scrapes the exporter", || {
             (scalar(&prom, "up{job=\"aclprof\"}")? == 1.0).then_some(())
         });
         let total_ops = || scalar(&prom, "sum(aclprof_ops_total)");
