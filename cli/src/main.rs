@@ -5,6 +5,7 @@
 mod advisor;
 mod capture;
 mod page;
+mod parquet;
 mod serve;
 mod top;
 
@@ -100,12 +101,19 @@ enum Cmd {
     /// (time stamp) of the export they replace, so links to them stay valid. Given CANN's
     /// database (msprof_*.db, ascend_pytorch_profiler_*.db), make a result directory from
     /// its first device under -o DIR (default: beside it, in NAME_aclprof/) and export that.
+    /// With --format parquet, write one Parquet dataset for everything in PATH (result
+    /// directories, a folder of ranks, a database) to -o DIR instead: tasks, communication,
+    /// communication_tasks, memory, api, msproftx and steps, each partitioned by rank
+    /// (DIR/TABLE/rank=N/*.parquet), for DuckDB, Polars, pyarrow, Spark or Dask.
     Export {
         #[arg(value_name = "PATH")]
         dir: PathBuf,
-        /// Where a database's result directory goes
+        /// Where a database's result directory goes; with --format parquet, the dataset
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// What to write: msprof (the result directory's files, the default) or parquet
+        #[arg(long, default_value = "msprof", value_parser = ["msprof", "parquet"])]
+        format: String,
     },
     /// Write the report: with -o FILE.html one self-contained page for the run at PATH; with
     /// -o DIR a site for the runs in PATH (each entry a result directory, a folder of them,
@@ -680,6 +688,38 @@ fn diff(
     Ok(ExitCode::from(REGRESSED))
 }
 
+/// `export --format parquet`: the dataset of everything in `path`, at `output`.
+fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
+    let Some(out) = output else {
+        return Err("--format parquet: say where the dataset goes with -o DIR".into());
+    };
+    if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
+        return Err(format!(
+            "{}: exists and is not empty; the dataset goes into a new or empty directory",
+            out.display()
+        ));
+    }
+    let t = std::time::Instant::now();
+    let w = parquet::export(path, out, &mut |_| {}).map_err(|e| e.msg)?;
+    let tasks = w.rows.get("tasks").copied().unwrap_or(0);
+    println!(
+        "{}: {} ranks, {} files; {}",
+        out.display(),
+        w.ranks.len(),
+        w.files,
+        w.rows
+            .iter()
+            .map(|(t, n)| format!("{t} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    eprintln!(
+        "aclprof: {tasks} tasks in {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Re-exports one result directory, with a progress bar on a terminal.
 fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> {
     let r = aclprof::filemode::export_quietly_with_progress(dir, &mut progress_bar("exporting"));
@@ -785,7 +825,12 @@ fn main() -> ExitCode {
                 print!("{text}");
                 ExitCode::SUCCESS
             }),
-        Cmd::Export { dir, output } => export(&dir, output.as_deref()),
+        Cmd::Export {
+            dir,
+            output,
+            format,
+        } if format == "parquet" => export_parquet(&dir, output.as_deref()),
+        Cmd::Export { dir, output, .. } => export(&dir, output.as_deref()),
         Cmd::Top {
             pid,
             interval,
