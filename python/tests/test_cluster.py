@@ -1,0 +1,206 @@
+"""``aclprof.cluster`` on Dask: the four ranks of test_parquet (rank 2 three times slower) on a
+LocalCluster and on a scheduler and two workers started as separate commands, with the same
+results, equal to ``aclprof analyze --aggregate-by rank``; a planted slow link is named."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Dict, Iterator, List
+
+import pyarrow as pa
+import pytest
+import pyarrow.parquet as pq
+
+from aclprof import cluster
+from test_parquet import RANKS, SLOW_RANK, analyze, dataset, ranks, ns  # noqa: F401
+from test_top import aclprof_command
+
+DASK = Path(sys.executable).with_name("dask")
+
+
+def by_rank(c: cluster.Cluster) -> List[Any]:
+    return [(r["rank"], r["ops"], r["device_ns"]) for r in c.ranks]
+
+
+def test_local_cluster_agrees_with_analyze(ranks: Path, dataset: Path, tmp_path: Path) -> None:
+    c = cluster.analyze(dataset, workers=2)
+    want = sorted((r["Rank"], r["Count"], ns(r["Sum(us)"])) for r in analyze(ranks, "rank"))
+    assert by_rank(c) == want
+    assert c.slow_rank is not None and c.slow_rank["rank"] == SLOW_RANK
+    assert "computing is the longest" in c.slow_rank["why"], c.slow_rank
+    assert all(r["steps"] >= 1 for r in c.ranks)
+    types = {t["op_type"]: t for t in c.op_types}
+    assert types["hcom_allReduce_"]["ranks"] == RANKS
+    assert all(t["max_rank"] == SLOW_RANK for t in c.op_types), c.op_types
+    groups = {(g["group"], g["op_type"]): g for g in c.communication}
+    assert [g["ops"] for g in groups.values()] == [5 * RANKS], groups
+    # The folder of result directories itself: converted once, the same figures.
+    again = cluster.analyze(ranks, workers=1)
+    assert again.to_json() == c.to_json()
+    # Written for msprof-analyze's readers (MindStudio Insight's cluster view).
+    out = tmp_path / "out"
+    cluster.write(c, out)
+    db = sqlite3.connect(out / "cluster_analysis.db")
+    rows = db.execute("SELECT [index], computing FROM ClusterStepTraceTime "
+                      "WHERE type = 'rank' ORDER BY computing DESC").fetchall()
+    assert len(rows) == RANKS and rows[0][0] == str(SLOW_RANK)
+    assert (out / "ranks.csv").read_text().startswith("rank,ops,device_ns")
+    assert pq.read_table(out / "ranks.parquet").num_rows == RANKS
+
+
+def test_a_planted_slow_link_is_named(dataset: Path, tmp_path: Path) -> None:
+    planted = tmp_path / "planted"
+    shutil.copytree(dataset, planted)
+    for r in range(RANKS):
+        # 1 MB from each rank to the next: 100 us (10 GB/s), but 1 ms (1 GB/s) from 1 to 2.
+        dur = 1_000_000 if r == 1 else 100_000
+        t = pa.Table.from_pylist([{
+            "start_ns": 0, "end_ns": dur, "duration_ns": dur, "device": 0, "name": "link",
+            "op_id": 1, "group_name": "world", "src_rank": r, "dst_rank": (r + 1) % RANKS,
+            "transport_type": "HCCS", "link_type": "HCCS", "size_bytes": 1_000_000,
+            "bandwidth_gbps": None}],
+            schema=pq.read_schema(next((planted / "communication_tasks").rglob("*.parquet"))))
+        pq.write_table(t, planted / "communication_tasks" / f"rank={r}" / "planted.parquet")
+    c = cluster.analyze(planted, workers=1)
+    assert c.slow_link is not None
+    assert (c.slow_link["src_rank"], c.slow_link["dst_rank"]) == (1, 2), c.slow_link
+    assert c.slow_link["bandwidth_gbps"] == 1.0 and c.slow_link["median_bandwidth_gbps"] == 10.0
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Dask scheduler and two workers, each started as its own command."""
+    file = tmp_path_factory.mktemp("dask") / "scheduler.json"
+    procs = [subprocess.Popen([str(DASK), "scheduler", "--scheduler-file", str(file),
+                               "--port", "0", "--no-dashboard", "--host", "127.0.0.1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        deadline = time.monotonic() + 60
+        while not file.exists() or not file.read_text().strip():
+            assert time.monotonic() < deadline, "the scheduler never wrote its address"
+            time.sleep(0.1)
+        address = json.loads(file.read_text())["address"]
+        for _ in range(2):
+            procs.append(subprocess.Popen(
+                [str(DASK), "worker", address, "--nworkers", "1", "--nthreads", "1",
+                 "--no-dashboard", "--host", "127.0.0.1"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+
+        with Client(address) as client:
+            client.wait_for_workers(2, timeout=60)
+        yield str(address)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def from_the_command_line(path: Path, address: str) -> List[Dict[str, Any]]:
+    """``python -m aclprof.cluster PATH --format json`` through --scheduler, and through
+    DASK_SCHEDULER_ADDRESS."""
+    out = []
+    for args, env in (([f"--scheduler={address}"], dict(os.environ)),
+                      ([], dict(os.environ, DASK_SCHEDULER_ADDRESS=address))):
+        r = subprocess.run([sys.executable, "-m", "aclprof.cluster", str(path), "--format",
+                            "json", *args], env=env, capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr
+        out.append(json.loads(r.stdout))
+    return out
+
+
+def test_a_separate_scheduler_and_workers_give_the_same_results(dataset: Path,
+                                                                 scheduler: str) -> None:
+    local = json.loads(json.dumps(cluster.analyze(dataset, workers=1).to_json()))
+    assert from_the_command_line(dataset, scheduler) == [local, local]
+
+
+BIG_PROCESSES = 32
+DEVICES = 64
+BIG_SLOW_RANK = 1234
+#: Ops each simulated rank reports: type and microseconds.
+BIG_OPS = [("Conv2D", 20), ("Relu", 3), ("MatMul", 10), ("hcom_allReduce_", 7)]
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """2 048 simulated ranks: 32 processes (RANK_ID 0, 64, ...) of 64 devices each, each
+    device a rank that reports two steps of four ops; rank BIG_SLOW_RANK three times slower.
+    The simulator has no link model, so the links (each rank to the next, 1 MB) are planted
+    in the dataset, with the one from rank 7 to 8 ten times slower."""
+    root = tmp_path_factory.mktemp("big")
+    folder = root / "ranks"
+    script = textwrap.dedent(f"""
+        import os, aclprof
+        base = int(os.environ["RANK_ID"])
+        models = [aclprof.Model.register("m", device=d) for d in range({DEVICES})]
+        t = aclprof.now_ns()
+        for step in range(2):
+            for d, m in enumerate(models):
+                f = 3 if base + d == {BIG_SLOW_RANK} else 1
+                at = t
+                for i, (ty, us) in enumerate({BIG_OPS!r}):
+                    m.report_op(f"{{ty}}_{{i}}", ty, at, at + us * 1000 * f)
+                    at += us * 1000 * f + 1000
+            t += 200_000
+        aclprof.flush()
+        """)
+    running: List[subprocess.Popen[bytes]] = []
+    for k in range(BIG_PROCESSES):
+        env = dict(os.environ, RANK_ID=str(k * DEVICES), ACLPROF_DEVICE_COUNT=str(DEVICES))
+        running.append(subprocess.Popen([aclprof_command(), "record", "-o", str(folder), "--",
+                                         sys.executable, "-c", script], env=env,
+                                        stdout=subprocess.DEVNULL))
+        if len(running) >= 2:
+            assert running.pop(0).wait(timeout=300) == 0
+    assert all(p.wait(timeout=300) == 0 for p in running)
+    ds = cluster.dataset_of(folder)
+    schema = pq.read_schema(next((ds / "communication_tasks").rglob("*.parquet")))
+    ranks = BIG_PROCESSES * DEVICES
+    for r in range(ranks):
+        dur = 1_000_000 if r == 7 else 100_000
+        t = pa.Table.from_pylist([{
+            "start_ns": 0, "end_ns": dur, "duration_ns": dur, "device": 0, "name": "link",
+            "op_id": 1, "group_name": "world", "src_rank": r, "dst_rank": (r + 1) % ranks,
+            "transport_type": "HCCS", "link_type": "HCCS", "size_bytes": 1_000_000,
+            "bandwidth_gbps": None}], schema=schema)
+        pq.write_table(t, ds / "communication_tasks" / f"rank={r}" / "planted.parquet")
+    return folder
+
+
+def check_big(c: Dict[str, Any], want: List[Any]) -> None:
+    assert [(r["rank"], r["ops"], r["device_ns"]) for r in c["ranks"]] == want
+    assert c["slow_rank"]["rank"] == BIG_SLOW_RANK
+    assert (c["slow_link"]["src_rank"], c["slow_link"]["dst_rank"]) == (7, 8)
+
+
+def test_two_thousand_ranks_on_a_local_cluster_and_on_separate_workers(
+        big: Path, scheduler: str) -> None:
+    want = sorted((r["Rank"], r["Count"], ns(r["Sum(us)"])) for r in analyze(big, "rank"))
+    assert len(want) == BIG_PROCESSES * DEVICES
+    local = json.loads(json.dumps(cluster.analyze(big, workers=2).to_json()))
+    check_big(local, want)
+    for got in from_the_command_line(cluster.dataset_of(big), scheduler):
+        check_big(got, want)
+        assert got == local
+
+
+def test_no_rank_is_one_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "tasks").mkdir()
+    r = subprocess.run([sys.executable, "-m", "aclprof.cluster", str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "no rank in the dataset" in r.stderr
