@@ -99,6 +99,13 @@ fn next(pool: Pool, t: Totals, size: i64) -> Totals {
     }
 }
 
+/// Every pool's totals now, by device, or None if a thread holds the pools this instant:
+/// a reader (the watcher) that must never make the program wait asks again later.
+pub fn try_totals() -> Option<Vec<(u32, Pool, Totals)>> {
+    let pools = POOLS.try_lock().ok()?;
+    Some(pools.iter().map(|(&(d, p), &t)| (d, p, t)).collect())
+}
+
 /// Records every pool's totals as they stand (an event of size 0), so that a session
 /// started after memory was allocated samples what the process holds.
 pub fn snapshot() {

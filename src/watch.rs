@@ -486,14 +486,28 @@ fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Resu
         return Err(format!("sending the ring: {e}"));
     }
     log::info!("aclprof: watcher attached (pid {peer_pid}, uid {peer_uid})");
-    // Wait for the viewer to leave: EOF, an error, or its process ending (the kernel then
-    // closes its end). Nothing it sends matters.
+    // Serve the viewer until it leaves: EOF, an error, or its process ending (the kernel
+    // then closes its end). It may ask for the device memory pools' totals ("MEMORY"); any
+    // other line is ignored, and a line is at most 64 bytes.
     let _ = conn.set_read_timeout(None);
-    let mut sink = [0u8; 64];
+    let mut lines = BufReader::new(conn);
+    let mut last = String::new();
     loop {
-        match std::io::Read::read(&mut &*conn, &mut sink) {
+        let mut line = String::new();
+        match std::io::Read::take(&mut lines, 64).read_line(&mut line) {
             Ok(0) | Err(_) => break,
             Ok(_) => {}
+        }
+        if line.trim() == "MEMORY" {
+            if let Some(t) = crate::memory::try_totals() {
+                last = t
+                    .iter()
+                    .map(|(d, p, t)| format!(" {d}:{}:{}:{}", p.label(), t.allocated, t.reserved))
+                    .collect();
+            }
+            if writeln!(&*conn, "MEMORY{last}").is_err() {
+                break;
+            }
         }
     }
     crate::hotpath::set_tap(None);
@@ -509,8 +523,50 @@ fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Resu
 /// The viewer's side: a connection to the agent of process `pid`.
 pub struct Attached {
     /// Keeps the tap open; dropping it detaches.
-    _conn: UnixStream,
+    conn: UnixStream,
     pub reader: crate::transport::ring::Reader,
+}
+
+/// One device memory pool's totals, as the watched process has them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolTotals {
+    pub device: u32,
+    /// `operator`, `application` or `model`.
+    pub pool: String,
+    pub allocated: u64,
+    pub reserved: u64,
+}
+
+impl Attached {
+    /// The watched process's device memory pools now (its agent answers from its own
+    /// thread; the program never waits for it), or None if it did not answer in time.
+    pub fn memory(&self) -> Option<Vec<PoolTotals>> {
+        let _ = self.conn.set_read_timeout(Some(Duration::from_secs(2)));
+        (&self.conn).write_all(b"MEMORY\n").ok()?;
+        let mut line = String::new();
+        // (One byte at a time: nothing past this line may be taken from the socket.)
+        let mut b = [0u8; 1];
+        while !line.ends_with('\n') && line.len() < 1 << 20 {
+            match std::io::Read::read(&mut &self.conn, &mut b) {
+                Ok(1) => line.push(b[0] as char),
+                _ => return None,
+            }
+        }
+        let rest = line.trim_end().strip_prefix("MEMORY")?;
+        Some(
+            rest.split_whitespace()
+                .filter_map(|e| {
+                    let mut f = e.split(':');
+                    Some(PoolTotals {
+                        device: f.next()?.parse().ok()?,
+                        pool: f.next()?.to_string(),
+                        allocated: f.next()?.parse().ok()?,
+                        reserved: f.next()?.parse().ok()?,
+                    })
+                })
+                .collect(),
+        )
+    }
 }
 
 /// The watch directory of process `pid`'s user.
@@ -665,10 +721,7 @@ fn connect(pid: u32, path: &Path) -> std::result::Result<Attached, Try> {
     unsafe { libc::close(fd) };
     let reader = opened.and_then(crate::transport::ring::Reader::attach);
     let reader = reader.map_err(Try::Fail)?;
-    Ok(Attached {
-        _conn: conn,
-        reader,
-    })
+    Ok(Attached { conn, reader })
 }
 /// Receives one message: its text and the fd it carries, if any.
 fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {

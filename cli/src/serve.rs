@@ -54,6 +54,8 @@ pub struct Process {
     types: usize,
     pub dropped: u64,
     pub ended: bool,
+    /// The device memory pools' totals, asked of the process every second.
+    memory: Vec<aclprof::watch::PoolTotals>,
 }
 
 impl Process {
@@ -95,7 +97,16 @@ pub type Processes = Arc<Mutex<BTreeMap<u32, Process>>>;
 /// Reads process `pid`'s ring into its counters until it ends.
 pub fn read(pid: u32, attached: aclprof::watch::Attached, all: Processes) {
     let reader = &attached.reader;
+    let mut asked = std::time::Instant::now() - Duration::from_secs(1);
     loop {
+        if asked.elapsed() >= Duration::from_secs(1) {
+            asked = std::time::Instant::now();
+            if let Some(m) = attached.memory() {
+                if let Some(p) = all.lock().unwrap_or_else(|p| p.into_inner()).get_mut(&pid) {
+                    p.memory = m;
+                }
+            }
+        }
         let r = reader.acquire(2048, Duration::from_millis(500));
         let mut g = all.lock().unwrap_or_else(|p| p.into_inner());
         let Some(p) = g.get_mut(&pid) else { return };
@@ -163,6 +174,32 @@ pub fn render(all: &BTreeMap<u32, Process>) -> String {
             "aclprof_records_dropped_total{{pid=\"{pid}\"}} {}",
             p.dropped
         );
+    }
+    for (name, help, value) in [
+        (
+            "aclprof_device_memory_allocated_bytes",
+            "Device memory in use, per device and pool (operator, application, model).",
+            (|t: &aclprof::watch::PoolTotals| t.allocated)
+                as fn(&aclprof::watch::PoolTotals) -> u64,
+        ),
+        (
+            "aclprof_device_memory_reserved_bytes",
+            "Device memory held from the device, per device and pool.",
+            |t: &aclprof::watch::PoolTotals| t.reserved,
+        ),
+    ] {
+        head(&mut o, name, "gauge", help);
+        for (pid, p) in all {
+            for t in &p.memory {
+                let _ = writeln!(
+                    o,
+                    "{name}{{pid=\"{pid}\",device=\"{}\",pool=\"{}\"}} {}",
+                    t.device,
+                    label(&t.pool),
+                    value(t)
+                );
+            }
+        }
     }
     let each = |o: &mut String, f: &dyn Fn(&mut String, &str, &Series)| {
         for (pid, p) in all {

@@ -19,6 +19,17 @@ pub enum Pool {
     Model,
 }
 
+impl Pool {
+    /// The pool's name where a person reads it (a metric's label, the watch protocol).
+    pub fn label(self) -> &'static str {
+        match self {
+            Pool::Op => "operator",
+            Pool::App => "application",
+            Pool::Model => "model",
+        }
+    }
+}
+
 /// Device memory allocated (`size` > 0) or released (`size` < 0) at `start` (the library's
 /// clock, ns), with its pool's totals after it; `size` 0 records the totals as they stood
 /// when a session started. What the host log holds (`HostEvent::Mem`) and what every
