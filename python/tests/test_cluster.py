@@ -10,7 +10,6 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
@@ -128,45 +127,22 @@ def test_a_separate_scheduler_and_workers_give_the_same_results(dataset: Path,
     assert from_the_command_line(dataset, scheduler) == [local, local]
 
 
-BIG_PROCESSES = 32
-DEVICES = 64
-BIG_SLOW_RANK = 1234
-#: Ops each simulated rank reports: type and microseconds.
-BIG_OPS = [("Conv2D", 20), ("Relu", 3), ("MatMul", 10), ("hcom_allReduce_", 7)]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import bench_cluster  # noqa: E402
+
+BIG_PROCESSES = bench_cluster.PROCESSES
+DEVICES = bench_cluster.DEVICES
+BIG_SLOW_RANK = bench_cluster.SLOW_RANK
 
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """2 048 simulated ranks: 32 processes (RANK_ID 0, 64, ...) of 64 devices each, each
-    device a rank that reports two steps of four ops; rank BIG_SLOW_RANK three times slower.
-    The simulator has no link model, so the links (each rank to the next, 1 MB) are planted
-    in the dataset, with the one from rank 7 to 8 ten times slower."""
-    root = tmp_path_factory.mktemp("big")
-    folder = root / "ranks"
-    script = textwrap.dedent(f"""
-        import os, aclprof
-        base = int(os.environ["RANK_ID"])
-        models = [aclprof.Model.register("m", device=d) for d in range({DEVICES})]
-        t = aclprof.now_ns()
-        for step in range(2):
-            for d, m in enumerate(models):
-                f = 3 if base + d == {BIG_SLOW_RANK} else 1
-                at = t
-                for i, (ty, us) in enumerate({BIG_OPS!r}):
-                    m.report_op(f"{{ty}}_{{i}}", ty, at, at + us * 1000 * f)
-                    at += us * 1000 * f + 1000
-            t += 200_000
-        aclprof.flush()
-        """)
-    running: List[subprocess.Popen[bytes]] = []
-    for k in range(BIG_PROCESSES):
-        env = dict(os.environ, RANK_ID=str(k * DEVICES), ACLPROF_DEVICE_COUNT=str(DEVICES))
-        running.append(subprocess.Popen([aclprof_command(), "record", "-o", str(folder), "--",
-                                         sys.executable, "-c", script], env=env,
-                                        stdout=subprocess.DEVNULL))
-        if len(running) >= 2:
-            assert running.pop(0).wait(timeout=300) == 0
-    assert all(p.wait(timeout=300) == 0 for p in running)
+    """2 048 simulated ranks (bench_cluster.make_ranks: 32 processes of 64 devices, each
+    device a rank; rank BIG_SLOW_RANK three times slower). The simulator has no link model,
+    so the links (each rank to the next, 1 MB) are planted in the dataset, with the one from
+    rank 7 to 8 ten times slower."""
+    folder = tmp_path_factory.mktemp("big") / "ranks"
+    bench_cluster.make_ranks(folder, aclprof_command())
     ds = cluster.dataset_of(folder)
     schema = pq.read_schema(next((ds / "communication_tasks").rglob("*.parquet")))
     ranks = BIG_PROCESSES * DEVICES
