@@ -758,6 +758,19 @@ fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {
     }
 }
 
+/// Process `pid`'s command line, its arguments joined by spaces ("" if it cannot be read).
+pub fn command_of(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            b.split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default()
+}
+
 /// A process that can be watched: its pid and command line.
 pub struct Watchable {
     pub pid: u32,
@@ -802,15 +815,7 @@ pub fn list(uid: u32) -> Vec<Watchable> {
                 }
                 continue;
             }
-            let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|b| {
-                    b.split(|&c| c == 0)
-                        .filter(|a| !a.is_empty())
-                        .map(|a| String::from_utf8_lossy(a).into_owned())
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                })
-                .unwrap_or_default();
+            let command = command_of(pid);
             out.push(Watchable { pid, command });
         }
     }

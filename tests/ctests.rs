@@ -59,10 +59,19 @@ fn build_c(src: &Path, lib: &str) -> PathBuf {
     build_c_with(src, lib, &[], "")
 }
 
-/// Builds a C test with extra compiler flags, as `<name><suffix>`.
+/// Builds a C test with extra compiler flags, as `<name><suffix>`: once per test process,
+/// so that a test never rewrites a program another test is running ("text file busy").
 fn build_c_with(src: &Path, lib: &str, flags: &[&str], suffix: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
     let stem = src.file_stem().unwrap().to_string_lossy();
     let exe = out_dir().join(format!("{stem}{suffix}"));
+    let how = format!("{} -l{lib} {}", src.display(), flags.join(" "));
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    match built.iter_mut().find(|(e, _)| *e == exe) {
+        Some((_, h)) if *h == how => return exe,
+        Some((_, h)) => *h = how,
+        None => built.push((exe.clone(), how)),
+    }
     let mut c = Command::new("gcc");
     c.args(["-std=c99", "-g", "-O1"]).args(WARN).args(flags);
     c.arg("-I")
@@ -943,45 +952,17 @@ fn a_pipe_holds_its_size_in_records_at_any_pace() {
 /// and a viewer of another user refused.
 #[test]
 fn top_watches_a_running_program() {
-    use std::os::unix::fs::PermissionsExt;
     use std::process::Stdio;
     use std::time::{Duration, Instant};
-    let exe = build("watch_target", "aclprof");
     let work = fresh_dir("watch");
     let sockets = fresh_dir("watch-sockets");
-    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
     let results = fresh_dir("watch-results");
-    let model = root().join("models/resnet50.json");
     const EXECUTIONS: u64 = 4;
     const OPS: u64 = 125;
     let opts = format!(
         r#"{{"output": "{}", "task_trace": "on"}}"#,
         results.display()
     );
-    let start_target = |dir: &Path| {
-        Command::new(&exe)
-            .arg(&model)
-            .arg(dir)
-            .args([EXECUTIONS.to_string(), OPS.to_string()])
-            .env("ACLPROF_WATCH_DIR", &sockets)
-            .env("PROFILING_MODE", "true")
-            .env("PROFILING_OPTIONS", &opts)
-            .env_remove("ACLPROF_LOG")
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let wait_for = |p: &Path| {
-        let t0 = Instant::now();
-        while !p.exists() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "{} never appeared",
-                p.display()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    };
     let top = || {
         let mut c = Command::new(common::aclprof_bin());
         c.arg("top").env("ACLPROF_WATCH_DIR", &sockets);
@@ -1001,16 +982,12 @@ fn top_watches_a_running_program() {
         assert!(line.starts_with("aclprof: watching process "), "{line}");
         (v, err)
     };
-    // Runs the target's executions once: GO, then wait for DONE.
-    let go = |dir: &Path| {
-        let _ = std::fs::remove_file(dir.join("DONE"));
-        std::fs::write(dir.join("GO"), "").unwrap();
-        wait_for(&dir.join("DONE"));
-    };
-    let target = start_target(&work);
-    let pid = target.id();
-    wait_for(&work.join("READY"));
-    wait_for(&sockets.join(format!("{pid}.agent")));
+    let env = [
+        ("PROFILING_MODE", "true"),
+        ("PROFILING_OPTIONS", opts.as_str()),
+    ];
+    let target = WatchTarget::start(&work, &sockets, EXECUTIONS, OPS, &env);
+    let pid = target.pid;
     // Nobody watches it yet: no socket, no thread of the watcher's.
     let watcher_threads = || {
         std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -1050,7 +1027,7 @@ fn top_watches_a_running_program() {
             && err2.contains("another viewer"),
         "{err2}"
     );
-    go(&work);
+    target.go();
     let out = viewer.wait_with_output().unwrap();
     assert!(out.status.success());
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -1072,7 +1049,7 @@ fn top_watches_a_running_program() {
     for i in 0..8 {
         let (mut v, _) = viewer_of(&[&pid_s, "--interval", "0.05"], Stdio::null());
         if i % 2 == 0 {
-            go(&work);
+            target.go();
             runs += 1;
         }
         if i == 3 {
@@ -1084,7 +1061,7 @@ fn top_watches_a_running_program() {
         }
         let _ = v.wait();
     }
-    go(&work);
+    target.go();
     runs += 1;
     // Every viewer has left: the agent's thread ends and its socket goes.
     let t0 = Instant::now();
@@ -1117,10 +1094,8 @@ fn top_watches_a_running_program() {
     }
 
     // The program stops: its subscription and file mode have every op it ran.
-    std::fs::write(work.join("STOP"), "").unwrap();
-    let out = target.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
+    let (ok, text) = target.stop();
+    assert!(ok, "{text}");
     assert!(
         text.contains(&format!(
             "ran {} executions of {OPS} ops; the subscription received {}",
@@ -1142,18 +1117,16 @@ fn top_watches_a_running_program() {
 
     // A program killed under a viewer: the viewer ends, cleanly.
     let work2 = fresh_dir("watch-killed");
-    let mut target = start_target(&work2);
-    let pid = target.id();
-    wait_for(&work2.join("READY"));
-    wait_for(&sockets.join(format!("{pid}.agent")));
+    let mut target = WatchTarget::start(&work2, &sockets, EXECUTIONS, OPS, &env);
+    let pid = target.pid;
     let pid_s = pid.to_string();
     let (mut v, mut err) = viewer_of(
         &[&pid_s, "--interval", "0.1", "--format", "json"],
         Stdio::piped(),
     );
-    go(&work2);
-    target.kill().unwrap();
-    let _ = target.wait();
+    target.go();
+    target.child.kill().unwrap();
+    let _ = target.child.wait();
     let t0 = Instant::now();
     let status = loop {
         if let Some(s) = v.try_wait().unwrap() {
@@ -1188,6 +1161,75 @@ fn top_watches_a_running_program() {
     let _ = top().output().unwrap();
     assert!(!sockets.join(format!("{pid}.agent")).exists());
     assert!(!sockets.join(format!("{pid}.sock")).exists());
+}
+
+/// Waits (60 s at most) for file `p` to appear.
+fn wait_for_file(p: &Path) {
+    let t0 = std::time::Instant::now();
+    while !p.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "{} never appeared",
+            p.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// ctests/watch_target.c running resnet50.json for a test that watches it: `executions`
+/// executions of `ops` ops each time GO appears in `work`, its watch files in `sockets`.
+struct WatchTarget {
+    child: std::process::Child,
+    pid: u32,
+    work: PathBuf,
+}
+
+impl WatchTarget {
+    /// Starts it with `env` besides the watch directory, once it is ready and watchable.
+    fn start(
+        work: &Path,
+        sockets: &Path,
+        executions: u64,
+        ops: u64,
+        env: &[(&str, &str)],
+    ) -> WatchTarget {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let child = Command::new(build("watch_target", "aclprof"))
+            .arg(root().join("models/resnet50.json"))
+            .arg(work)
+            .args([executions.to_string(), ops.to_string()])
+            .env("ACLPROF_WATCH_DIR", sockets)
+            .envs(env.iter().copied())
+            .env_remove("ACLPROF_LOG")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        wait_for_file(&work.join("READY"));
+        wait_for_file(&sockets.join(format!("{pid}.agent")));
+        WatchTarget {
+            child,
+            pid,
+            work: work.to_path_buf(),
+        }
+    }
+
+    /// Runs its executions once: GO, then wait for DONE.
+    fn go(&self) {
+        let _ = std::fs::remove_file(self.work.join("DONE"));
+        std::fs::write(self.work.join("GO"), "").unwrap();
+        wait_for_file(&self.work.join("DONE"));
+    }
+
+    /// Asks it to stop; whether it succeeded, and what it printed.
+    fn stop(mut self) -> (bool, String) {
+        std::fs::write(self.work.join("STOP"), "").unwrap();
+        let status = self.child.wait().unwrap();
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut self.child.stdout.take().unwrap(), &mut text).unwrap();
+        (status.success(), text)
+    }
 }
 
 #[path = "c/memory.rs"]

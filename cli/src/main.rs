@@ -457,14 +457,7 @@ fn top(
         None if once => Some(interval),
         None => None,
     };
-    let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| {
-            String::from_utf8_lossy(&b)
-                .replace('\0', " ")
-                .trim()
-                .to_string()
-        })
-        .unwrap_or_default();
+    let command = aclprof::watch::command_of(pid);
     let live = !once && std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
     use std::io::Write as _;
@@ -515,14 +508,7 @@ fn serve_metrics(pid: Option<u32>, all: bool, addr: &str) -> Result<ExitCode, St
     let procs: serve::Processes = Default::default();
     let attach = |pid: u32, procs: &serve::Processes| -> Result<(), String> {
         let a = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
-        let command = std::fs::read(format!("/proc/{pid}/cmdline"))
-            .map(|b| {
-                String::from_utf8_lossy(&b)
-                    .replace('\0', " ")
-                    .trim()
-                    .to_string()
-            })
-            .unwrap_or_default();
+        let command = aclprof::watch::command_of(pid);
         procs
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -211,19 +211,14 @@ pub const STEPS: &[(&str, Kind)] = &[
     ("bubble_ns", Int),
     ("preparing_ns", Int),
 ];
-/// step_trace_time.csv's columns for [`STEPS`], in its order.
-const STEP_COLUMNS: [&str; 10] = [
-    "Device_id",
-    "Step",
-    "Computing",
-    "Communication(Not Overlapped)",
-    "Overlapped",
-    "Communication",
-    "Free",
-    "Stage",
-    "Bubble",
-    "Preparing",
-];
+/// step_trace_time.csv's columns for [`STEPS`], in its order (the one exclusive of receive
+/// is left out).
+fn step_columns() -> Vec<&'static str> {
+    aclprof::formats::op_summary::STEP_TRACE_TIME_HEADER
+        .into_iter()
+        .filter(|c| !c.contains("Exclude Receive"))
+        .collect()
+}
 
 /// One value of a row.
 #[derive(Clone, Debug, PartialEq)]
@@ -605,7 +600,8 @@ fn steps(dir: &Path, dev: i64) -> Result<Vec<Vec<Cell>>> {
         .headers()
         .map_err(|e| Error::new(ACL_ERROR_INVALID_FILE, format!("{}: {e}", file.display())))?
         .clone();
-    let at: Vec<Option<usize>> = STEP_COLUMNS
+    let columns = step_columns();
+    let at: Vec<Option<usize>> = columns
         .iter()
         .map(|c| headers.iter().position(|h| h == *c))
         .collect();
@@ -622,7 +618,7 @@ fn steps(dir: &Path, dev: i64) -> Result<Vec<Vec<Cell>>> {
             Cell::Int(device),
             get(1).trim().parse::<i64>().map_or(Cell::Null, Cell::Int),
         ];
-        row.extend((2..STEP_COLUMNS.len()).map(|i| us_to_ns(get(i)).map_or(Cell::Null, Cell::Int)));
+        row.extend((2..columns.len()).map(|i| us_to_ns(get(i)).map_or(Cell::Null, Cell::Int)));
         out.push(row);
     }
     Ok(out)

@@ -15,7 +15,9 @@ dataset's path (a shared file system)::
     python -m aclprof.cluster DIR [--scheduler tcp://HOST:8786] [--format table|csv|json] [-o OUT]
 
 ``-o OUT`` writes each table as CSV and Parquet, and ``cluster_analysis.db`` with
-msprof-analyze's ``ClusterStepTraceTime`` and ``ClusterCommunicationMatrix`` tables.
+msprof-analyze's ``ClusterStepTraceTime``, ``ClusterCommunicationMatrix`` and
+``CommunicationGroupMapping`` tables, in the form MindStudio Insight's cluster views query
+(docs/design.md, "Clusters on Dask").
 Needs the ``cluster`` extra (``dask[distributed]``, ``pyarrow``).
 """
 
@@ -118,6 +120,8 @@ class Cluster:
     links: List[Dict[str, Any]] = field(default_factory=list)
     slow_rank: Optional[Dict[str, Any]] = None
     slow_link: Optional[Dict[str, Any]] = None
+    #: Each communication group's ranks.
+    groups: Dict[str, List[int]] = field(default_factory=dict)
 
     def table(self, name: str) -> List[Dict[str, Any]]:
         rows: List[Dict[str, Any]] = getattr(self, name)
@@ -127,6 +131,7 @@ class Cluster:
         d: Dict[str, Any] = {t: self.table(t) for t in TABLES}
         d["slow_rank"] = self.slow_rank
         d["slow_link"] = self.slow_link
+        d["groups"] = self.groups
         return d
 
 
@@ -183,9 +188,11 @@ def combine(figures: Sequence[Dict[str, Any]]) -> Cluster:
             "spread": round((max(times) - min(times)) / mean, 6) if mean else 0.0,
         })
     c.op_types.sort(key=lambda r: (-r["total_ms"], r["op_type"]))
+    members: Dict[str, set[int]] = {}
     groups: Dict[str, List[int]] = {}
     for f in figures:
         for k, (n, ns) in f["communication"].items():
+            members.setdefault(k.split("\t")[0], set()).add(int(f["rank"]))
             e = groups.setdefault(k, [0, 0, 0])
             e[0] += n
             e[1] += ns
@@ -197,6 +204,8 @@ def combine(figures: Sequence[Dict[str, Any]]) -> Cluster:
     links: Dict[str, List[int]] = {}
     for f in figures:
         for k, (size, ns) in f["links"].items():
+            g, s, d, _ = k.split("\t")
+            members.setdefault(g, set()).update((int(s), int(d)))
             e = links.setdefault(k, [0, 0])
             e[0] += size
             e[1] += ns
@@ -205,6 +214,7 @@ def combine(figures: Sequence[Dict[str, Any]]) -> Cluster:
         c.links.append({"group": g, "src_rank": int(s), "dst_rank": int(d), "transport": tr,
                         "bytes": size, "time_ms": _ms(ns),
                         "bandwidth_gbps": round(size / ns, 6) if ns else 0.0})
+    c.groups = {g: sorted(r) for g, r in members.items() if g}
     moving = [li for li in c.links if li["bytes"] > 0 and li["time_ms"] > 0]
     if moving:
         slow_link = min(moving, key=lambda li: li["bandwidth_gbps"])
@@ -349,11 +359,18 @@ def write(c: Cluster, out: PathLike) -> None:
     con.execute("CREATE TABLE ClusterCommunicationMatrix (step TEXT, hccl_op_name TEXT, "
                 "group_name TEXT, src_rank TEXT, dst_rank TEXT, transit_size NUMERIC, "
                 "transit_time NUMERIC, bandwidth NUMERIC, transport_type TEXT, op_name TEXT)")
+    # Insight asks for the matrix of step "step" + the step trace's step ("" here).
     for li in c.links:
-        con.execute("INSERT INTO ClusterCommunicationMatrix VALUES ('', 'Total Op Info', ?, ?, ?, "
-                    "?, ?, ?, ?, '')",
+        con.execute("INSERT INTO ClusterCommunicationMatrix VALUES ('step', 'Total Op Info', ?, "
+                    "?, ?, ?, ?, ?, ?, '')",
                     (li["group"], str(li["src_rank"]), str(li["dst_rank"]), li["bytes"] / 1e6,
                      li["time_ms"], li["bandwidth_gbps"], li["transport"]))
+    # The groups Insight lists for the matrix, each with its ranks as "(0,1,...)".
+    con.execute("CREATE TABLE CommunicationGroupMapping (type TEXT, rank_set TEXT, "
+                "group_name TEXT, pg_name TEXT)")
+    for g, ranks in sorted(c.groups.items()):
+        con.execute("INSERT INTO CommunicationGroupMapping VALUES ('collective', ?, ?, ?)",
+                    ("(" + ",".join(str(r) for r in sorted(ranks)) + ")", g, g))
     con.commit()
     con.close()
 

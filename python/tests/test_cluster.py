@@ -51,6 +51,9 @@ def test_local_cluster_agrees_with_analyze(ranks: Path, dataset: Path, tmp_path:
     rows = db.execute("SELECT [index], computing FROM ClusterStepTraceTime "
                       "WHERE type = 'rank' ORDER BY computing DESC").fetchall()
     assert len(rows) == RANKS and rows[0][0] == str(SLOW_RANK)
+    # Insight lists the matrix's groups from CommunicationGroupMapping.
+    groups = db.execute("SELECT rank_set, group_name FROM CommunicationGroupMapping").fetchall()
+    assert [g[0] for g in groups] == ["(" + ",".join(map(str, range(RANKS))) + ")"], groups
     assert (out / "ranks.csv").read_text().startswith("rank,ops,device_ns")
     assert pq.read_table(out / "ranks.parquet").num_rows == RANKS
 

@@ -186,3 +186,18 @@ pub(super) const PMU_COLUMNS: [&[&str]; 9] = [
 pub fn pmu_columns(metric: u64) -> &'static [&'static str] {
     PMU_COLUMNS.get(metric as usize).copied().unwrap_or(&[])
 }
+
+/// step_trace_time.csv's columns (microseconds but for the ids), in CANN's order.
+pub const STEP_TRACE_TIME_HEADER: [&str; 11] = [
+    "Device_id",
+    "Step",
+    "Computing",
+    "Communication(Not Overlapped)",
+    "Overlapped",
+    "Communication",
+    "Free",
+    "Stage",
+    "Bubble",
+    "Communication(Not Overlapped and Exclude Receive)",
+    "Preparing",
+];

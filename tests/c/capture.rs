@@ -5,21 +5,8 @@
 
 use super::*;
 use std::io::BufRead;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn wait_for(p: &Path) {
-    let t0 = Instant::now();
-    while !p.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "{} never appeared",
-            p.display()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// The result directories under `out`.
 fn dirs_in(out: &Path) -> Vec<PathBuf> {
@@ -45,30 +32,11 @@ fn raw_records(dir: &Path) -> u64 {
 fn capture_records_a_running_program() {
     const EXECUTIONS: u64 = 4;
     const OPS: u64 = 125;
-    let exe = build("watch_target", "aclprof");
     let work = fresh_dir("capture-work");
     let sockets = fresh_dir("capture-sockets");
     let out = fresh_dir("capture-out");
-    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let model = root().join("models/resnet50.json");
-    let mut target = Command::new(&exe)
-        .arg(&model)
-        .arg(&work)
-        .args([EXECUTIONS.to_string(), OPS.to_string()])
-        .env("ACLPROF_WATCH_DIR", &sockets)
-        .env("RANK_ID", "7")
-        .env_remove("ACLPROF_LOG")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = target.id().to_string();
-    wait_for(&work.join("READY"));
-    wait_for(&sockets.join(format!("{pid}.agent")));
-    let go = || {
-        let _ = std::fs::remove_file(work.join("DONE"));
-        std::fs::write(work.join("GO"), "").unwrap();
-        wait_for(&work.join("DONE"));
-    };
+    let target = WatchTarget::start(&work, &sockets, EXECUTIONS, OPS, &[("RANK_ID", "7")]);
+    let pid = target.pid.to_string();
     let capture = |out: &Path, secs: &str| {
         let mut c = Command::new(common::aclprof_bin());
         c.args(["capture", &pid, "--duration", secs, "-o"])
@@ -89,7 +57,7 @@ fn capture_records_a_running_program() {
     };
 
     // Ops run before the capture are not in it; a run while it records is, whole.
-    go();
+    target.go();
     let (first, _) = started(&out, "600");
     // Two captures of one process do not overlap: the second is refused, in one line.
     let second = capture(&fresh_dir("capture-second"), "1").output().unwrap();
@@ -100,15 +68,12 @@ fn capture_records_a_running_program() {
             && err2.contains("another viewer"),
         "{err2}"
     );
-    go();
-    go();
+    target.go();
+    target.go();
 
     // The program stops: the capture ends with it, with every op of the two runs.
-    std::fs::write(work.join("STOP"), "").unwrap();
-    let status = target.wait().unwrap();
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut target.stdout.take().unwrap(), &mut text).unwrap();
-    assert!(status.success(), "{text}");
+    let (ok, text) = target.stop();
+    assert!(ok, "{text}");
     assert!(
         text.contains(&format!(
             "ran {} executions of {OPS} ops; the subscription received {}",
@@ -161,24 +126,11 @@ fn capture_records_a_running_program() {
 fn a_killed_capture_leaves_what_export_completes() {
     const EXECUTIONS: u64 = 4;
     const OPS: u64 = 125;
-    let exe = build("watch_target", "aclprof");
     let work = fresh_dir("capture-killed-work");
     let sockets = fresh_dir("capture-killed-sockets");
     let out = fresh_dir("capture-killed-out");
-    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let model = root().join("models/resnet50.json");
-    let mut target = Command::new(&exe)
-        .arg(&model)
-        .arg(&work)
-        .args([EXECUTIONS.to_string(), OPS.to_string()])
-        .env("ACLPROF_WATCH_DIR", &sockets)
-        .env_remove("ACLPROF_LOG")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = target.id().to_string();
-    wait_for(&work.join("READY"));
-    wait_for(&sockets.join(format!("{pid}.agent")));
+    let target = WatchTarget::start(&work, &sockets, EXECUTIONS, OPS, &[]);
+    let pid = target.pid.to_string();
     let mut c = Command::new(common::aclprof_bin())
         .args(["capture", &pid, "--duration", "600", "-o"])
         .arg(&out)
@@ -192,8 +144,7 @@ fn a_killed_capture_leaves_what_export_completes() {
         .read_line(&mut line)
         .unwrap();
     assert!(line.starts_with("aclprof: capturing process "), "{line}");
-    std::fs::write(work.join("GO"), "").unwrap();
-    wait_for(&work.join("DONE"));
+    target.go();
     let dir = &dirs_in(&out)[0];
     // The capture writes as it reads: wait until it has every op, then kill it.
     let t0 = Instant::now();
@@ -207,14 +158,9 @@ fn a_killed_capture_leaves_what_export_completes() {
     c.kill().unwrap();
     let _ = c.wait();
     // The program goes on: another run, then it stops with every op its subscription took.
-    let _ = std::fs::remove_file(work.join("DONE"));
-    std::fs::write(work.join("GO"), "").unwrap();
-    wait_for(&work.join("DONE"));
-    std::fs::write(work.join("STOP"), "").unwrap();
-    let status = target.wait().unwrap();
-    let mut text = String::new();
-    std::io::Read::read_to_string(&mut target.stdout.take().unwrap(), &mut text).unwrap();
-    assert!(status.success(), "{text}");
+    target.go();
+    let (ok, text) = target.stop();
+    assert!(ok, "{text}");
     assert!(
         text.contains(&format!(
             "the subscription received {}",

@@ -6,7 +6,6 @@
 use super::*;
 use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -111,38 +110,20 @@ fn prometheus_scrapes_what_the_program_reported() {
             }
         },
     };
-    let exe = build("watch_target", "aclprof");
     let work = fresh_dir("serve-work");
     let sockets = fresh_dir("serve-sockets");
     let results = fresh_dir("serve-results");
     let tsdb = fresh_dir("serve-tsdb");
-    std::fs::set_permissions(&sockets, std::fs::Permissions::from_mode(0o700)).unwrap();
     let opts = format!(
         r#"{{"output": "{}", "task_trace": "on"}}"#,
         results.display()
     );
-    let mut target = Command::new(&exe)
-        .arg(root().join("models/resnet50.json"))
-        .arg(&work)
-        .args([EXECUTIONS.to_string(), OPS.to_string()])
-        .env("ACLPROF_WATCH_DIR", &sockets)
-        .env("PROFILING_MODE", "true")
-        .env("PROFILING_OPTIONS", &opts)
-        .env_remove("ACLPROF_LOG")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = target.id();
-    until("the target is ready", || {
-        (work.join("READY").exists() && sockets.join(format!("{pid}.agent")).exists()).then_some(())
-    });
-    let go = || {
-        let _ = std::fs::remove_file(work.join("DONE"));
-        std::fs::write(work.join("GO"), "").unwrap();
-        until("the executions are done", || {
-            work.join("DONE").exists().then_some(())
-        });
-    };
+    let env = [
+        ("PROFILING_MODE", "true"),
+        ("PROFILING_OPTIONS", opts.as_str()),
+    ];
+    let target = WatchTarget::start(&work, &sockets, EXECUTIONS, OPS, &env);
+    let pid = target.pid;
 
     // The exporter, on a port of its choosing.
     let mut exporter = Command::new(common::aclprof_bin())
@@ -229,12 +210,12 @@ fn prometheus_scrapes_what_the_program_reported() {
             (scalar(&prom, "up{job=\"aclprof\"}")? == 1.0).then_some(())
         });
         let total_ops = || scalar(&prom, "sum(aclprof_ops_total)");
-        go();
+        target.go();
         until("Prometheus has the first run", || {
             (total_ops()? == (EXECUTIONS * OPS) as f64).then_some(())
         });
         let between = now_s();
-        go();
+        target.go();
         until("Prometheus has the second run", || {
             (total_ops()? == (2 * EXECUTIONS * OPS) as f64).then_some(())
         });
@@ -260,8 +241,8 @@ fn prometheus_scrapes_what_the_program_reported() {
         );
 
         // The program stops; its file mode recorded every op: device seconds per type agree.
-        std::fs::write(work.join("STOP"), "").unwrap();
-        assert!(target.wait().unwrap().success());
+        let (ok, text) = target.stop();
+        assert!(ok, "{text}");
         let dirs: Vec<PathBuf> = std::fs::read_dir(&results)
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -308,8 +289,6 @@ fn prometheus_scrapes_what_the_program_reported() {
     let _ = server.wait();
     let _ = exporter.kill();
     let _ = exporter.wait();
-    let _ = target.kill();
-    let _ = target.wait();
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }

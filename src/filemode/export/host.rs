@@ -36,20 +36,8 @@ pub fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
 pub(super) fn write_step_trace_time(out: &Path, rows: &[StepRow]) -> Result<()> {
     let p = out.join("step_trace_time.csv");
     let mut w = csv_writer(&p)?;
-    w.write_record([
-        "Device_id",
-        "Step",
-        "Computing",
-        "Communication(Not Overlapped)",
-        "Overlapped",
-        "Communication",
-        "Free",
-        "Stage",
-        "Bubble",
-        "Communication(Not Overlapped and Exclude Receive)",
-        "Preparing",
-    ])
-    .map_err(|e| csv_err(&p, e))?;
+    w.write_record(crate::formats::op_summary::STEP_TRACE_TIME_HEADER)
+        .map_err(|e| csv_err(&p, e))?;
     for r in rows {
         let st = &r.step;
         w.write_record([
