@@ -259,10 +259,13 @@ def analyze(path: PathLike, scheduler: Optional[str] = None, workers: Optional[i
     """The cluster analysis of the ranks at ``path`` (a Parquet dataset, or a folder of
     result directories), on the Dask cluster at ``scheduler`` (default
     ``DASK_SCHEDULER_ADDRESS``, else a LocalCluster of ``workers`` processes)."""
-    from distributed import Client, LocalCluster
-
     dataset = dataset_of(path).resolve()
     ranks = ranks_of(dataset)
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise ImportError("aclprof.cluster runs on Dask, which is not installed: "
+                          "pip install \"aclprof[cluster]\" (dask[distributed], pyarrow)") from e
     scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
     local = None
     if scheduler:
@@ -392,7 +395,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = p.parse_args(argv)
     try:
         c = analyze(a.path, scheduler=a.scheduler, workers=a.workers)
-    except (ValueError, FileNotFoundError, OSError) as e:
+    except (ValueError, ImportError, OSError) as e:
         print(f"aclprof.cluster: {e}", file=sys.stderr)
         return 1
     sys.stdout.write(render(c, a.format))
