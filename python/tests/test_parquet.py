@@ -141,7 +141,9 @@ def test_real_cann_databases_of_other_schemas_export(tmp_path: Path) -> None:
         r = subprocess.run([aclprof_command(), "export", "--format", "parquet", str(db), "-o",
                             str(out)], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
-        want = sqlite3.connect(db).execute("SELECT count(*) FROM TASK").fetchone()[0]
+        # (immutable: the checked-in database and its -shm file stay as they are)
+        want = sqlite3.connect(f"file:{db}?immutable=1", uri=True).execute(
+            "SELECT count(*) FROM TASK").fetchone()[0]
         tasks = ds.dataset(str(out / "tasks"), format="parquet", partitioning="hive").to_table()
         assert tasks.num_rows == want, db.name
         assert sum(n is not None for n in tasks.column("name").to_pylist()) > want // 2, db.name
