@@ -6,7 +6,7 @@
 
 use aclprof::error::*;
 use aclprof::formats::raw::is_intact;
-use aclprof::formats::record::{View, OFF_DEV_ID, RECORD_SIZE};
+use aclprof::formats::record::{get_u32, OFF_DEV_ID, RECORD_SIZE};
 use aclprof::transport::StreamFiles;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -64,7 +64,6 @@ pub fn capture(
     let until = Instant::now() + duration;
     let (mut ops, mut corrupt, mut ended) = (0u64, 0u64, false);
     let mut said_dropped = 0;
-    let mut batch: Vec<u8> = Vec::new();
     loop {
         let now = Instant::now();
         if now >= until {
@@ -75,22 +74,36 @@ pub fn capture(
                 // SAFETY: the ring hands out `len` readable bytes at `p`, whole records,
                 // valid until released.
                 let bytes = unsafe { std::slice::from_raw_parts(p, len) };
-                for rec in bytes.chunks_exact(RECORD_SIZE) {
-                    if !is_intact(rec) {
+                // Each run of intact records of one device goes to its stream files
+                // straight from the ring (StreamFiles splits a run by stream).
+                let mut run: Option<(u32, usize, usize)> = None;
+                for (i, rec) in bytes.chunks_exact(RECORD_SIZE).enumerate() {
+                    let d = get_u32(rec, OFF_DEV_ID);
+                    let intact = is_intact(rec);
+                    if let Some((rd, from, to)) = run {
+                        if !intact || rd != d {
+                            write_run(&mut files, rd, &bytes[from..to])?;
+                            run = None;
+                        }
+                    }
+                    if !intact {
                         corrupt += 1;
                         continue;
                     }
-                    let d = View(rec.try_into().unwrap_or(&[0; RECORD_SIZE])).dev_id();
                     if let std::collections::hash_map::Entry::Vacant(e) = files.entry(d) {
                         let r = rank.map_or(d, |r| r.saturating_add(devices.len() as u32));
                         e.insert(StreamFiles::new(layout.add_device(d, r)?, None));
                         devices.push(d);
                     }
-                    batch.extend_from_slice(rec);
+                    let end = (i + 1) * RECORD_SIZE;
+                    run =
+                        Some(run.map_or((d, i * RECORD_SIZE, end), |(_, from, _)| (d, from, end)));
                     ops += 1;
                 }
+                if let Some((d, from, to)) = run {
+                    write_run(&mut files, d, &bytes[from..to])?;
+                }
                 reader.release(len)?;
-                write_batch(&mut batch, &mut files)?;
             }
             Ok(None) => {}
             Err(_) => {
@@ -107,7 +120,7 @@ pub fn capture(
     }
     let dropped = reader.ring.dropped();
     drop(attached);
-    if dropped > 0 {
+    if dropped != said_dropped {
         aclprof::filemode::write_lost(&dir, (dropped, DROPPED_WHY), (0, ""));
     }
     aclprof::filemode::write_end_info(&dir, &devices)?;
@@ -122,25 +135,16 @@ pub fn capture(
     })
 }
 
-/// Appends `batch`'s records to their devices' stream files, one device at a time
-/// (StreamFiles splits each device's by stream), and empties it.
-fn write_batch(batch: &mut Vec<u8>, files: &mut HashMap<u32, StreamFiles>) -> Result<()> {
-    let mut by_dev: HashMap<u32, Vec<u8>> = HashMap::new();
-    for rec in batch.chunks_exact(RECORD_SIZE) {
-        let d = aclprof::formats::record::get_u32(rec, OFF_DEV_ID);
-        by_dev.entry(d).or_default().extend_from_slice(rec);
+/// Appends a run of device `d`'s records to its stream files.
+fn write_run(files: &mut HashMap<u32, StreamFiles>, d: u32, recs: &[u8]) -> Result<()> {
+    if let Some(f) = files.get_mut(&d) {
+        f.write(recs).or_else(|e| {
+            err(
+                ACL_ERROR_INVALID_FILE,
+                format!("writing device {d}'s records: {e}"),
+            )
+        })?;
     }
-    for (d, recs) in by_dev {
-        if let Some(f) = files.get_mut(&d) {
-            f.write(&recs).or_else(|e| {
-                err(
-                    ACL_ERROR_INVALID_FILE,
-                    format!("writing device {d}'s records: {e}"),
-                )
-            })?;
-        }
-    }
-    batch.clear();
     Ok(())
 }
 
