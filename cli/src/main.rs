@@ -496,66 +496,6 @@ fn top(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `top --serve`: attaches to the process (or, with `all`, to every watchable one, looking
-/// again every 2 s for new ones) and serves their metrics until interrupted.
-fn serve_metrics(pid: Option<u32>, all: bool, addr: &str) -> Result<ExitCode, String> {
-    let addr = serve::address(addr)?;
-    if pid.is_none() && !all {
-        return Err("--serve: name the process (PID), or --all".into());
-    }
-    let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--serve {addr}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
-    let procs: serve::Processes = Default::default();
-    let attach = |pid: u32, procs: &serve::Processes| -> Result<(), String> {
-        let a = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
-        let command = aclprof::watch::command_of(pid);
-        procs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(pid, serve::Process::new(command));
-        let procs = procs.clone();
-        std::thread::spawn(move || serve::read(pid, a, procs));
-        Ok(())
-    };
-    match pid {
-        Some(pid) => attach(pid, &procs)?,
-        None => {
-            let procs = procs.clone();
-            let me = std::process::id();
-            std::thread::spawn(move || {
-                // Processes that refused (another viewer watches them): said once, tried
-                // again at each look.
-                let mut said = std::collections::HashSet::new();
-                loop {
-                    // SAFETY: geteuid has no preconditions.
-                    for w in aclprof::watch::list(unsafe { libc::geteuid() }) {
-                        let known = procs
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .contains_key(&w.pid);
-                        if w.pid != me && !known {
-                            if let Err(e) = attach(w.pid, &procs) {
-                                if said.insert(w.pid) {
-                                    eprintln!("aclprof: {e}");
-                                }
-                            }
-                        }
-                    }
-                    std::thread::sleep(std::time::Duration::from_secs(2));
-                }
-            });
-        }
-    }
-    eprintln!(
-        "aclprof: serving metrics of {} on http://{bound}/metrics",
-        pid.map_or("every watchable process".to_string(), |p| format!(
-            "process {p}"
-        ))
-    );
-    serve::serve(listener, procs);
-    Ok(ExitCode::SUCCESS)
-}
-
 fn capture(pids: Vec<u32>, all: bool, duration: f64, output: &Path) -> Result<ExitCode, String> {
     let duration = seconds("--duration", duration)?;
     let pids = if all {
@@ -826,7 +766,7 @@ fn main() -> ExitCode {
             serve,
             all,
         } => match serve {
-            Some(addr) => serve_metrics(pid, all, &addr),
+            Some(addr) => serve::run(pid, all, &addr).map(|()| ExitCode::SUCCESS),
             None => top(pid, interval, duration, once, format),
         },
         Cmd::Capture {

@@ -48,10 +48,10 @@ struct Series {
 
 /// What one process reported since the exporter attached.
 #[derive(Default)]
-pub struct Process {
+struct Process {
     pub command: String,
-    series: BTreeMap<(u32, u32, String), Series>,
-    types: usize,
+    /// By op type (at most [`MAX_TYPES`] and "other"), then (model, device).
+    series: BTreeMap<String, BTreeMap<(u32, u32), Series>>,
     pub dropped: u64,
     pub ended: bool,
     /// The device memory pools' totals, asked of the process every second.
@@ -59,7 +59,7 @@ pub struct Process {
 }
 
 impl Process {
-    pub fn new(command: String) -> Process {
+    fn new(command: String) -> Process {
         Process {
             command,
             ..Default::default()
@@ -67,19 +67,19 @@ impl Process {
     }
 
     fn add(&mut self, v: &View<'_>) {
-        let mut ty = String::from_utf8_lossy(v.op_type().unwrap_or_default()).into_owned();
-        let key = (v.model_id(), v.dev_id(), ty.clone());
-        if !self.series.contains_key(&key) {
-            let known = self.series.keys().any(|k| k.2 == ty);
-            if !known {
-                if self.types >= MAX_TYPES {
-                    ty = "other".into();
+        let ty = String::from_utf8_lossy(v.op_type().unwrap_or_default());
+        let by_type = match self.series.get_mut(ty.as_ref()) {
+            Some(m) => m,
+            None => {
+                let ty = if self.series.len() >= MAX_TYPES {
+                    "other".to_string()
                 } else {
-                    self.types += 1;
-                }
+                    ty.into_owned()
+                };
+                self.series.entry(ty).or_default()
             }
-        }
-        let s = self.series.entry((key.0, key.1, ty)).or_default();
+        };
+        let s = by_type.entry((v.model_id(), v.dev_id())).or_default();
         let d = v.duration();
         s.ops += 1;
         s.device_ns += d;
@@ -92,10 +92,10 @@ impl Process {
 }
 
 /// The processes served, by pid.
-pub type Processes = Arc<Mutex<BTreeMap<u32, Process>>>;
+type Processes = Arc<Mutex<BTreeMap<u32, Process>>>;
 
 /// Reads process `pid`'s ring into its counters until it ends.
-pub fn read(pid: u32, attached: aclprof::watch::Attached, all: Processes) {
+fn read(pid: u32, attached: aclprof::watch::Attached, all: Processes) {
     let reader = &attached.reader;
     let mut asked = std::time::Instant::now() - Duration::from_secs(1);
     loop {
@@ -143,7 +143,7 @@ fn label(s: &str) -> String {
 }
 
 /// The metrics in Prometheus's text format (0.0.4).
-pub fn render(all: &BTreeMap<u32, Process>) -> String {
+fn render(all: &BTreeMap<u32, Process>) -> String {
     let mut o = String::new();
     let head = |o: &mut String, name: &str, ty: &str, help: &str| {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {ty}");
@@ -203,7 +203,11 @@ pub fn render(all: &BTreeMap<u32, Process>) -> String {
     }
     let each = |o: &mut String, f: &dyn Fn(&mut String, &str, &Series)| {
         for (pid, p) in all {
-            for ((model, device, ty), s) in &p.series {
+            for ((ty, (model, device)), s) in p
+                .series
+                .iter()
+                .flat_map(|(ty, m)| m.iter().map(move |(k, s)| ((ty, k), s)))
+            {
                 let labels = format!(
                     "pid=\"{pid}\",model=\"{model}\",device=\"{device}\",op_type=\"{}\"",
                     label(ty)
@@ -268,7 +272,7 @@ fn seconds(ns: u64) -> String {
 }
 
 /// `PORT` or `ADDR:PORT` (loopback unless an address is given).
-pub fn address(s: &str) -> Result<SocketAddr, String> {
+fn address(s: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
@@ -277,7 +281,7 @@ pub fn address(s: &str) -> Result<SocketAddr, String> {
 }
 
 /// Serves `GET /metrics` on `listener` until the process ends.
-pub fn serve(listener: TcpListener, all: Processes) {
+fn serve(listener: TcpListener, all: Processes) {
     let busy = Arc::new(AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
@@ -335,6 +339,66 @@ fn answer(mut conn: TcpStream, all: &Processes) {
     );
 }
 
+/// `top --serve`: attaches to the process (or, with `all`, to every watchable one, looking
+/// again every 2 s for new ones) and serves their metrics until interrupted.
+pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<(), String> {
+    let addr = address(addr)?;
+    if pid.is_none() && !all {
+        return Err("--serve: name the process (PID), or --all".into());
+    }
+    let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--serve {addr}: {e}"))?;
+    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let procs: Processes = Default::default();
+    let attach = |pid: u32, procs: &Processes| -> Result<(), String> {
+        let a = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
+        let command = aclprof::watch::command_of(pid);
+        procs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(pid, Process::new(command));
+        let procs = procs.clone();
+        std::thread::spawn(move || read(pid, a, procs));
+        Ok(())
+    };
+    match pid {
+        Some(pid) => attach(pid, &procs)?,
+        None => {
+            let procs = procs.clone();
+            let me = std::process::id();
+            std::thread::spawn(move || {
+                // Processes that refused (another viewer watches them): said once, tried
+                // again at each look.
+                let mut said = std::collections::HashSet::new();
+                loop {
+                    // SAFETY: geteuid has no preconditions.
+                    for w in aclprof::watch::list(unsafe { libc::geteuid() }) {
+                        let known = procs
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .contains_key(&w.pid);
+                        if w.pid != me && !known {
+                            if let Err(e) = attach(w.pid, &procs) {
+                                if said.insert(w.pid) {
+                                    eprintln!("aclprof: {e}");
+                                }
+                            }
+                        }
+                    }
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                }
+            });
+        }
+    }
+    eprintln!(
+        "aclprof: serving metrics of {} on http://{bound}/metrics",
+        pid.map_or("every watchable process".to_string(), |p| format!(
+            "process {p}"
+        ))
+    );
+    serve(listener, procs);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,7 +431,7 @@ mod tests {
             p.add(&View(&rec));
         }
         assert_eq!(p.series.len(), MAX_TYPES + 1);
-        let other = &p.series[&(0, 0, "other".to_string())];
+        let other = &p.series["other"][&(0, 0)];
         assert_eq!(other.ops, 10);
         let text = render(&BTreeMap::from([(1, p)]));
         assert!(text.contains("aclprof_op_duration_seconds_bucket{pid=\"1\",model=\"0\",device=\"0\",op_type=\"T0\",le=\"1e-6\"} 1"), "{text}");
