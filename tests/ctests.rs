@@ -970,17 +970,10 @@ fn top_watches_a_running_program() {
     };
     // A viewer with these arguments, once it says it is watching; and its stderr.
     let viewer_of = |args: &[&str], stdout: Stdio| {
-        let mut v = top()
-            .args(args)
-            .stdout(stdout)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = std::io::BufReader::new(v.stderr.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(line.starts_with("aclprof: watching process "), "{line}");
-        (v, err)
+        started(
+            top().args(args).stdout(stdout),
+            "aclprof: watching process ",
+        )
     };
     let env = [
         ("PROFILING_MODE", "true"),
@@ -1019,14 +1012,7 @@ fn top_watches_a_running_program() {
         Stdio::piped(),
     );
     // One viewer at a time: a second is told so.
-    let second = top().args([&pid.to_string(), "--once"]).output().unwrap();
-    let err2 = String::from_utf8_lossy(&second.stderr);
-    assert!(
-        second.status.code() == Some(1)
-            && err2.lines().count() == 1
-            && err2.contains("another viewer"),
-        "{err2}"
-    );
+    refused_as_second_viewer(&top().args([&pid.to_string(), "--once"]).output().unwrap());
     target.go();
     let out = viewer.wait_with_output().unwrap();
     assert!(out.status.success());
@@ -1161,6 +1147,32 @@ fn top_watches_a_running_program() {
     let _ = top().output().unwrap();
     assert!(!sockets.join(format!("{pid}.agent")).exists());
     assert!(!sockets.join(format!("{pid}.sock")).exists());
+}
+
+/// Starts `c` (stderr piped) and waits for its first line on stderr, which must start with
+/// `says` (a viewer saying it is attached); the child and the rest of its stderr.
+fn started(
+    c: &mut Command,
+    says: &str,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
+    let mut child = c.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.starts_with(says), "{line}");
+    (child, err)
+}
+
+/// A second viewer of a process is refused, in one line saying another one watches.
+fn refused_as_second_viewer(out: &std::process::Output) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code() == Some(1) && err.lines().count() == 1 && err.contains("another viewer"),
+        "{err}"
+    );
 }
 
 /// Waits (60 s at most) for file `p` to appear.

@@ -4,9 +4,11 @@
 //! running and a directory that `aclprof export` completes.
 
 use super::*;
-use std::io::BufRead;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+
+/// What a capture says once it is attached.
+const CAPTURING: &str = "aclprof: capturing process ";
 
 /// The result directories under `out`.
 fn dirs_in(out: &Path) -> Vec<PathBuf> {
@@ -47,27 +49,13 @@ fn capture_records_a_running_program() {
         c
     };
     // A capture, once it says it is capturing, and its stderr.
-    let started = |out: &Path, secs: &str| {
-        let mut c = capture(out, secs).spawn().unwrap();
-        let mut err = std::io::BufReader::new(c.stderr.take().unwrap());
-        let mut line = String::new();
-        err.read_line(&mut line).unwrap();
-        assert!(line.starts_with("aclprof: capturing process "), "{line}");
-        (c, err)
-    };
+    let capturing = |out: &Path, secs: &str| started(&mut capture(out, secs), CAPTURING);
 
     // Ops run before the capture are not in it; a run while it records is, whole.
     target.go();
-    let (first, _) = started(&out, "600");
+    let (first, _) = capturing(&out, "600");
     // Two captures of one process do not overlap: the second is refused, in one line.
-    let second = capture(&fresh_dir("capture-second"), "1").output().unwrap();
-    let err2 = String::from_utf8_lossy(&second.stderr);
-    assert!(
-        second.status.code() == Some(1)
-            && err2.lines().count() == 1
-            && err2.contains("another viewer"),
-        "{err2}"
-    );
+    refused_as_second_viewer(&capture(&fresh_dir("capture-second"), "1").output().unwrap());
     target.go();
     target.go();
 
@@ -131,19 +119,14 @@ fn a_killed_capture_leaves_what_export_completes() {
     let out = fresh_dir("capture-killed-out");
     let target = WatchTarget::start(&work, &sockets, EXECUTIONS, OPS, &[]);
     let pid = target.pid.to_string();
-    let mut c = Command::new(common::aclprof_bin())
-        .args(["capture", &pid, "--duration", "600", "-o"])
-        .arg(&out)
-        .env("ACLPROF_WATCH_DIR", &sockets)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(c.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with("aclprof: capturing process "), "{line}");
+    let (mut c, _) = started(
+        Command::new(common::aclprof_bin())
+            .args(["capture", &pid, "--duration", "600", "-o"])
+            .arg(&out)
+            .env("ACLPROF_WATCH_DIR", &sockets)
+            .stdout(Stdio::null()),
+        CAPTURING,
+    );
     target.go();
     let dir = &dirs_in(&out)[0];
     // The capture writes as it reads: wait until it has every op, then kill it.
