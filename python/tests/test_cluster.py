@@ -58,19 +58,25 @@ def test_local_cluster_agrees_with_analyze(ranks: Path, dataset: Path, tmp_path:
     assert pq.read_table(out / "ranks.parquet").num_rows == RANKS
 
 
+def plant_links(dataset: Path, ranks: int, slow: int) -> None:
+    """Links in a dataset, as real databases have them (the simulator has none): 1 MB from
+    each rank to the next in 100 us (10 GB/s), but in 1 ms (1 GB/s) from rank ``slow``."""
+    tasks = dataset / "communication_tasks"
+    schema = pq.read_schema(next(tasks.rglob("*.parquet")))
+    for r in range(ranks):
+        dur = 1_000_000 if r == slow else 100_000
+        t = pa.Table.from_pylist([{
+            "start_ns": 0, "end_ns": dur, "duration_ns": dur, "device": 0, "name": "link",
+            "op_id": 1, "group_name": "world", "src_rank": r, "dst_rank": (r + 1) % ranks,
+            "transport_type": "HCCS", "link_type": "HCCS", "size_bytes": 1_000_000,
+            "bandwidth_gbps": None}], schema=schema)
+        pq.write_table(t, tasks / f"rank={r}" / "planted.parquet")
+
+
 def test_a_planted_slow_link_is_named(dataset: Path, tmp_path: Path) -> None:
     planted = tmp_path / "planted"
     shutil.copytree(dataset, planted)
-    for r in range(RANKS):
-        # 1 MB from each rank to the next: 100 us (10 GB/s), but 1 ms (1 GB/s) from 1 to 2.
-        dur = 1_000_000 if r == 1 else 100_000
-        t = pa.Table.from_pylist([{
-            "start_ns": 0, "end_ns": dur, "duration_ns": dur, "device": 0, "name": "link",
-            "op_id": 1, "group_name": "world", "src_rank": r, "dst_rank": (r + 1) % RANKS,
-            "transport_type": "HCCS", "link_type": "HCCS", "size_bytes": 1_000_000,
-            "bandwidth_gbps": None}],
-            schema=pq.read_schema(next((planted / "communication_tasks").rglob("*.parquet"))))
-        pq.write_table(t, planted / "communication_tasks" / f"rank={r}" / "planted.parquet")
+    plant_links(planted, RANKS, slow=1)
     c = cluster.analyze(planted, workers=1)
     assert c.slow_link is not None
     assert (c.slow_link["src_rank"], c.slow_link["dst_rank"]) == (1, 2), c.slow_link
@@ -147,16 +153,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("big") / "ranks"
     bench_cluster.make_ranks(folder, aclprof_command())
     ds = cluster.dataset_of(folder)
-    schema = pq.read_schema(next((ds / "communication_tasks").rglob("*.parquet")))
-    ranks = BIG_PROCESSES * DEVICES
-    for r in range(ranks):
-        dur = 1_000_000 if r == 7 else 100_000
-        t = pa.Table.from_pylist([{
-            "start_ns": 0, "end_ns": dur, "duration_ns": dur, "device": 0, "name": "link",
-            "op_id": 1, "group_name": "world", "src_rank": r, "dst_rank": (r + 1) % ranks,
-            "transport_type": "HCCS", "link_type": "HCCS", "size_bytes": 1_000_000,
-            "bandwidth_gbps": None}], schema=schema)
-        pq.write_table(t, ds / "communication_tasks" / f"rank={r}" / "planted.parquet")
+    plant_links(ds, BIG_PROCESSES * DEVICES, slow=7)
     return folder
 
 
