@@ -135,6 +135,99 @@ pub fn capture(
     })
 }
 
+/// `aclprof capture`: attaches to `pids` (or, with `all`, every watchable process) first, so
+/// that their captures cover the same time, captures each on a thread of its own, and prints
+/// what each recorded.
+pub fn run(
+    pids: Vec<u32>,
+    all: bool,
+    duration: Duration,
+    output: &Path,
+) -> std::result::Result<std::process::ExitCode, String> {
+    let pids = if all {
+        let me = std::process::id();
+        // SAFETY: geteuid has no preconditions.
+        let found: Vec<u32> = aclprof::watch::list(unsafe { libc::geteuid() })
+            .into_iter()
+            .map(|w| w.pid)
+            .filter(|&p| p != me)
+            .collect();
+        if found.is_empty() {
+            return Err("no process to capture: none that uses aclprof runs as this user".into());
+        }
+        found
+    } else if pids.is_empty() {
+        return Err("name the processes to capture (PID...), or --all".into());
+    } else {
+        pids
+    };
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    // Every process attached first, so that their captures cover the same time.
+    let mut attached = Vec::new();
+    for &pid in &pids {
+        match aclprof::watch::attach(pid) {
+            Ok(a) => attached.push((pid, a)),
+            Err(e) if all => eprintln!("aclprof: {}", e.msg),
+            Err(e) => return Err(e.msg),
+        }
+    }
+    eprintln!(
+        "aclprof: capturing {} for {:.1} s",
+        attached
+            .iter()
+            .map(|(p, _)| format!("process {p}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        duration.as_secs_f64()
+    );
+    let results: Vec<_> = std::thread::scope(|s| {
+        let running: Vec<_> = attached
+            .into_iter()
+            .enumerate()
+            .map(|(i, (pid, a))| s.spawn(move || capture(pid, a, duration, output, i as u64)))
+            .collect();
+        running.into_iter().map(|h| h.join()).collect()
+    });
+    let mut any_ops = false;
+    let mut failed = None;
+    for r in results {
+        match r {
+            Ok(Ok(c)) => {
+                any_ops |= c.ops > 0;
+                println!(
+                    "{}: process {}: {} ops captured{}{}{}",
+                    c.dir.display(),
+                    c.pid,
+                    c.ops,
+                    if c.dropped > 0 {
+                        format!(", {} dropped (counted in the result directory)", c.dropped)
+                    } else {
+                        String::new()
+                    },
+                    if c.corrupt > 0 {
+                        format!(", {}", aclprof::analyze::corrupt_skipped(c.corrupt))
+                    } else {
+                        String::new()
+                    },
+                    if c.ended { "; the process ended" } else { "" }
+                );
+            }
+            Ok(Err(e)) => failed = Some(e.msg),
+            Err(_) => failed = Some("a capture failed".into()),
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if !any_ops {
+        return Err(format!(
+            "no op was reported in {:.1} s: the result directories hold none",
+            duration.as_secs_f64()
+        ));
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// Appends a run of device `d`'s records to its stream files.
 fn write_run(files: &mut HashMap<u32, StreamFiles>, d: u32, recs: &[u8]) -> Result<()> {
     if let Some(f) = files.get_mut(&d) {
