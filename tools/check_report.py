@@ -23,6 +23,13 @@ headless, driven over the DevTools protocol (--remote-debugging-pipe; no extra p
    searches; what was never released and the static plan are listed; the Host section
    draws the process's CPU and memory (screenshot target/report-check/memory.png).
 7. For the record, not a check: the page's size and load time at 100 000 ops.
+8. The page's timeline (ResNet-50 run and the memory run): every track of the run's JSON
+   timeline with every slice; search finds the 4 executions of conv1; the selected slice's
+   details are op_summary's (name, task type, duration) and name its API call; pixels: the
+   slice is filled with its colour, the gap before it is empty, the selection is outlined and
+   the flow from its API call is drawn; W/S and A/D zoom and pan; a click selects; an op's
+   name in the table and a step's link take the timeline there (screenshot
+   target/report-check/timeline.png, docs/timeline.png).
 
 Installs chromium with apt-get when it is missing. Usage: tools/check_report.py
 """
@@ -38,7 +45,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_filemode import build_c, check, csv_rows, finish, run  # noqa: E402  (shared helpers)
+from check_filemode import build_c, check, csv_rows, finish, load_json, one, run  # noqa: E402  (shared helpers)
 import report_runs  # noqa: E402
 
 WORK = os.path.join(ROOT, "target", "report-check")
@@ -395,6 +402,138 @@ def single_page_features(b, want, total):
     b.eval("document.querySelector('#filters .chip button').click()")
 
 
+def timeline_tracks(prof):
+    """(process, track) -> slices (or counter samples) in the run's JSON timeline."""
+    events = load_json(one(prof, "msprof_*.json"))
+    pname = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
+    tname = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e["name"] == "thread_name"}
+    want = {}
+    for e in events:
+        if e.get("ph") == "X":
+            k = pname[e["pid"]] + "\0" + tname[(e["pid"], e["tid"])]
+        elif e.get("ph") == "C":
+            k = pname[e["pid"]] + "\0" + e["name"]
+        else:
+            continue
+        want[k] = want.get(k, 0) + 1
+    return want
+
+
+def timeline_ready(b, what):
+    b.eval("document.getElementById('timeline').scrollIntoView()")
+    return wait_for(b, "document.getElementById('tl').getAttribute('data-ready') === '1'", what, 60)
+
+
+def check_tracks(b, prof, what):
+    """Every track of the run's JSON timeline is on the page's, with every slice."""
+    want = timeline_tracks(prof)
+    have = b.eval("aclprofTimeline.tracks()")
+    check(have == want, "%s timeline: every track of the JSON timeline with its slices (%d tracks, %d slices)%s"
+          % (what, len(want), sum(want.values()),
+             "" if have == want else " missing %s, extra %s" % (sorted(set(want) - set(have))[:4],
+                                                                sorted(set(have) - set(want))[:4])))
+
+
+def key(b, k):
+    for t in ("keyDown", "keyUp"):
+        b.call("Input.dispatchKeyEvent", {"type": t, "key": k, "text": k if t == "keyDown" else "",
+                                          "code": "Key" + k.upper()}, session=True)
+
+
+def click(b, x, y):
+    for t in ("mousePressed", "mouseReleased"):
+        b.call("Input.dispatchMouseEvent", {"type": t, "x": x, "y": y, "button": "left", "clickCount": 1},
+               session=True)
+
+
+def check_timeline(b, prof):
+    """Section 8 on the ResNet-50 page (already loaded)."""
+    if not timeline_ready(b, "the timeline's pieces"):
+        return
+    check_tracks(b, prof, "ResNet-50")
+    summary = csv_rows(one(prof, "op_summary_*.csv"))
+    conv1 = [r for r in summary if r["Op Name"] == "resnet50/conv1/Conv2D"]
+    check(len(conv1) == EXECUTIONS, "op_summary has conv1 once per execution")
+    # Search, next.
+    b.eval("document.getElementById('tl-search').value = 'resnet50/conv1/Conv2D'")
+    b.eval("document.getElementById('tl-next').click()")
+    found = b.eval("document.getElementById('tl-found').textContent")
+    check(found == "1 of %d" % EXECUTIONS, "timeline search: conv1's %d executions (%s)" % (EXECUTIONS, found))
+    b.eval("document.getElementById('tl-next').click()")
+    check(b.eval("document.getElementById('tl-found').textContent") == "2 of %d" % EXECUTIONS,
+          "timeline search: next moves to the second")
+    b.eval("document.getElementById('tl-prev').click()")
+    sel = b.eval("aclprofTimeline.selected()")
+    check(sel and sel["name"] == "resnet50/conv1/Conv2D" and sel["api"],
+          "timeline: the match is selected and has its API call (%s)" % sel)
+    details = b.eval("[...document.querySelectorAll('#tl-args tr')].map(r => [r.cells[0].textContent, r.cells[1].textContent])")
+    d = dict(details)
+    first = conv1[0]
+    check(b.eval("document.querySelector('#tl-details h3').textContent") == "resnet50/conv1/Conv2D"
+          and d.get("Task Type") == first["Task Type"]
+          and d.get("Duration") == "%.3f us" % float(first["Task Duration(us)"])
+          and d.get("API call", "").startswith("AscendCL@aclmdlExecute"),
+          "timeline details: name, task type, duration as op_summary's, and its API call (%s)" % d)
+    # Pixels, zoomed to the slice with room either side.
+    g = b.eval("aclprofTimeline.geometry()")
+    b.eval("aclprofTimeline.setView(%f, %f)" % (g["start"] - 4000, g["start"] + g["dur"] + 4000))
+    g = b.eval("aclprofTimeline.geometry()")
+    mid = g["y"] + g["h"] / 2
+    inside = b.eval("aclprofTimeline.pixel(%f, %f)" % ((g["x0"] + g["x1"]) / 2, mid + 3))
+    check(inside == g["fill"], "timeline pixels: conv1 is filled with its colour (%s, %s)" % (inside, g["fill"]))
+    gap = b.eval("aclprofTimeline.pixel(aclprofTimeline.pixelOf(%f), %f)" % (g["start"] - 700, mid))
+    check(gap == "#ffffff", "timeline pixels: the 1.5 us before it, between two ops, is empty (%s)" % gap)
+    edge = b.eval("aclprofTimeline.pixel(%f, %f)" % ((g["x0"] + g["x1"]) / 2, g["y"]))
+    check(edge == "#000000", "timeline pixels: the selection is outlined (%s)" % edge)
+    tip = b.eval("aclprofTimeline.pixel(%f, %f)" % (g["x0"] - 3, mid))
+    check(tip == "#c0392b", "timeline pixels: the flow from its API call ends at it (%s)" % tip)
+    # (The call began before the view: its outline's top edge.)
+    api_edge = b.eval("aclprofTimeline.pixel(600, %f)" % g["api"]["y"]) if g.get("api") else None
+    check(api_edge == "#c0392b", "timeline pixels: its API call is outlined in the flow's colour (%s)" % api_edge)
+    # Keys: W zooms in around the pointer (none here: the middle), D pans right.
+    v = b.eval("aclprofTimeline.view()")
+    b.eval("document.getElementById('tl-canvas').focus()")
+    key(b, "w")
+    w = b.eval("aclprofTimeline.view()")
+    check(abs((w[1] - w[0]) - 0.8 * (v[1] - v[0])) < 1e-6 * (v[1] - v[0]), "timeline: W zooms in (%s -> %s)" % (v, w))
+    key(b, "d")
+    dd = b.eval("aclprofTimeline.view()")
+    check(abs((dd[0] - w[0]) - 0.1 * (w[1] - w[0])) < 1e-6 * (w[1] - w[0]), "timeline: D pans right (%s)" % dd)
+    key(b, "s")
+    key(b, "a")
+    # A click on a slice selects it: the first op of the run, zoomed to.
+    b.eval("aclprofTimeline.setView(%f, %f)" % (g["start"] - 4000, g["start"] + g["dur"] + 4000))
+    g = b.eval("aclprofTimeline.geometry()")
+    rect = b.eval("(() => { const r = document.getElementById('tl-canvas').getBoundingClientRect(); return [r.left, r.top]; })()")
+    b.eval("document.getElementById('tl-search').value = ''")
+    click(b, rect[0] + (g["x0"] + g["x1"]) / 2, rect[1] + g["y"] + g["h"] / 2)
+    sel = b.eval("aclprofTimeline.selected()")
+    check(sel and sel["name"] == "resnet50/conv1/Conv2D", "timeline: a click on conv1 selects it (%s)" % sel)
+    # The op table's names and the step trace's link lead to the timeline.
+    b.eval("document.querySelector('#op-table th[data-k=\"6\"]').click()")
+    b.eval("document.querySelector('#op-table th[data-k=\"6\"]').click()")
+    name = b.eval("document.querySelector('#op-table tbody tr a.to-tl').textContent")
+    b.eval("document.querySelector('#op-table tbody tr a.to-tl').click()")
+    sel = b.eval("aclprofTimeline.selected()")
+    check(sel and sel["name"] == name, "op table: clicking %s selects it on the timeline (%s)" % (name, sel))
+    step = b.eval("JSON.parse(document.getElementById('step-data').textContent)[1]")
+    b.eval("(() => { const s = document.getElementById('step-select'); s.value = '%s';"
+           " s.dispatchEvent(new Event('change')); })()" % step[0])
+    b.eval("document.getElementById('step-tl').click()")
+    v = b.eval("aclprofTimeline.view()")
+    first = b.eval("aclprofTimeline.firstTask()")
+    want = [first + step[1] * 1000, first + step[2] * 1000]
+    pad = (want[1] - want[0]) * 0.05
+    check(abs(v[0] - (want[0] - pad)) < 1 and abs(v[1] - (want[1] + pad)) < 1,
+          "step trace: 'on the timeline' shows step %s's span (%s vs %s)" % (step[0], v, want))
+    b.eval("document.getElementById('timeline').scrollIntoView()")
+    b.eval("aclprofTimeline.setView(%f, %f)" % (want[0] - pad, want[1] + pad))
+    shot = os.path.join(WORK, "timeline.png")
+    b.screenshot(shot)
+    check(not b.errors(), "timeline: no console errors %s" % b.errors()[:3])
+
+
 def check_shapes(b):
     """A run whose ops carry shapes (a real torch_npu database, exported by aclprof): the op
     table shows them, and search finds ops by an input shape."""
@@ -434,6 +573,8 @@ def check_memory_page(b):
     (dev,) = mem["devices"]
     b.load("file://" + page)
     check(not b.errors(), "memory page: loads with no console errors %s" % b.errors()[:3])
+    if timeline_ready(b, "the memory run's timeline"):
+        check_tracks(b, prof, "memory run")
     peak = b.eval("document.querySelector('#memory-peak-0 .peak-allocated').textContent")
     check(peak == "%.3f" % (dev["peak_allocated"] / 1024), "memory page: the peak is analyze's (%s KB)" % peak)
     marked = b.eval("document.querySelector('#memory-chart-0 circle.peak').dataset.value")
@@ -524,6 +665,7 @@ def main():
         check(abs(first - min(durs)) < 1e-9, "clicking Duration sorts ascending (first %.3f)" % first)
         b.eval("document.querySelector('#op-table th[data-k=\"6\"]').click()")
         single_page_features(b, want, total)
+        check_timeline(b, prof)
         b.eval("location.hash = ''; window.scrollTo(0, 0)")
         check(not b.errors(), "no console errors after using the table %s" % b.errors()[:3])
         shot = os.path.join(WORK, "report.png")

@@ -710,12 +710,15 @@ fn main() -> ExitCode {
                     );
                 } else {
                     println!(
-                        "{}: {} ops ({} in the table), {} op types, {} steps; {:.1} MB",
+                        "{}: {} ops ({} in the table), {} op types, {} steps, a timeline of {} \
+                         slices on {} tracks; {:.1} MB",
                         output.display(),
                         w.ops,
                         w.table_ops,
                         w.types,
                         w.steps,
+                        w.timeline_slices,
+                        w.timeline_tracks,
                         w.bytes as f64 / 1e6
                     );
                 }

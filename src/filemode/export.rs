@@ -41,6 +41,7 @@ mod memory;
 
 mod timeline;
 use timeline::*;
+pub use timeline::process_order;
 
 /// What an export produced.
 #[derive(Debug, Default, Clone)]

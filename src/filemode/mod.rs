@@ -11,7 +11,7 @@
 pub mod db;
 pub mod export;
 pub mod overlap;
-mod pftrace;
+pub mod pftrace;
 pub mod sampler;
 
 use crate::error::*;

@@ -133,7 +133,7 @@ pub(super) fn step_charts(steps: &[&StepTime]) -> String {
     for st in shown {
         let _ = write!(s, r#"<option value="{0}">{0}</option>"#, st.id);
     }
-    s.push_str(r#"</select></label> <span id="step-detail"></span> <a href="" id="step-ops">this step's ops</a></p>"#);
+    s.push_str(r##"</select></label> <span id="step-detail"></span> <a href="" id="step-ops">this step's ops</a> <a href="#timeline" id="step-tl">on the timeline</a></p>"##);
 
     // Stacked bars.
     let max = shown

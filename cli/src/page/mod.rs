@@ -11,6 +11,7 @@
 mod charts;
 mod memory;
 mod site;
+mod timeline;
 use charts::*;
 
 use crate::advisor::{Advice, Target};
@@ -43,6 +44,9 @@ pub struct Written {
     pub bytes: usize,
     /// The assistant's suggestions (summed over the runs of a site).
     pub advice: usize,
+    /// Slices and tracks of the timeline (summed over the runs of a site).
+    pub timeline_slices: usize,
+    pub timeline_tracks: usize,
 }
 
 /// True when `out` names a directory to write a site into rather than one page: it is a
@@ -68,7 +72,10 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let (html, mut w) = run_page(&stats, page_dir, &Nav::default())?;
+    let stem = out
+        .file_stem()
+        .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
+    let (html, mut w) = run_page(&stats, page_dir, &format!("{stem}.timeline"), &Nav::default())?;
     std::fs::write(out, &html)
         .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
     w.pages = 1;
@@ -152,9 +159,44 @@ fn timelines(path: &Path, page_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(links)
 }
 
-/// The page of one run, and what it holds.
-fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Written)> {
+/// The page of one run, and what it holds; its timeline goes into `timeline_dir` (relative
+/// to `page_dir`).
+fn run_page(
+    stats: &RunStats,
+    page_dir: &Path,
+    timeline_dir: &str,
+    nav: &Nav,
+) -> Result<(String, Written)> {
     let links = timelines(&stats.path, page_dir)?;
+    let traces: Vec<(String, PathBuf)> = {
+        let t: Vec<&PathBuf> = links
+            .iter()
+            .map(|l| &l.1)
+            .filter(|p| p.extension().is_some_and(|e| e == "pftrace"))
+            .collect();
+        t.iter()
+            .map(|p| {
+                // Several result directories (ranks): each one's processes carry its rank.
+                let label = if t.len() > 1 {
+                    let dir = p.parent().and_then(Path::parent).unwrap_or(p);
+                    match aclprof::formats::layout::ranks_of(dir).first() {
+                        Some(r) => format!("rank {r}"),
+                        None => dir
+                            .file_name()
+                            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                    }
+                } else {
+                    String::new()
+                };
+                (label, (*p).clone())
+            })
+            .collect()
+    };
+    let laid = if traces.is_empty() {
+        None
+    } else {
+        Some(timeline::write(&traces, &page_dir.join(timeline_dir))?)
+    };
     let ops = analyze::analyze(
         &stats.path,
         &Query {
@@ -172,6 +214,7 @@ fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Wri
         links: &links,
         advice: &advice,
         nav,
+        timeline: laid.as_ref().map(|_| timeline_dir),
     });
     let w = Written {
         ops: stats.ops(),
@@ -180,6 +223,8 @@ fn run_page(stats: &RunStats, page_dir: &Path, nav: &Nav) -> Result<(String, Wri
         steps: steps.len(),
         bytes: html.len(),
         advice: advice.len(),
+        timeline_slices: laid.as_ref().map_or(0, |l| l.slices),
+        timeline_tracks: laid.as_ref().map_or(0, |l| l.tracks),
         ..Default::default()
     };
     Ok((html, w))
@@ -192,6 +237,8 @@ struct Inputs<'a> {
     links: &'a [(String, PathBuf)],
     advice: &'a [Advice],
     nav: &'a Nav,
+    /// Where the page's timeline is, relative to the page (None: the run has no trace).
+    timeline: Option<&'a str>,
 }
 
 fn pct(part: f64, whole: f64) -> String {
@@ -326,6 +373,21 @@ fn render(x: &Inputs) -> String {
     h.push_str(r#"</tbody></table><p class="note">Summed over devices; each device from its first op to its last. Computing classes sum their ops' durations, so they exceed Computing where streams overlap.</p></section>"#);
     h.push_str(&assistant(x.advice));
     h.push_str("</div>\n");
+
+    // The timeline, the view opened first.
+    if let Some(dir) = x.timeline {
+        let _ = write!(
+            h,
+            r#"<section id="timeline"><h2>Timeline</h2>
+<p class="tl-bar"><input id="tl-search" type="search" placeholder="Find slices by name" aria-label="find slices"> <button id="tl-prev" title="previous (Shift+Enter)">&larr;</button><button id="tl-next" title="next (Enter)">&rarr;</button> <span id="tl-found"></span> <button id="tl-reset">whole run</button> <span class="note">Click the timeline, then W/S zoom and A/D pan (also Ctrl+wheel, Shift+wheel, drag); click a slice for its details.</span> <span id="tl-status"></span></p>
+<div id="tl" data-src="{src}"><canvas id="tl-canvas" tabindex="0"></canvas></div>
+<div id="tl-details"></div></section>
+<script>{js}</script>
+"#,
+            src = esc(dir),
+            js = TIMELINE_JS
+        );
+    }
 
     // Op types: charts and statistics.
     h.push_str(r#"<section id="types"><h2>Op types by device time</h2><p class="toggle"><button id="show-bar" class="on">bars</button><button id="show-pie">pie</button> <span class="note">Click a type to list its ops.</span></p>"#);
@@ -489,7 +551,7 @@ fn render(x: &Inputs) -> String {
     h.push('\n');
 
     // Timeline files.
-    h.push_str(r#"<section id="timelines"><h2>Timelines</h2><ul>"#);
+    h.push_str(r#"<section id="timelines"><h2>Timeline files</h2><ul>"#);
     if x.links.is_empty() {
         h.push_str(
             "<li>No result directory: a file of records or a database has no timeline here.</li>",
@@ -525,6 +587,9 @@ const CSS: &str = include_str!("style.css");
 /// chart toggle, step selector, and `#type=`, `#step=`, `#q=` in the address.
 const JS: &str = include_str!("report.js");
 
+/// The timeline's canvas: loads the run's timeline directory, draws and navigates it.
+const TIMELINE_JS: &str = include_str!("timeline.js");
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -553,6 +618,7 @@ mod tests {
             links: &[],
             advice: &[],
             nav: &Nav::default(),
+            timeline: None,
         });
         assert_eq!(
             html.matches("</script>").count(),

@@ -111,7 +111,20 @@
       var tr = document.createElement('tr');
       for (var k = 0; k < COLS; k++) {
         var td = document.createElement('td');
-        td.textContent = fmt(r[k], k);
+        if (k === 0 && window.aclprofTimeline) {
+          // The op's name takes the timeline to it.
+          var a = document.createElement('a');
+          a.href = '#timeline';
+          a.className = 'to-tl';
+          a.textContent = r[0];
+          a.addEventListener('click', function (ev) {
+            ev.preventDefault();
+            window.aclprofTimeline.showOp(this[0], this[5]);
+          }.bind(r));
+          td.appendChild(a);
+        } else {
+          td.textContent = fmt(r[k], k);
+        }
         tr.appendChild(td);
       }
       frag.appendChild(tr);
@@ -148,6 +161,11 @@
       st[6].toFixed(3) + ' us, free ' + st[7].toFixed(3) + ' us; from ' + st[1].toFixed(3) +
       ' to ' + st[2].toFixed(3) + ' us';
     $('step-ops').href = '#ops-step=' + st[0];
+    $('step-tl').style.display = window.aclprofTimeline ? '' : 'none';
+    $('step-tl').onclick = function (ev) {
+      ev.preventDefault();
+      if (window.aclprofTimeline) window.aclprofTimeline.showSpan(st[1], st[2]);
+    };
   }
   function route() {
     var h = location.hash, m;

@@ -175,7 +175,7 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
             compare: (runs.len() > 1)
                 .then(|| format!("compare.html#{}-{}", i, if i == 0 { 1 } else { 0 })),
         };
-        let (html, pw) = run_page(s, out, &nav)?;
+        let (html, pw) = run_page(s, out, &format!("{}.timeline", slugs[i]), &nav)?;
         write_file(&out.join(format!("{}.html", slugs[i])), &html)?;
         advice_counts.push(pw.advice);
         w.advice += pw.advice;
@@ -184,6 +184,8 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         w.table_ops += pw.table_ops;
         w.types = w.types.max(pw.types);
         w.steps += pw.steps;
+        w.timeline_slices += pw.timeline_slices;
+        w.timeline_tracks += pw.timeline_tracks;
         w.bytes += html.len();
     }
     let pairs = pairs(runs.len());

@@ -20,6 +20,13 @@ pub(super) struct Timeline {
 
 pub(super) const HOST_DEV: u64 = 31;
 
+/// Where a timeline process sorts among the others (its `process_sort_index`, then its
+/// device), read back from its pid: [`Timeline::pid`] keeps both in the low ten bits, and
+/// the Perfetto trace's 31-bit pids keep them too.
+pub fn process_order(pid: u64) -> u64 {
+    pid & 0x3ff
+}
+
 impl Timeline {
     pub(super) fn pid(&self, sort: u64, dev: u64) -> u64 {
         (self.pid << 10) | (sort << 5) | dev

@@ -1,0 +1,624 @@
+//! The report's own timeline: every track of the run's Perfetto traces, read back and laid
+//! out for the page's canvas (`timeline.js`), so the timeline opens from disk with no
+//! network and no second tool.
+//!
+//! The export writes each result directory's `msprof_*.pftrace` from the same calls as its
+//! JSON timeline, so reading the trace back gives exactly the tracks the other viewers show:
+//! device streams, HCCL, Overlap Analysis, host threads and their API calls, msproftx, the
+//! step trace, the data pipeline and every counter. The reader knows only the messages the
+//! writer emits (their field numbers come from the writer's module).
+//!
+//! What the page loads (docs/design.md, "The report's timeline"):
+//! - `index.js`: the tracks, their rows (a track's slices are stacked into rows in which none
+//!   overlap), the names and argument lists (each stored once), a coarse coverage of every
+//!   row (drawn until its slices arrive), and which chunk holds which piece of which row;
+//! - `chunk-N.js`: pieces of rows, at most [`PIECE`] slices each, as base64 columns (starts,
+//!   durations, name, arguments and task id per slice; times and values per counter sample).
+//!
+//! Pages opened from disk may load scripts beside them but not fetch files, hence scripts.
+
+use aclprof::error::*;
+use aclprof::filemode::pftrace as pf;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Slices (or counter samples) in one piece of a row, and at least this many per chunk.
+pub const PIECE: usize = 1 << 16;
+
+/// Columns of a row's coarse coverage in the index.
+const OVERVIEW_BINS: usize = 1024;
+
+/// A slice as read back: times in the trace's wall-clock nanoseconds.
+#[derive(Clone, Copy)]
+struct Slice {
+    start: u64,
+    end: u64,
+    name: u32,
+    args: u32,
+    /// Its `Task Id` argument (u32::MAX when it has none): the one argument that differs
+    /// from slice to slice, so it is a column rather than part of the shared argument list.
+    task: u32,
+}
+
+#[derive(Default)]
+struct Track {
+    parent: Option<u64>,
+    name: String,
+    /// A process track: (pid, name, label).
+    process: Option<(u64, String, String)>,
+    counter: bool,
+    rank: u64,
+    slices: Vec<Slice>,
+    samples: Vec<(u64, f64)>,
+}
+
+/// Strings (or argument lists as JSON) each stored once, by id.
+#[derive(Default)]
+struct Table {
+    ids: HashMap<String, u32>,
+    list: Vec<String>,
+}
+
+impl Table {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.ids.insert(s.to_owned(), i);
+        self.list.push(s.to_owned());
+        i
+    }
+}
+
+/// A protobuf field's value, as the writer's messages use them.
+enum V<'a> {
+    U(u64),
+    B(&'a [u8]),
+    F64(f64),
+}
+
+/// The fields of one message; None at the first malformed byte.
+fn fields(mut b: &[u8]) -> Option<Vec<(u32, V<'_>)>> {
+    fn varint(b: &mut &[u8]) -> Option<u64> {
+        let mut v = 0u64;
+        for s in (0..64).step_by(7) {
+            let (&x, rest) = b.split_first()?;
+            *b = rest;
+            v |= u64::from(x & 0x7f) << s;
+            if x & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let key = varint(&mut b)?;
+        let field = (key >> 3) as u32;
+        match key & 7 {
+            0 => out.push((field, V::U(varint(&mut b)?))),
+            1 => {
+                let (x, rest) = b.split_at_checked(8)?;
+                b = rest;
+                let v = f64::from_le_bytes(x.try_into().ok()?);
+                out.push((field, V::F64(v)));
+            }
+            2 => {
+                let n = usize::try_from(varint(&mut b)?).ok()?;
+                let (x, rest) = b.split_at_checked(n)?;
+                b = rest;
+                out.push((field, V::B(x)));
+            }
+            5 => b = b.get(4..)?,
+            _ => return None,
+        }
+    }
+    Some(out)
+}
+
+/// What one trace file holds, its strings resolved.
+#[derive(Default)]
+struct Trace {
+    tracks: BTreeMap<u64, Track>,
+}
+
+/// One argument's value, as the details panel shows it.
+enum ArgValue {
+    U(u64),
+    S(String),
+}
+
+/// Reads trace `path` into `trace`, names and argument lists into the shared tables.
+fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
+    let bytes = std::fs::read(path)
+        .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", path.display())))?;
+    let bad = || {
+        err(
+            ACL_ERROR_INVALID_FILE,
+            format!("{}: not a trace aclprof wrote", path.display()),
+        )
+    };
+    let mut trace = Trace::default();
+    let (mut ev_names, mut ann_names, mut ann_strings) =
+        (HashMap::new(), HashMap::new(), HashMap::new());
+    // Open slices per track: (start, name, args, task).
+    let mut open: HashMap<u64, Vec<(u64, u32, u32, u32)>> = HashMap::new();
+    let Some(packets) = fields(&bytes) else {
+        return bad();
+    };
+    for (f, v) in packets {
+        let (pf::TRACE_PACKET, V::B(p)) = (f, v) else {
+            continue;
+        };
+        let Some(p) = fields(p) else {
+            return bad();
+        };
+        let mut ts = 0;
+        let mut event = None;
+        for (f, v) in p {
+            match (f, v) {
+                (pf::PKT_TIMESTAMP, V::U(t)) => ts = t,
+                (pf::PKT_SEQUENCE_FLAGS, V::U(fl)) if fl & pf::SEQ_INCREMENTAL_STATE_CLEARED != 0 => {
+                    ev_names.clear();
+                    ann_names.clear();
+                    ann_strings.clear();
+                }
+                (pf::PKT_INTERNED_DATA, V::B(d)) => {
+                    for (table, v) in fields(d).unwrap_or_default() {
+                        let V::B(e) = v else { continue };
+                        let (mut iid, mut name) = (0, String::new());
+                        for (k, v) in fields(e).unwrap_or_default() {
+                            match (k, v) {
+                                (pf::ENTRY_IID, V::U(i)) => iid = i,
+                                (pf::ENTRY_NAME, V::B(s)) => {
+                                    name = String::from_utf8_lossy(s).into_owned()
+                                }
+                                _ => {}
+                            }
+                        }
+                        match table {
+                            pf::ID_EVENT_NAMES => ev_names.insert(iid, names.id(&name)),
+                            pf::ID_ANNOTATION_NAMES => ann_names.insert(iid, name).map(|_| 0),
+                            pf::ID_ANNOTATION_STRINGS => ann_strings.insert(iid, name).map(|_| 0),
+                            _ => None,
+                        };
+                    }
+                }
+                (pf::PKT_TRACK_DESCRIPTOR, V::B(d)) => {
+                    let mut t = Track::default();
+                    let mut uuid = 0;
+                    for (k, v) in fields(d).unwrap_or_default() {
+                        match (k, v) {
+                            (pf::TD_UUID, V::U(u)) => uuid = u,
+                            (pf::TD_NAME, V::B(s)) => t.name = String::from_utf8_lossy(s).into(),
+                            (pf::TD_PARENT, V::U(u)) => t.parent = Some(u),
+                            (pf::TD_COUNTER, _) => t.counter = true,
+                            (pf::TD_SIBLING_RANK, V::U(r)) => t.rank = r,
+                            (pf::TD_PROCESS, V::B(pd)) => {
+                                let mut p = (0, String::new(), String::new());
+                                for (k, v) in fields(pd).unwrap_or_default() {
+                                    match (k, v) {
+                                        (pf::PD_PID, V::U(x)) => p.0 = x,
+                                        (pf::PD_NAME, V::B(s)) => {
+                                            p.1 = String::from_utf8_lossy(s).into()
+                                        }
+                                        (pf::PD_LABELS, V::B(s)) => {
+                                            p.2 = String::from_utf8_lossy(s).into()
+                                        }
+                                        _ => {}
+                                    }
+                                }
+                                t.process = Some(p);
+                            }
+                            _ => {}
+                        }
+                    }
+                    let e = trace.tracks.entry(uuid).or_default();
+                    (t.slices, t.samples) = (std::mem::take(&mut e.slices), std::mem::take(&mut e.samples));
+                    *e = t;
+                }
+                (pf::PKT_TRACK_EVENT, V::B(e)) => event = Some(e),
+                _ => {}
+            }
+        }
+        let Some(e) = event else { continue };
+        let (mut kind, mut track, mut name) = (0, 0, None);
+        let mut value = None;
+        let mut list: Vec<(String, ArgValue)> = Vec::new();
+        for (k, v) in fields(e).unwrap_or_default() {
+            match (k, v) {
+                (pf::TE_TYPE, V::U(x)) => kind = x,
+                (pf::TE_TRACK, V::U(x)) => track = x,
+                (pf::TE_NAME_IID, V::U(i)) => name = ev_names.get(&i).copied(),
+                (pf::TE_NAME, V::B(s)) => name = Some(names.id(&String::from_utf8_lossy(s))),
+                (pf::TE_COUNTER_VALUE, V::U(x)) => value = Some(x as f64),
+                (pf::TE_DOUBLE_COUNTER_VALUE, V::F64(x)) => value = Some(x),
+                (pf::TE_ANNOTATION, V::B(a)) => {
+                    let (mut key, mut val) = (String::new(), ArgValue::U(0));
+                    for (k, v) in fields(a).unwrap_or_default() {
+                        match (k, v) {
+                            (pf::DA_NAME_IID, V::U(i)) => {
+                                key = ann_names.get(&i).cloned().unwrap_or_default()
+                            }
+                            (pf::DA_NAME, V::B(s)) => key = String::from_utf8_lossy(s).into(),
+                            (pf::DA_UINT, V::U(x)) => val = ArgValue::U(x),
+                            (pf::DA_STRING_IID, V::U(i)) => {
+                                val = ArgValue::S(ann_strings.get(&i).cloned().unwrap_or_default())
+                            }
+                            (pf::DA_STRING, V::B(s)) => {
+                                val = ArgValue::S(String::from_utf8_lossy(s).into())
+                            }
+                            _ => {}
+                        }
+                    }
+                    list.push((key, val));
+                }
+                _ => {}
+            }
+        }
+        match kind {
+            pf::TYPE_SLICE_BEGIN => {
+                let mut task = u32::MAX;
+                let mut json = Vec::with_capacity(list.len());
+                for (k, v) in list {
+                    match v {
+                        ArgValue::U(x) if k == "Task Id" => task = x.min(u32::MAX as u64 - 1) as u32,
+                        ArgValue::U(x) => json.push(serde_json::json!([k, x])),
+                        ArgValue::S(s) => json.push(serde_json::json!([k, s])),
+                    }
+                }
+                let a = args.id(&serde_json::Value::from(json).to_string());
+                let n = name.unwrap_or_else(|| names.id(""));
+                open.entry(track).or_default().push((ts, n, a, task));
+            }
+            pf::TYPE_SLICE_END => {
+                if let Some((start, name, args, task)) =
+                    open.get_mut(&track).and_then(Vec::pop)
+                {
+                    let end = ts.max(start);
+                    trace.tracks.entry(track).or_default().slices.push(Slice {
+                        start,
+                        end,
+                        name,
+                        args,
+                        task,
+                    });
+                }
+            }
+            pf::TYPE_COUNTER => {
+                if let Some(v) = value {
+                    trace.tracks.entry(track).or_default().samples.push((ts, v));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(trace)
+}
+
+/// A row of the page's timeline: one track's slices that do not overlap, or its counter.
+struct Row {
+    track: usize,
+    counter: bool,
+    slices: Vec<Slice>,
+    samples: Vec<(u64, f64)>,
+}
+
+/// Stacks `slices` into rows in which none overlap (a slice goes to the first row whose last
+/// slice ended by its start, so nested calls sit under their callers).
+fn stack(mut slices: Vec<Slice>) -> Vec<Vec<Slice>> {
+    slices.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    let mut rows: Vec<Vec<Slice>> = Vec::new();
+    for s in slices {
+        match rows
+            .iter_mut()
+            .find(|r| r.last().is_none_or(|l| l.end <= s.start))
+        {
+            Some(r) => r.push(s),
+            None => rows.push(vec![s]),
+        }
+    }
+    rows
+}
+
+/// Standard base64 of `b`.
+fn base64(b: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut o = String::with_capacity(b.len().div_ceil(3) * 4);
+    for c in b.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for (i, shift) in [18, 12, 6, 0].into_iter().enumerate() {
+            o.push(if i <= c.len() {
+                A[(n >> shift) as usize & 63] as char
+            } else {
+                '='
+            });
+        }
+    }
+    o
+}
+
+/// What [`write`] laid out.
+#[derive(Default)]
+pub struct Laid {
+    pub slices: usize,
+    pub tracks: usize,
+}
+
+/// Reads the traces (each with the label its processes carry when there are several: a
+/// rank) and writes the page's timeline into directory `dir`. The index carries where the
+/// first device task starts: the op tables count time from the run's first op, so the page
+/// turns a table's start into a timeline position through it.
+pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
+    let (mut names, mut args) = (Table::default(), Table::default());
+    let mut read_all = Vec::new();
+    for (label, p) in traces {
+        read_all.push((label, read(p, &mut names, &mut args)?));
+    }
+    // Tracks in the page's order: each trace's processes by their sort index, then each
+    // process's children by their rank among siblings.
+    struct Meta {
+        process: String,
+        label: String,
+        name: String,
+        counter: bool,
+    }
+    let mut metas: Vec<Meta> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
+    for (label, mut t) in read_all {
+        let mut procs: Vec<(u64, u64)> = t
+            .tracks
+            .iter()
+            .filter_map(|(&u, tr)| tr.process.as_ref().map(|p| (u, p.0)))
+            .collect();
+        procs.sort_by_key(|&(u, pid)| (aclprof::filemode::export::process_order(pid), pid, u));
+        for (pu, _) in procs {
+            let (pname, plabel) = {
+                let p = t.tracks[&pu].process.clone().unwrap_or_default();
+                (p.1, p.2)
+            };
+            let pname = if label.is_empty() {
+                pname
+            } else {
+                format!("{label} {pname}")
+            };
+            let mut kids: Vec<u64> = t
+                .tracks
+                .iter()
+                .filter(|(_, tr)| tr.parent == Some(pu))
+                .map(|(&u, _)| u)
+                .collect();
+            kids.sort_by_key(|u| (t.tracks[u].counter, t.tracks[u].rank, *u));
+            // Slices put on the process track itself come first.
+            for u in std::iter::once(pu).chain(kids) {
+                let Some(tr) = t.tracks.get_mut(&u) else { continue };
+                if tr.slices.is_empty() && tr.samples.is_empty() && u == pu {
+                    continue;
+                }
+                let idx = metas.len();
+                metas.push(Meta {
+                    process: pname.clone(),
+                    label: plabel.clone(),
+                    name: if u == pu { pname.clone() } else { tr.name.clone() },
+                    counter: tr.counter,
+                });
+                if tr.counter {
+                    let mut samples = std::mem::take(&mut tr.samples);
+                    samples.sort_by_key(|s| s.0);
+                    rows.push(Row {
+                        track: idx,
+                        counter: true,
+                        slices: Vec::new(),
+                        samples,
+                    });
+                } else {
+                    for r in stack(std::mem::take(&mut tr.slices)) {
+                        rows.push(Row {
+                            track: idx,
+                            counter: false,
+                            slices: r,
+                            samples: Vec::new(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let t0 = rows
+        .iter()
+        .filter_map(|r| {
+            r.slices
+                .first()
+                .map(|s| s.start)
+                .or(r.samples.first().map(|s| s.0))
+        })
+        .min()
+        .unwrap_or(0);
+    let t1 = rows
+        .iter()
+        .flat_map(|r| {
+            r.slices
+                .iter()
+                .map(|s| s.end)
+                .chain(r.samples.last().map(|s| s.0))
+        })
+        .max()
+        .unwrap_or(t0)
+        .max(t0 + 1);
+    // The first device task, where the op tables' time 0 is.
+    let device = |m: &Meta| m.process.ends_with("Ascend Hardware") || m.process.ends_with("HCCL");
+    let first_task = rows
+        .iter()
+        .filter(|r| device(&metas[r.track]))
+        .filter_map(|r| r.slices.first().map(|s| s.start))
+        .min()
+        .unwrap_or(t0);
+
+    std::fs::create_dir_all(dir)
+        .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", dir.display())))?;
+    // Pieces, packed into chunks in row order.
+    let mut chunks: Vec<String> = Vec::new();
+    let mut chunk = String::new();
+    let mut in_chunk = 0;
+    let mut row_json = Vec::new();
+    let mut laid = Laid {
+        // Tracks with something on them (a process may name tracks it never used).
+        tracks: rows
+            .iter()
+            .map(|r| r.track)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        ..Default::default()
+    };
+    let rel = |t: u64| (t - t0) as f64;
+    for (ri, r) in rows.iter().enumerate() {
+        let n = if r.counter {
+            r.samples.len()
+        } else {
+            r.slices.len()
+        };
+        laid.slices += if r.counter { 0 } else { n };
+        let mut pieces = Vec::new();
+        let mut cover = vec![0f64; OVERVIEW_BINS];
+        let per_bin = (t1 - t0) as f64 / OVERVIEW_BINS as f64;
+        for (pi, from) in (0..n.max(1)).step_by(PIECE).enumerate() {
+            let to = (from + PIECE).min(n);
+            let mut b: Vec<u8> = Vec::with_capacity((to - from) * 28);
+            if r.counter {
+                let s = &r.samples[from..to];
+                s.iter().for_each(|x| b.extend(rel(x.0).to_le_bytes()));
+                s.iter().for_each(|x| b.extend(x.1.to_le_bytes()));
+            } else {
+                let s = &r.slices[from..to];
+                s.iter().for_each(|x| b.extend(rel(x.start).to_le_bytes()));
+                s.iter().for_each(|x| b.extend(((x.end - x.start) as f64).to_le_bytes()));
+                s.iter().for_each(|x| b.extend(x.name.to_le_bytes()));
+                s.iter().for_each(|x| b.extend(x.args.to_le_bytes()));
+                s.iter().for_each(|x| b.extend(x.task.to_le_bytes()));
+                for x in s {
+                    // Each bin's share covered, for the coarse view.
+                    let (a, z) = (rel(x.start) / per_bin, rel(x.end) / per_bin);
+                    let mut i = a as usize;
+                    while i < OVERVIEW_BINS && (i as f64) < z {
+                        let lo = a.max(i as f64);
+                        let hi = z.min(i as f64 + 1.0);
+                        cover[i] += (hi - lo).max(0.0);
+                        i += 1;
+                    }
+                }
+            }
+            if to == from {
+                break;
+            }
+            if in_chunk > 0 {
+                chunk.push(',');
+            }
+            let _ = write!(chunk, "[{ri},{pi},\"{}\"]", base64(&b));
+            in_chunk += to - from;
+            pieces.push(serde_json::json!([chunks.len(), to - from]));
+            if in_chunk >= PIECE {
+                chunks.push(std::mem::take(&mut chunk));
+                in_chunk = 0;
+            }
+        }
+        let overview: Vec<u8> = cover
+            .iter()
+            .map(|c| (c * 255.0).round().min(255.0) as u8)
+            .collect();
+        let max = r.samples.iter().map(|s| s.1).fold(0f64, f64::max);
+        row_json.push(serde_json::json!({
+            "t": r.track,
+            "c": r.counter,
+            "n": n,
+            "max": max,
+            "pieces": pieces,
+            "cover": if r.counter { String::new() } else { base64(&overview) },
+        }));
+    }
+    if in_chunk > 0 {
+        chunks.push(chunk);
+    }
+    for (i, c) in chunks.iter().enumerate() {
+        let p = dir.join(format!("chunk-{i}.js"));
+        std::fs::write(&p, format!("aclprofTimeline.chunk({i},[{c}]);\n"))
+            .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?;
+    }
+    let tracks: Vec<serde_json::Value> = metas
+        .iter()
+        .map(|m| serde_json::json!({"p": m.process, "l": m.label, "n": m.name, "c": m.counter}))
+        .collect();
+    let index = serde_json::json!({
+        "span": t1 - t0,
+        "firstTask": first_task - t0,
+        "wall0": t0,
+        "bins": OVERVIEW_BINS,
+        "chunks": chunks.len(),
+        "names": names.list,
+        "args": args.list,
+        "tracks": tracks,
+        "rows": row_json,
+    });
+    let p = dir.join("index.js");
+    std::fs::write(
+        &p,
+        format!(
+            "aclprofTimeline.index({});\n",
+            index.to_string().replace("</", "<\\/")
+        ),
+    )
+    .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?;
+    Ok(laid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_the_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn overlapping_slices_stack_into_rows_and_nested_ones_sit_under_their_callers() {
+        let s = |start, end| Slice {
+            start,
+            end,
+            name: 0,
+            args: 0,
+            task: 0,
+        };
+        let rows = stack(vec![s(0, 10), s(2, 5), s(10, 12), s(4, 11), s(5, 6)]);
+        let spans: Vec<Vec<(u64, u64)>> = rows
+            .iter()
+            .map(|r| r.iter().map(|x| (x.start, x.end)).collect())
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                vec![(0, 10), (10, 12)],
+                vec![(2, 5), (5, 6)],
+                vec![(4, 11)]
+            ]
+        );
+    }
+
+    #[test]
+    fn a_malformed_trace_is_refused_in_one_line() {
+        let d = std::env::temp_dir().join(format!("aclprof-tl-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join("bad.pftrace");
+        std::fs::write(&p, [0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1]).unwrap();
+        let e = write(&[(String::new(), p)], &d.join("out")).err().unwrap();
+        assert!(e.to_string().contains("not a trace aclprof wrote"), "{e}");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}
