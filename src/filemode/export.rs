@@ -40,8 +40,8 @@ pub use host::*;
 mod memory;
 
 mod timeline;
-use timeline::*;
 pub use timeline::process_order;
+use timeline::*;
 
 /// What an export produced.
 #[derive(Debug, Default, Clone)]

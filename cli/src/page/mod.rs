@@ -75,7 +75,12 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let stem = out
         .file_stem()
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
-    let (html, mut w) = run_page(&stats, page_dir, &format!("{stem}.timeline"), &Nav::default())?;
+    let (html, mut w) = run_page(
+        &stats,
+        page_dir,
+        &format!("{stem}.timeline"),
+        &Nav::default(),
+    )?;
     std::fs::write(out, &html)
         .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
     w.pages = 1;

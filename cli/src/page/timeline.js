@@ -519,5 +519,7 @@
     var d = ctx.getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data;
     return '#' + [d[0], d[1], d[2]].map(function (v) { return (v < 16 ? '0' : '') + v.toString(16); }).join('');
   };
-  load('index.js');
+  // After the page's own load: the tables and charts come first.
+  if (document.readyState === 'complete') load('index.js');
+  else window.addEventListener('load', function () { load('index.js'); });
 })();

@@ -23,6 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// Our own names and ids: no hash-flooding defence needed.
+type FxMap<K, V> = HashMap<K, V, rustc_hash::FxBuildHasher>;
+
 /// Slices (or counter samples) in one piece of a row, and at least this many per chunk.
 pub const PIECE: usize = 1 << 16;
 
@@ -56,7 +59,7 @@ struct Track {
 /// Strings (or argument lists as JSON) each stored once, by id.
 #[derive(Default)]
 struct Table {
-    ids: HashMap<String, u32>,
+    ids: HashMap<String, u32, rustc_hash::FxBuildHasher>,
     list: Vec<String>,
 }
 
@@ -79,13 +82,23 @@ enum V<'a> {
     F64(f64),
 }
 
-/// The fields of one message; None at the first malformed byte.
-fn fields(mut b: &[u8]) -> Option<Vec<(u32, V<'_>)>> {
-    fn varint(b: &mut &[u8]) -> Option<u64> {
+/// The fields of one message, read as they are iterated; iteration stops at the end or at
+/// the first malformed byte ([`Fields::bad`] tells which).
+struct Fields<'a> {
+    b: &'a [u8],
+    bad: bool,
+}
+
+fn fields(b: &[u8]) -> Fields<'_> {
+    Fields { b, bad: false }
+}
+
+impl<'a> Fields<'a> {
+    fn varint(&mut self) -> Option<u64> {
         let mut v = 0u64;
         for s in (0..64).step_by(7) {
-            let (&x, rest) = b.split_first()?;
-            *b = rest;
+            let (&x, rest) = self.b.split_first()?;
+            self.b = rest;
             v |= u64::from(x & 0x7f) << s;
             if x & 0x80 == 0 {
                 return Some(v);
@@ -93,29 +106,43 @@ fn fields(mut b: &[u8]) -> Option<Vec<(u32, V<'_>)>> {
         }
         None
     }
-    let mut out = Vec::new();
-    while !b.is_empty() {
-        let key = varint(&mut b)?;
+
+    fn field(&mut self) -> Option<(u32, V<'a>)> {
+        let key = self.varint()?;
         let field = (key >> 3) as u32;
-        match key & 7 {
-            0 => out.push((field, V::U(varint(&mut b)?))),
+        let v = match key & 7 {
+            0 => V::U(self.varint()?),
             1 => {
-                let (x, rest) = b.split_at_checked(8)?;
-                b = rest;
-                let v = f64::from_le_bytes(x.try_into().ok()?);
-                out.push((field, V::F64(v)));
+                let (x, rest) = self.b.split_at_checked(8)?;
+                self.b = rest;
+                V::F64(f64::from_le_bytes(x.try_into().ok()?))
             }
             2 => {
-                let n = usize::try_from(varint(&mut b)?).ok()?;
-                let (x, rest) = b.split_at_checked(n)?;
-                b = rest;
-                out.push((field, V::B(x)));
+                let n = usize::try_from(self.varint()?).ok()?;
+                let (x, rest) = self.b.split_at_checked(n)?;
+                self.b = rest;
+                V::B(x)
             }
-            5 => b = b.get(4..)?,
+            5 => {
+                self.b = self.b.get(4..)?;
+                V::U(0)
+            }
             _ => return None,
-        }
+        };
+        Some((field, v))
     }
-    Some(out)
+}
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = (u32, V<'a>);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.b.is_empty() || self.bad {
+            return None;
+        }
+        let f = self.field();
+        self.bad = f.is_none();
+        f
+    }
 }
 
 /// What one trace file holds, its strings resolved.
@@ -141,35 +168,35 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
         )
     };
     let mut trace = Trace::default();
-    let (mut ev_names, mut ann_names, mut ann_strings) =
-        (HashMap::new(), HashMap::new(), HashMap::new());
+    let mut ev_names: FxMap<u64, u32> = FxMap::default();
+    let mut ann_names: FxMap<u64, String> = FxMap::default();
+    let mut ann_strings: FxMap<u64, String> = FxMap::default();
+    let mut key = String::new();
     // Open slices per track: (start, name, args, task).
-    let mut open: HashMap<u64, Vec<(u64, u32, u32, u32)>> = HashMap::new();
-    let Some(packets) = fields(&bytes) else {
-        return bad();
-    };
-    for (f, v) in packets {
+    let mut open: FxMap<u64, Vec<(u64, u32, u32, u32)>> = FxMap::default();
+    let mut packets = fields(&bytes);
+    for (f, v) in packets.by_ref() {
         let (pf::TRACE_PACKET, V::B(p)) = (f, v) else {
             continue;
         };
-        let Some(p) = fields(p) else {
-            return bad();
-        };
         let mut ts = 0;
         let mut event = None;
-        for (f, v) in p {
+        let mut p = fields(p);
+        for (f, v) in p.by_ref() {
             match (f, v) {
                 (pf::PKT_TIMESTAMP, V::U(t)) => ts = t,
-                (pf::PKT_SEQUENCE_FLAGS, V::U(fl)) if fl & pf::SEQ_INCREMENTAL_STATE_CLEARED != 0 => {
+                (pf::PKT_SEQUENCE_FLAGS, V::U(fl))
+                    if fl & pf::SEQ_INCREMENTAL_STATE_CLEARED != 0 =>
+                {
                     ev_names.clear();
                     ann_names.clear();
                     ann_strings.clear();
                 }
                 (pf::PKT_INTERNED_DATA, V::B(d)) => {
-                    for (table, v) in fields(d).unwrap_or_default() {
+                    for (table, v) in fields(d) {
                         let V::B(e) = v else { continue };
                         let (mut iid, mut name) = (0, String::new());
-                        for (k, v) in fields(e).unwrap_or_default() {
+                        for (k, v) in fields(e) {
                             match (k, v) {
                                 (pf::ENTRY_IID, V::U(i)) => iid = i,
                                 (pf::ENTRY_NAME, V::B(s)) => {
@@ -189,7 +216,7 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
                 (pf::PKT_TRACK_DESCRIPTOR, V::B(d)) => {
                     let mut t = Track::default();
                     let mut uuid = 0;
-                    for (k, v) in fields(d).unwrap_or_default() {
+                    for (k, v) in fields(d) {
                         match (k, v) {
                             (pf::TD_UUID, V::U(u)) => uuid = u,
                             (pf::TD_NAME, V::B(s)) => t.name = String::from_utf8_lossy(s).into(),
@@ -198,7 +225,7 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
                             (pf::TD_SIBLING_RANK, V::U(r)) => t.rank = r,
                             (pf::TD_PROCESS, V::B(pd)) => {
                                 let mut p = (0, String::new(), String::new());
-                                for (k, v) in fields(pd).unwrap_or_default() {
+                                for (k, v) in fields(pd) {
                                     match (k, v) {
                                         (pf::PD_PID, V::U(x)) => p.0 = x,
                                         (pf::PD_NAME, V::B(s)) => {
@@ -216,18 +243,24 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
                         }
                     }
                     let e = trace.tracks.entry(uuid).or_default();
-                    (t.slices, t.samples) = (std::mem::take(&mut e.slices), std::mem::take(&mut e.samples));
+                    (t.slices, t.samples) = (
+                        std::mem::take(&mut e.slices),
+                        std::mem::take(&mut e.samples),
+                    );
                     *e = t;
                 }
                 (pf::PKT_TRACK_EVENT, V::B(e)) => event = Some(e),
                 _ => {}
             }
         }
+        if p.bad {
+            return bad();
+        }
         let Some(e) = event else { continue };
         let (mut kind, mut track, mut name) = (0, 0, None);
         let mut value = None;
         let mut list: Vec<(String, ArgValue)> = Vec::new();
-        for (k, v) in fields(e).unwrap_or_default() {
+        for (k, v) in fields(e) {
             match (k, v) {
                 (pf::TE_TYPE, V::U(x)) => kind = x,
                 (pf::TE_TRACK, V::U(x)) => track = x,
@@ -237,7 +270,7 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
                 (pf::TE_DOUBLE_COUNTER_VALUE, V::F64(x)) => value = Some(x),
                 (pf::TE_ANNOTATION, V::B(a)) => {
                     let (mut key, mut val) = (String::new(), ArgValue::U(0));
-                    for (k, v) in fields(a).unwrap_or_default() {
+                    for (k, v) in fields(a) {
                         match (k, v) {
                             (pf::DA_NAME_IID, V::U(i)) => {
                                 key = ann_names.get(&i).cloned().unwrap_or_default()
@@ -261,22 +294,37 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
         match kind {
             pf::TYPE_SLICE_BEGIN => {
                 let mut task = u32::MAX;
-                let mut json = Vec::with_capacity(list.len());
+                // The list as JSON, [[key, value], ...], its key in the table.
+                key.clear();
+                key.push('[');
                 for (k, v) in list {
-                    match v {
-                        ArgValue::U(x) if k == "Task Id" => task = x.min(u32::MAX as u64 - 1) as u32,
-                        ArgValue::U(x) => json.push(serde_json::json!([k, x])),
-                        ArgValue::S(s) => json.push(serde_json::json!([k, s])),
+                    if let ArgValue::U(x) = v {
+                        if k == "Task Id" {
+                            task = x.min(u32::MAX as u64 - 1) as u32;
+                            continue;
+                        }
                     }
+                    if key.len() > 1 {
+                        key.push(',');
+                    }
+                    key.push('[');
+                    key.push_str(&serde_json::Value::from(k).to_string());
+                    key.push(',');
+                    match v {
+                        ArgValue::U(x) => {
+                            let _ = write!(key, "{x}");
+                        }
+                        ArgValue::S(s) => key.push_str(&serde_json::Value::from(s).to_string()),
+                    }
+                    key.push(']');
                 }
-                let a = args.id(&serde_json::Value::from(json).to_string());
+                key.push(']');
+                let a = args.id(&key);
                 let n = name.unwrap_or_else(|| names.id(""));
                 open.entry(track).or_default().push((ts, n, a, task));
             }
             pf::TYPE_SLICE_END => {
-                if let Some((start, name, args, task)) =
-                    open.get_mut(&track).and_then(Vec::pop)
-                {
+                if let Some((start, name, args, task)) = open.get_mut(&track).and_then(Vec::pop) {
                     let end = ts.max(start);
                     trace.tracks.entry(track).or_default().slices.push(Slice {
                         start,
@@ -294,6 +342,9 @@ fn read(path: &Path, names: &mut Table, args: &mut Table) -> Result<Trace> {
             }
             _ => {}
         }
+    }
+    if packets.bad {
+        return bad();
     }
     Ok(trace)
 }
@@ -395,7 +446,9 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
             kids.sort_by_key(|u| (t.tracks[u].counter, t.tracks[u].rank, *u));
             // Slices put on the process track itself come first.
             for u in std::iter::once(pu).chain(kids) {
-                let Some(tr) = t.tracks.get_mut(&u) else { continue };
+                let Some(tr) = t.tracks.get_mut(&u) else {
+                    continue;
+                };
                 if tr.slices.is_empty() && tr.samples.is_empty() && u == pu {
                     continue;
                 }
@@ -403,7 +456,11 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
                 metas.push(Meta {
                     process: pname.clone(),
                     label: plabel.clone(),
-                    name: if u == pu { pname.clone() } else { tr.name.clone() },
+                    name: if u == pu {
+                        pname.clone()
+                    } else {
+                        tr.name.clone()
+                    },
                     counter: tr.counter,
                 });
                 if tr.counter {
@@ -495,7 +552,8 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
             } else {
                 let s = &r.slices[from..to];
                 s.iter().for_each(|x| b.extend(rel(x.start).to_le_bytes()));
-                s.iter().for_each(|x| b.extend(((x.end - x.start) as f64).to_le_bytes()));
+                s.iter()
+                    .for_each(|x| b.extend(((x.end - x.start) as f64).to_le_bytes()));
                 s.iter().for_each(|x| b.extend(x.name.to_le_bytes()));
                 s.iter().for_each(|x| b.extend(x.args.to_le_bytes()));
                 s.iter().for_each(|x| b.extend(x.task.to_le_bytes()));
@@ -603,11 +661,7 @@ mod tests {
             .collect();
         assert_eq!(
             spans,
-            vec![
-                vec![(0, 10), (10, 12)],
-                vec![(2, 5), (5, 6)],
-                vec![(4, 11)]
-            ]
+            vec![vec![(0, 10), (10, 12)], vec![(2, 5), (5, 6)], vec![(4, 11)]]
         );
     }
 
