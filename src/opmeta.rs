@@ -22,16 +22,25 @@ pub struct OpMeta {
     pub output_formats: String,
     /// Floating-point operations of one execution.
     pub flops: Option<u64>,
-    /// Bytes read and written by one execution.
+    /// Bytes read and written by one execution (a communication op: bytes sent).
     pub bytes: Option<u64>,
+    /// A communication op's link, where known: the rank it sends to, CANN's transport
+    /// (ENUM_HCCL_TRANSPORT_TYPE's names: SDMA, RDMA, ...) and how long the transfer itself
+    /// takes; the rest of the op is spent waiting for its peers (docs/design.md,
+    /// "Communication").
+    pub peer: Option<u32>,
+    pub transport: String,
+    pub transit_ns: Option<u64>,
 }
 
 impl OpMeta {
     /// None if every field is unknown (empty or "N/A").
     pub fn known(self) -> Option<OpMeta> {
         let unknown = |s: &&str| s.is_empty() || *s == "N/A";
-        let any =
-            !self.fields().iter().all(unknown) || self.flops.is_some() || self.bytes.is_some();
+        let any = !self.fields().iter().all(unknown)
+            || self.flops.is_some()
+            || self.bytes.is_some()
+            || self.peer.is_some();
         any.then_some(self)
     }
 
@@ -59,7 +68,9 @@ impl OpMeta {
     }
 
     fn size(&self) -> usize {
-        std::mem::size_of::<OpMeta>() + self.fields().iter().map(|s| s.len()).sum::<usize>()
+        std::mem::size_of::<OpMeta>()
+            + self.fields().iter().map(|s| s.len()).sum::<usize>()
+            + self.transport.len()
     }
 }
 
@@ -154,7 +165,7 @@ pub fn refused() -> u64 {
 }
 
 /// The file beside a directory's records that holds the descriptions they use.
-const HEADER: &str = "id\tinput_shapes\tinput_types\tinput_formats\toutput_shapes\toutput_types\toutput_formats\tflops\tbytes";
+const HEADER: &str = "id\tinput_shapes\tinput_types\tinput_formats\toutput_shapes\toutput_types\toutput_formats\tflops\tbytes\tpeer\ttransport\ttransit_ns";
 
 fn escape(s: &str, out: &mut String) {
     for c in s.chars() {
@@ -197,11 +208,17 @@ pub fn write(path: &Path, metas: &[(u32, Arc<OpMeta>)]) -> std::io::Result<()> {
             text.push('\t');
             escape(f, &mut text);
         }
-        for n in [m.flops, m.bytes] {
+        for n in [m.flops, m.bytes, m.peer.map(u64::from)] {
             text.push('\t');
             if let Some(n) = n {
                 text.push_str(&n.to_string());
             }
+        }
+        text.push('\t');
+        escape(&m.transport, &mut text);
+        text.push('\t');
+        if let Some(n) = m.transit_ns {
+            text.push_str(&n.to_string());
         }
         text.push('\n');
     }
@@ -221,7 +238,8 @@ pub fn read(path: &Path) -> Metas {
     for line in std::io::BufReader::new(f).lines().skip(1) {
         let Ok(line) = line else { break };
         let cols: Vec<&str> = line.split('\t').collect();
-        if cols.len() != 9 {
+        // (Nine columns: written before communication links were known.)
+        if cols.len() != 9 && cols.len() != 12 {
             continue;
         }
         let Ok(id) = cols[0].parse::<u32>() else {
@@ -233,6 +251,11 @@ pub fn read(path: &Path) -> Metas {
         }
         m.flops = cols[7].parse().ok();
         m.bytes = cols[8].parse().ok();
+        if let [peer, transport, transit] = cols[9..] {
+            m.peer = peer.parse().ok();
+            m.transport = unescape(transport);
+            m.transit_ns = transit.parse().ok();
+        }
         out.insert(id, Arc::new(m));
     }
     out
@@ -313,6 +336,7 @@ mod tests {
             output_formats: "NC1HWC0".into(),
             flops: Some(236_027_904),
             bytes: Some(1_906_688),
+            ..OpMeta::default()
         }
     }
 
@@ -338,17 +362,42 @@ mod tests {
         let mut odd = conv();
         odd.input_shapes = "a\tb\\c\nd".into();
         odd.bytes = None;
-        let ids = [intern(conv()).unwrap(), intern(odd.clone()).unwrap()];
+        let link = OpMeta {
+            bytes: Some(1 << 20),
+            peer: Some(3),
+            transport: "RDMA".into(),
+            transit_ns: Some(52_000),
+            ..OpMeta::default()
+        };
+        let ids = [
+            intern(conv()).unwrap(),
+            intern(odd.clone()).unwrap(),
+            intern(link.clone()).unwrap(),
+        ];
         let mut here = Lookup::new(&dir, std::process::id());
-        for id in [ids[1], ids[0], ids[1], 0] {
+        for id in [ids[1], ids[0], ids[1], 0, ids[2]] {
             here.get(id);
         }
         here.write(&dir.join(crate::formats::layout::OP_META_FILE))
             .unwrap();
         let back = read(&dir.join(crate::formats::layout::OP_META_FILE));
-        assert_eq!(back.len(), 2);
+        assert_eq!(back.len(), 3);
         assert_eq!(*back[&ids[0]], conv());
         assert_eq!(*back[&ids[1]], odd);
+        assert_eq!(*back[&ids[2]], link);
+        // A file written before links were known (nine columns) still reads.
+        let old = dir.join("old.tsv");
+        std::fs::write(
+            &old,
+            "id\tinput_shapes\tinput_types\tinput_formats\toutput_shapes\toutput_types\t\
+             output_formats\tflops\tbytes\n7\t1,3\t\t\t\t\t\t5\t6\n",
+        )
+        .unwrap();
+        let o = &read(&old)[&7];
+        assert_eq!(
+            (o.input_shapes.as_str(), o.flops, o.bytes, o.peer),
+            ("1,3", Some(5), Some(6), None)
+        );
         // Another process's records find them through the file only.
         let mut other = Lookup::new(&dir, u32::MAX);
         assert_eq!(other.get(ids[1]).as_deref(), Some(&odd));

@@ -174,6 +174,7 @@ pub unsafe extern "C" fn aclprofExtOpMetaCreate(
                 output_formats: text(m.outputFormats),
                 flops: (m.flops != 0).then_some(m.flops),
                 bytes: (m.bytes != 0).then_some(m.bytes),
+                ..Default::default()
             };
             *out = d.known().and_then(crate::opmeta::intern).unwrap_or(0);
             Ok(())

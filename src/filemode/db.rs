@@ -151,6 +151,11 @@ impl Db {
         let mut comm_task = conn.prepare_cached(
             "INSERT INTO COMMUNICATION_TASK_INFO VALUES (?1,?2,?3,0,?4,?5,?6,?7,?7,?6,0,?6,?6,?8,1,0)",
         )?;
+        // A link's task: its sender is filled in at the end, from the device's rank.
+        let mut comm_link = conn.prepare_cached(
+            "INSERT INTO COMMUNICATION_TASK_INFO VALUES \
+             (?1,?2,?3,0,?4,4294967295,65535,4294967295,?5,?6,?7,65535,65535,?8,1,?9)",
+        )?;
         let mut pmu = conn.prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")?;
         let mut pmu_at = b.pmu.iter().peekable();
         let mut from = 0;
@@ -176,19 +181,34 @@ impl Db {
                 o.model as i64
             };
             let conn_id = TASK_CONNECTION_BASE + id;
-            task.push(&[
-                o.start as i64,
-                o.end as i64,
-                o.dev as i64,
-                conn_id,
-                id,
-                o.pid as i64,
-                task_type,
-                NONE_U32,
-                o.stream as i64,
-                o.task as i64,
-                model,
-            ])?;
+            // A communication op whose link is known is CANN's two tasks: it waits for its
+            // peer (Notify_Wait), then sends (Memcpy); any other op is one task.
+            let link = o.link.filter(|_| o.comm);
+            let split = link.map(|l| o.end - l.transit_ns.min(o.end - o.start));
+            let (mut wait_type, mut send_type) = (task_type, task_type);
+            let mut spans = [(o.start, o.end, id, task_type); 2];
+            if let Some(at) = split {
+                wait_type = sid(&mut self.strings, "Notify_Wait");
+                send_type = sid(&mut self.strings, "Memcpy");
+                let send = self.next_task;
+                self.next_task += 1;
+                spans = [(o.start, at, id, wait_type), (at, o.end, send, send_type)];
+            }
+            for &(start, end, tid, ty) in &spans[..if split.is_some() { 2 } else { 1 }] {
+                task.push(&[
+                    start as i64,
+                    end as i64,
+                    o.dev as i64,
+                    conn_id,
+                    tid,
+                    o.pid as i64,
+                    ty,
+                    NONE_U32,
+                    o.stream as i64,
+                    o.task as i64,
+                    model,
+                ])?;
+            }
             if o.comm {
                 let op_id = self.next_comm_op;
                 self.next_comm_op += 1;
@@ -205,16 +225,51 @@ impl Db {
                     o.dev,
                     NONE_U32
                 ])?;
-                comm_task.execute(params![
-                    name,
-                    id,
-                    task_type,
-                    group,
-                    i64::MAX,
-                    INVALID_ENUM,
-                    NONE_U32,
-                    op_id
-                ])?;
+                match (link, split) {
+                    (Some(l), Some(at)) => {
+                        let send_ns = o.end - at;
+                        // Bytes per ns are GB/s, CANN's unit.
+                        let bw = if send_ns > 0 {
+                            l.bytes as f64 / send_ns as f64
+                        } else {
+                            0.0
+                        };
+                        comm_link.execute(params![
+                            wait_type,
+                            id,
+                            wait_type,
+                            group,
+                            NONE_U32,
+                            INVALID_ENUM,
+                            0,
+                            op_id,
+                            0.0
+                        ])?;
+                        comm_link.execute(params![
+                            send_type,
+                            spans[1].2,
+                            send_type,
+                            group,
+                            l.peer,
+                            l.transport,
+                            l.bytes as i64,
+                            op_id,
+                            bw
+                        ])?;
+                    }
+                    _ => {
+                        comm_task.execute(params![
+                            name,
+                            id,
+                            task_type,
+                            group,
+                            i64::MAX,
+                            INVALID_ENUM,
+                            NONE_U32,
+                            op_id
+                        ])?;
+                    }
+                }
             } else {
                 compute.push(&[
                     name,
@@ -410,8 +465,13 @@ impl Db {
             )?;
         }
         self.strings.clear();
+        // A link's sender is its device's rank (its id without one).
         let r = self.conn.execute_batch(
             "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId);\
+             UPDATE COMMUNICATION_TASK_INFO SET srcRank = (SELECT coalesce(max(m.rankId), \
+               t.deviceId) FROM TASK t LEFT JOIN RANK_DEVICE_MAP m ON m.deviceId = t.deviceId \
+               AND m.rankId >= 0 WHERE t.globalTaskId = COMMUNICATION_TASK_INFO.globalTaskId) \
+             WHERE dstRank != 4294967295;\
              COMMIT;",
         );
         r.map_err(|x| self.e(x))?;
@@ -462,10 +522,31 @@ impl Db {
              CREATE TABLE ca.CommAnalyzerMatrix(hccl_op_name TEXT, group_name TEXT, \
                src_rank TEXT, dst_rank TEXT, transport_type TEXT, transit_size NUMERIC, \
                transit_time NUMERIC, bandwidth NUMERIC);\
+             CREATE TEMP VIEW op_tasks AS SELECT c.opId AS op, s.value AS kind, \
+               t.endNs - t.startNs AS ns, c.srcRank AS src, c.dstRank AS dst, \
+               c.transportType AS transport, c.size AS size FROM COMMUNICATION_TASK_INFO c \
+               JOIN TASK t ON t.globalTaskId = c.globalTaskId \
+               JOIN STRING_IDS s ON s.id = c.taskType;\
              INSERT INTO ca.CommAnalyzerTime SELECT n.value, g.value, p.startNs / 1000.0, \
-               (p.endNs - p.startNs) / 1e6, 0, 0, 0, (p.endNs - p.startNs) / 1e6 \
+               (p.endNs - p.startNs) / 1e6, \
+               coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId AND kind = 'Memcpy') \
+                 / 1e6, 0), \
+               coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId AND kind = 'Notify_Wait') \
+                 / 1e6, 0), \
+               coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId AND kind = 'Notify_Wait' \
+                 AND EXISTS (SELECT 1 FROM op_tasks WHERE op = p.opId AND kind = 'Memcpy')) \
+                 / 1e6, 0), \
+               (p.endNs - p.startNs - coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId \
+                 AND kind IN ('Memcpy', 'Notify_Wait')), 0)) / 1e6 \
                FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
                JOIN STRING_IDS g ON g.id = p.groupName ORDER BY p.opId;\
+             INSERT INTO ca.CommAnalyzerMatrix SELECT n.value, g.value, CAST(k.src AS TEXT), \
+               CAST(k.dst AS TEXT), e.name, k.size / 1e6, k.ns / 1e6, \
+               CASE WHEN k.ns > 0 THEN CAST(k.size AS REAL) / k.ns ELSE 0 END \
+               FROM op_tasks k JOIN COMMUNICATION_OP p ON p.opId = k.op \
+               JOIN STRING_IDS n ON n.id = p.opName JOIN STRING_IDS g ON g.id = p.groupName \
+               JOIN ENUM_HCCL_TRANSPORT_TYPE e ON e.id = k.transport \
+               WHERE k.kind = 'Memcpy' AND k.dst != 4294967295 ORDER BY k.op;\
              INSERT INTO ca.CommAnalyzerMatrix SELECT n.value, g.value, \
                CAST(coalesce(m.rankId, p.deviceId) AS TEXT), \
                CAST(coalesce(m.rankId, p.deviceId) AS TEXT), 'LOCAL', 0, 0, 0 \
@@ -473,6 +554,7 @@ impl Db {
                JOIN STRING_IDS g ON g.id = p.groupName \
                LEFT JOIN RANK_DEVICE_MAP m ON m.deviceId = p.deviceId AND m.rankId >= 0 \
                ORDER BY p.opId;\
+             DROP VIEW op_tasks;\
              COMMIT;",
         );
         let detached = self.conn.execute("DETACH DATABASE ca", []);
@@ -573,6 +655,16 @@ pub struct DbBatch {
     pieces: Vec<(u32, i64, u64, u64)>,
 }
 
+/// A communication op's link (see [`crate::opmeta::OpMeta::peer`]).
+#[derive(Clone, Copy)]
+struct Link {
+    peer: u32,
+    /// ENUM_HCCL_TRANSPORT_TYPE's id.
+    transport: i64,
+    bytes: u64,
+    transit_ns: u64,
+}
+
 struct DbRow {
     dev: u32,
     model: u32,
@@ -584,6 +676,7 @@ struct DbRow {
     block_dim: u32,
     mix_block_dim: u32,
     comm: bool,
+    link: Option<Link>,
     /// Lengths of its name, op type, task type and six tensor fields (input shapes, types,
     /// formats, output's), back to back in [`DbBatch::text`], ending at `text_end`.
     lens: [u32; 9],
@@ -619,6 +712,14 @@ impl DbBatch {
             block_dim: o.block_dim,
             mix_block_dim: o.mix_block_dim,
             comm: o.comm,
+            link: o.meta.and_then(|m| {
+                Some(Link {
+                    peer: m.peer?,
+                    transport: crate::formats::db_schema::transport_id(&m.transport)?,
+                    bytes: m.bytes?,
+                    transit_ns: m.transit_ns?,
+                })
+            }),
             lens,
             text_end: self.text.len(),
         });

@@ -265,3 +265,15 @@ pub fn pmu_column_of(db_name: &str) -> (String, bool) {
         n => (n.to_string(), false),
     }
 }
+
+/// The transports a communication link may name (ENUM_HCCL_TRANSPORT_TYPE's real ones).
+pub const TRANSPORTS: [&str; 5] = ["SDMA", "RDMA", "LOCAL", "UB", "ROCE"];
+
+/// ENUM_HCCL_TRANSPORT_TYPE's id of transport `name`.
+pub fn transport_id(name: &str) -> Option<i64> {
+    ENUMS
+        .iter()
+        .find(|(t, _)| *t == "ENUM_HCCL_TRANSPORT_TYPE")
+        .and_then(|(_, v)| v.iter().find(|(_, n)| *n == name && TRANSPORTS.contains(n)))
+        .map(|(id, _)| *id)
+}

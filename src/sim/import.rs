@@ -7,7 +7,8 @@
 //!   "ops": [{"name": str, "type": str, "duration_us": number, "wait_us"?: number,
 //!   "input_shapes"?: str, "input_types"?: str, "input_formats"?: str, "output_shapes"?: str,
 //!   "output_types"?: str, "output_formats"?: str, "flops"?: int, "bytes"?: int,
-//!   "output_bytes"?: int, "workspace_bytes"?: int}, ...],
+//!   "output_bytes"?: int, "workspace_bytes"?: int, "peer"?: int, "transport"?: str,
+//!   "transit_us"?: number}, ...],
 //!   "inputs"?: [bytes, ...], "outputs"?: [bytes, ...]}`
 //! * tables real runs write, replayed row by row: msprof's `op_summary_*.csv` (CANN 6.x-8.x
 //!   column sets), torch_npu's `kernel_details.csv` (Level0/1/2), MindSpore's and
@@ -219,6 +220,60 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
                     }
                 },
             }
+        }
+        // A communication op's link: the rank it sends `bytes` to, over which transport, and
+        // how much of its duration the transfer takes (the rest it waits for its peers).
+        match op.get("peer") {
+            None => {}
+            Some(v) => match v.as_u64().and_then(|p| u32::try_from(p).ok()) {
+                Some(p) => meta.peer = Some(p),
+                None => {
+                    return bad(
+                        path,
+                        format!("ops[{i}].peer must be a rank (0 to 2^32 - 1)"),
+                    )
+                }
+            },
+        }
+        match op.get("transport") {
+            None => {}
+            Some(serde_json::Value::String(t))
+                if crate::formats::db_schema::transport_id(t).is_some() =>
+            {
+                meta.transport = t.clone()
+            }
+            Some(_) => {
+                return bad(
+                    path,
+                    format!(
+                        "ops[{i}].transport must be one of {}",
+                        crate::formats::db_schema::TRANSPORTS.join(", ")
+                    ),
+                )
+            }
+        }
+        match op.get("transit_us") {
+            None => {}
+            Some(v) => match v.as_f64().and_then(us_to_ns) {
+                Some(x) if x <= d => meta.transit_ns = Some(x),
+                _ => {
+                    return bad(
+                        path,
+                        format!("ops[{i}].transit_us must be a number from 0 to duration_us"),
+                    )
+                }
+            },
+        }
+        if meta.peer.is_some() != meta.transit_ns.is_some()
+            || (meta.peer.is_some() && meta.bytes.is_none())
+        {
+            return bad(
+                path,
+                format!("ops[{i}]: a link needs peer, transit_us and bytes together"),
+            );
+        }
+        if meta.peer.is_some() && meta.transport.is_empty() {
+            meta.transport = "SDMA".into();
         }
         out.push(SimOp {
             name: n,

@@ -190,4 +190,43 @@ fn json_ops_carry_their_tensors() {
         .unwrap_err()
         .msg
         .contains("input_shapes must be a string"));
+    // A communication op's link.
+    let m = parse_json(
+        p,
+        r#"{"name":"m","ops":[{"name":"hcom_allReduce_1","type":"hcom_allReduce_",
+        "duration_us":10,"bytes":1000,"peer":1,"transport":"RDMA","transit_us":4}]}"#,
+    )
+    .unwrap();
+    let a = m.ops[0].meta.as_deref().unwrap();
+    assert_eq!(
+        (a.peer, a.transport.as_str(), a.transit_ns, a.bytes),
+        (Some(1), "RDMA", Some(4000), Some(1000))
+    );
+    for (op, says) in [
+        (
+            r#""peer":1,"transit_us":4"#,
+            "a link needs peer, transit_us and bytes together",
+        ),
+        (
+            r#""bytes":9,"peer":1"#,
+            "a link needs peer, transit_us and bytes together",
+        ),
+        (
+            r#""bytes":9,"peer":-1,"transit_us":4"#,
+            "peer must be a rank",
+        ),
+        (
+            r#""bytes":9,"peer":1,"transit_us":11"#,
+            "transit_us must be a number from 0 to duration_us",
+        ),
+        (
+            r#""bytes":9,"peer":1,"transit_us":4,"transport":"HCCS""#,
+            "transport must be one of SDMA, RDMA",
+        ),
+    ] {
+        let bad =
+            format!(r#"{{"name":"m","ops":[{{"name":"a","type":"T","duration_us":10,{op}}}]}}"#);
+        let e = parse_json(p, &bad).unwrap_err().msg;
+        assert!(e.contains(says), "{op}: {e}");
+    }
 }
