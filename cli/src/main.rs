@@ -4,6 +4,8 @@
 
 mod advisor;
 mod capture;
+mod comm;
+mod databases;
 mod page;
 mod parquet;
 mod serve;
@@ -84,6 +86,13 @@ struct AnalyzeArgs {
     /// fragmentation, a peak far above the steady state)
     #[arg(long, conflicts_with = "pipeline")]
     memory: bool,
+    /// Analyse communication instead (CANN's COMMUNICATION_OP and its tasks, from each
+    /// rank's database): per group and op type the time split into transfer and wait, per
+    /// rank the same, per link (sender, receiver, transport) bytes, time and bandwidth as
+    /// msprof-analyze's communication matrix computes them, the slowest link and the rank
+    /// that waits most
+    #[arg(long, conflicts_with_all = ["pipeline", "memory"])]
+    communication: bool,
 }
 
 #[derive(Subcommand)]
@@ -644,6 +653,12 @@ fn main() -> ExitCode {
                 })
                 .map_err(|e| e.msg)
         }
+        Cmd::Analyze { path, args } if args.communication => comm::analyze(&path)
+            .map(|c| {
+                print!("{}", comm::render(&c, args.format));
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg),
         Cmd::Analyze { path, args } if args.memory => {
             use aclprof::analyze::memory;
             memory::events_of(&path)

@@ -8,6 +8,7 @@
 //! [`ROW_GROUP`] rows, so memory is bounded by one row group of one table, never by the
 //! dataset. A result directory without a database is exported first.
 
+use crate::databases::{databases, sql_err};
 use aclprof::error::*;
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
@@ -15,7 +16,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use rusqlite::types::ValueRef;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 /// Rows per row group.
@@ -354,48 +355,6 @@ pub struct Written {
     pub rows: std::collections::BTreeMap<&'static str, u64>,
     pub files: u64,
     pub ranks: std::collections::BTreeSet<i64>,
-}
-
-/// The databases `path` names with the result directory each belongs to (None for a
-/// database given directly): a database itself, or the result directories in it, exported
-/// first if they have no database yet.
-fn databases(path: &Path) -> Result<Vec<(PathBuf, Option<PathBuf>)>> {
-    if path.is_file() && aclprof::formats::layout::is_database(path) {
-        return Ok(vec![(path.to_path_buf(), None)]);
-    }
-    let mut out = Vec::new();
-    for dir in aclprof::analyze::result_dirs(path)? {
-        let db = match database_in(&dir) {
-            Some(db) => db,
-            None => {
-                aclprof::filemode::export_quietly(&dir)?;
-                database_in(&dir).ok_or_else(|| {
-                    Error::new(
-                        ACL_ERROR_INVALID_FILE,
-                        format!("{}: the export wrote no database", dir.display()),
-                    )
-                })?
-            }
-        };
-        out.push((db, Some(dir)));
-    }
-    // (A folder with none is refused by result_dirs, in its own words.)
-    Ok(out)
-}
-
-/// A result directory's database (`msprof_<stamp>.db` at its top).
-fn database_in(dir: &Path) -> Option<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && aclprof::formats::layout::is_database(p))
-        .collect();
-    v.sort();
-    v.pop()
-}
-
-fn sql_err(db: &Path) -> impl Fn(rusqlite::Error) -> Error + '_ {
-    move |e| Error::new(ACL_ERROR_INVALID_FILE, format!("{}: {e}", db.display()))
 }
 
 /// Exports every database under `path` into the dataset at `out`.
