@@ -114,6 +114,9 @@ impl Comm {
     }
 }
 
+/// Intervals of time, ns.
+type Spans = Vec<(i64, i64)>;
+
 /// Whether a task of this type moves data (CANN's transit tasks).
 fn is_transit(kind: &str) -> bool {
     matches!(kind, "Memcpy" | "Reduce_Inline") || kind.starts_with("RDMA")
@@ -177,7 +180,7 @@ fn read(
     };
     // Each op's transfer and wait tasks as intervals (its planes run side by side, so their
     // times are united, not summed).
-    let mut per_op: BTreeMap<i64, (Vec<(i64, i64)>, Vec<(i64, i64)>)> = BTreeMap::new();
+    let mut per_op: BTreeMap<i64, (Spans, Spans)> = BTreeMap::new();
     if has("COMMUNICATION_TASK_INFO") && has("TASK") {
         let transport = if has("ENUM_HCCL_TRANSPORT_TYPE") {
             "LEFT JOIN ENUM_HCCL_TRANSPORT_TYPE e ON e.id = c.transportType"
@@ -272,7 +275,7 @@ fn read(
 }
 
 /// The time `spans` cover together, ns.
-fn united(mut spans: Vec<(i64, i64)>) -> u64 {
+fn united(mut spans: Spans) -> u64 {
     spans.sort_unstable();
     let (mut total, mut at) = (0u64, i64::MIN);
     for (s, e) in spans {
