@@ -30,6 +30,14 @@ headless, driven over the DevTools protocol (--remote-debugging-pipe; no extra p
    the flow from its API call is drawn; W/S and A/D zoom and pan; a click selects; an op's
    name in the table and a step's link take the timeline there (screenshot
    target/report-check/timeline.png, docs/timeline.png).
+9. A simulated cluster (tools/comm_runs.py: 4 ranks, rank 2 computing 3x as long, the link
+   3 -> 0 at a fifth of the others' bandwidth): `aclprof analyze --communication` agrees with
+   msprof-analyze's communication_matrix (every link's size, time and bandwidth) and hccl_sum
+   (each rank's count and time); the cluster view's figures are msprof-analyze's cluster step
+   trace's, it names rank 2 and why, its bars follow the step selector and the heat map, and
+   each rank links to its own page; the communication view marks the link 3 -> 0 in its
+   matrix and the rank that waits most, as analyze does (docs/cluster.png,
+   docs/communication.png).
 
 Installs chromium with apt-get when it is missing. Usage: tools/check_report.py
 """
@@ -39,6 +47,7 @@ import json
 import os
 import select
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -46,6 +55,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_filemode import build_c, check, csv_rows, finish, load_json, one, run  # noqa: E402  (shared helpers)
+import check_filemode  # noqa: E402
+import comm_runs  # noqa: E402
 import report_runs  # noqa: E402
 
 WORK = os.path.join(ROOT, "target", "report-check")
@@ -534,6 +545,92 @@ def check_timeline(b, prof):
     check(not b.errors(), "timeline: no console errors %s" % b.errors()[:3])
 
 
+def check_cluster(b):
+    """Section 9."""
+    folder = os.path.join(WORK, "cluster")
+    comm_runs.make_cluster(folder)
+    os.makedirs(check_filemode.WORK, exist_ok=True)
+    ours = json.loads(subprocess.run([ACLPROF, "analyze", folder, "--communication", "--format", "json"],
+                                     check=True, capture_output=True, text=True).stdout)
+    links = {(l["src_rank"], l["dst_rank"]): l for l in ours["links"]}
+    ring = {(r, (r + 1) % comm_runs.RANKS) for r in range(comm_runs.RANKS)}
+    check(set(links) == ring, "analyze --communication: the ring's %d links (%s)" % (len(ring), sorted(links)))
+    slow = ours["slowest_link"]
+    check(slow and (slow["src_rank"], slow["dst_rank"]) == comm_runs.SLOW_LINK
+          and abs(slow["of_median"] - comm_runs.TRANSIT_US / comm_runs.SLOW_TRANSIT_US) < 1e-9,
+          "analyze --communication: the slowest link is 3 -> 0 at a fifth of the median (%s)" % slow)
+    # msprof-analyze on the same folder.
+    out = os.path.join(WORK, "cluster-msprof")
+    shutil.rmtree(out, ignore_errors=True)
+    for recipe in ["communication_matrix", "hccl_sum"]:
+        r = run([check_filemode.msprof_exe(), "cluster", "-d", folder, "-o", out, "-m", recipe],
+                capture_output=True, cwd=check_filemode.WORK)
+        check_filemode.no_errors("msprof-analyze cluster -m " + recipe, r.stdout + r.stderr)
+    db = sqlite3.connect(os.path.join(out, "cluster_analysis_output", "cluster_analysis.db"))
+    theirs = {(int(s), int(d)): (size, t, bw) for s, d, size, t, bw in db.execute(
+        "SELECT src_rank, dst_rank, transit_size, transit_time, bandwidth FROM ClusterCommunicationMatrix "
+        "WHERE hccl_op_name = 'Total Op Info' AND src_rank != dst_rank")}
+    same = set(theirs) == set(links) and all(
+        abs(theirs[k][0] - links[k]["transit_size_mb"]) < 1e-9 and abs(theirs[k][1] - links[k]["transit_time_ms"]) < 1e-9
+        and abs(theirs[k][2] - links[k]["bandwidth_gb_s"]) < 1e-6 for k in links)
+    check(same, "every link's size, time and bandwidth == msprof-analyze's communication_matrix (%s)" % theirs)
+    hccl = {(int(r), t): (n, s) for r, t, n, s in db.execute("SELECT Rank, OpType, Count, SumNs FROM HcclPerRankStats")}
+    mine = {(o["rank"], o["op_type"]): (o["count"], o["total_us"] * 1000) for o in ours["rank_ops"]}
+    check(set(hccl) == set(mine) and all(hccl[k][0] == mine[k][0] and abs(hccl[k][1] - mine[k][1]) < 1 for k in mine),
+          "each rank's communication count and time == msprof-analyze's hccl_sum (%s vs %s)" % (hccl, mine))
+    steps = check_filemode.cluster_step_trace(folder, os.path.join(WORK, "cluster-steps"), "the cluster")
+    # The page.
+    page = os.path.join(WORK, "cluster.html")
+    run([ACLPROF, "report", folder, "-o", page])
+    b.load("file://" + page)
+    check(not b.errors(), "cluster page: loads with no console errors %s" % b.errors()[:3])
+    table = b.eval("[...document.querySelectorAll('#cluster-table tbody tr')].map(r => [r.dataset.rank,"
+                   " ...[1, 2, 3].map(k => Number(r.cells[k].textContent))])")
+    if steps:
+        want = {r["Index"]: [float(r["Computing"]), float(r["Communication(Not Overlapped)"]), float(r["Free"])]
+                for r in steps if r["Type"] == "rank"}
+        got = {r[0]: r[1:] for r in table}
+        check(set(want) == set(got) and all(abs(a - b2) < 0.002 for k in want for a, b2 in zip(want[k], got[k])),
+              "cluster view: each rank's computing, communication not overlapped and free == msprof-analyze's"
+              " cluster step trace (%s vs %s)" % (got, want))
+    slow_rank = b.eval("document.getElementById('slow-rank').dataset.rank")
+    why = b.eval("document.querySelector('#slow-rank p').textContent")
+    check(slow_rank == str(comm_runs.SLOW_RANK) and why.startswith("its computing is the longest"),
+          "cluster view: rank %d is the slow rank, computing longest (%s: %s)" % (comm_runs.SLOW_RANK, slow_rank, why))
+    check(b.eval("document.querySelectorAll('#cluster-bars g[data-step=\"all\"] rect.seg').length") == 3 * comm_runs.RANKS,
+          "cluster view: three segments per rank")
+    check(b.eval("document.querySelector('#cluster-bars text.slow-label').textContent") == "rank %d (slow)" % comm_runs.SLOW_RANK,
+          "cluster view: the slow rank's bar is marked")
+    b.eval("(() => { const s = document.getElementById('cluster-step'); s.value = '3';"
+           " s.dispatchEvent(new Event('change')); })()")
+    shown = b.eval("[...document.querySelectorAll('#cluster-bars g[data-step]')].filter(g => g.style.display !== 'none')"
+                   ".map(g => g.dataset.step)")
+    check(shown == ["3"], "cluster view: the selector shows step 3's bars (%s)" % shown)
+    cells = b.eval("document.querySelectorAll('#cluster-heat rect').length")
+    check(cells == comm_runs.RANKS * comm_runs.EXECUTIONS, "heat map: a cell per rank and step (%d)" % cells)
+    b.eval("document.querySelector('#cluster-heat rect[data-step=\"5\"]').dispatchEvent(new MouseEvent('click'))")
+    check(b.eval("document.getElementById('cluster-step').value") == "5", "heat map: a click shows its step")
+    href = b.eval("document.querySelector('#cluster-table tr[data-rank=\"%d\"] a').getAttribute('href')" % comm_runs.SLOW_RANK)
+    # Communication.
+    marked = b.eval("[...document.querySelectorAll('#comm-matrix-0 g.link.slow')].map(g => [g.dataset.src, g.dataset.dst])")
+    check(marked == [[str(x) for x in comm_runs.SLOW_LINK]], "communication view: the matrix marks link 3 -> 0 (%s)" % marked)
+    bws = b.eval("Object.fromEntries([...document.querySelectorAll('#comm-matrix-0 g.link')].map(g => "
+                 "[g.dataset.src + '-' + g.dataset.dst, Number(g.dataset.bw)]))")
+    check(bws == {"%d-%d" % k: round(v["bandwidth_gb_s"], 4) for k, v in links.items()},
+          "communication view: the matrix's bandwidths are analyze's (%s)" % bws)
+    waits = b.eval("document.querySelector('#comm-ranks tr.hl').dataset.rank")
+    check(waits == str(ours["waits_most"]["rank"]), "communication view: the rank that waits most is analyze's (%s)" % waits)
+    b.eval("document.getElementById('cluster').scrollIntoView()")
+    b.screenshot(os.path.join(WORK, "cluster.png"))
+    b.eval("document.getElementById('communication').scrollIntoView()")
+    b.screenshot(os.path.join(WORK, "communication.png"))
+    # A rank's own page, and back.
+    b.load("file://" + os.path.join(WORK, href))
+    check(not b.errors() and b.eval("document.getElementById('total-ops').textContent") == str(6 * comm_runs.EXECUTIONS)
+          and b.eval("document.querySelector('nav a').getAttribute('href')") == "cluster.html",
+          "rank %d's own page: its %d ops, and a link back to the cluster" % (comm_runs.SLOW_RANK, 6 * comm_runs.EXECUTIONS))
+
+
 def check_shapes(b):
     """A run whose ops carry shapes (a real torch_npu database, exported by aclprof): the op
     table shows them, and search finds ops by an input shape."""
@@ -675,6 +772,7 @@ def main():
 
         check_shapes(b)
         check_memory_page(b)
+        check_cluster(b)
 
         folder = os.path.join(WORK, "runs")
         runs = report_runs.make_runs(folder)

@@ -6,7 +6,8 @@ times, profiling into one folder. The allreduce is a ring: rank r sends BYTES to
 over SDMA. Two things are planted:
 - rank SLOW_RANK computes 3 times as long, so every other rank waits for it in the allreduce;
 - the link SLOW_LINK (3 -> 0) carries its bytes at a fifth of the others' bandwidth.
-Each rank's allreduce lasts until the last rank's transfer is done: it waits (Notify_Wait)
+Steps are cut at the first op (fp_point), so each execution is a step. Each rank's
+allreduce lasts until the last rank's transfer is done: it waits (Notify_Wait)
 until then, less its own transfer (Memcpy), as CANN's tasks of a collective show it.
 """
 import json
@@ -63,7 +64,8 @@ def make_cluster(folder):
             json.dump(p[3], f)
         env = dict(os.environ, RANK_ID=str(rank), PROFILING_MODE="true",
                    PROFILING_OPTIONS=json.dumps({"output": folder, "task_trace": "on",
-                                                 "training_trace": "on"}))
+                                                 "training_trace": "on", "fp_point": "trans_TransData_0",
+                                                 "bp_point": "fc/MatMulV2"}))
         env.pop("ACLPROF_DEVICE_COUNT", None)
         procs.append(subprocess.Popen([exe, path, str(EXECUTIONS)], env=env, stdout=subprocess.DEVNULL))
     for p in procs:

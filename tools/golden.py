@@ -314,7 +314,12 @@ def produce():
     for f in sorted(glob.glob(os.path.join(site, "**", "*"), recursive=True)):
         if os.path.isfile(f):
             rel = os.path.relpath(f, site)
-            out[mask(f"site/{rel}")] = mask(open(f, encoding="utf-8", errors="replace").read())
+            text = open(f, encoding="utf-8", errors="replace").read()
+            if re.search(r"\.timeline/index\.js$", rel):
+                # The report's timeline names threads by id, as the JSON timeline does.
+                text = re.sub(r"Thread \d+", "Thread <tid>", text)
+                text = re.sub(r'\[\\"Thread Id\\",\d+\]', r'[\\"Thread Id\\",<tid>]', text)
+            out[mask(f"site/{rel}")] = mask(text)
     return out
 
 

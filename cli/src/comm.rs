@@ -384,9 +384,17 @@ pub fn render(c: &Comm, format: Format) -> String {
                 o["rank"] = (*r).into();
                 ranks.push(o);
             }
+            let mut rank_ops = Vec::new();
+            for ((r, ty), t) in &c.rank_types {
+                let mut o = times(t);
+                o["rank"] = (*r).into();
+                o["op_type"] = ty.as_str().into();
+                rank_ops.push(o);
+            }
             let v = serde_json::json!({
                 "ops": ops,
                 "ranks": ranks,
+                "rank_ops": rank_ops,
                 "links": c.links.iter().map(link).collect::<Vec<_>>(),
                 "slowest_link": c.slowest_link().map(|(l, ratio)| {
                     let mut o = link(l);

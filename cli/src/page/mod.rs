@@ -9,6 +9,7 @@
 //! pages are viewed (docs/design.md, "The report").
 
 mod charts;
+mod cluster;
 mod memory;
 mod site;
 mod timeline;
@@ -31,6 +32,9 @@ const CHART_TYPES: usize = 20;
 /// Steps drawn in the step charts.
 const CHART_STEPS: usize = 200;
 
+/// A cluster of up to this many ranks gets a page per rank beside its own.
+const RANK_PAGES: usize = 64;
+
 /// What [`write`] wrote.
 #[derive(Debug, Default)]
 pub struct Written {
@@ -47,6 +51,8 @@ pub struct Written {
     /// Slices and tracks of the timeline (summed over the runs of a site).
     pub timeline_slices: usize,
     pub timeline_tracks: usize,
+    /// Pages of single ranks of a cluster, beside their cluster's.
+    pub rank_pages: usize,
 }
 
 /// True when `out` names a directory to write a site into rather than one page: it is a
@@ -75,15 +81,10 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let stem = out
         .file_stem()
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
-    let (html, mut w) = run_page(
-        &stats,
-        page_dir,
-        &format!("{stem}.timeline"),
-        &Nav::default(),
-    )?;
+    let (html, mut w) = run_page(&stats, page_dir, &stem, &Nav::default())?;
     std::fs::write(out, &html)
         .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
-    w.pages = 1;
+    w.pages = 1 + w.rank_pages;
     w.runs = 1;
     w.bytes = html.len();
     Ok(w)
@@ -96,6 +97,8 @@ struct Nav {
     index: Option<String>,
     /// The compare page with this run as the base.
     compare: Option<String>,
+    /// A rank's page: its cluster's.
+    cluster: Option<String>,
 }
 
 fn esc(s: &str) -> String {
@@ -164,14 +167,11 @@ fn timelines(path: &Path, page_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(links)
 }
 
-/// The page of one run, and what it holds; its timeline goes into `timeline_dir` (relative
-/// to `page_dir`).
-fn run_page(
-    stats: &RunStats,
-    page_dir: &Path,
-    timeline_dir: &str,
-    nav: &Nav,
-) -> Result<(String, Written)> {
+/// The page of one run, and what it holds. Its file is `<stem>.html` in `page_dir` (the
+/// caller writes it); its timeline goes into `<stem>.timeline/` and, for a cluster of up to
+/// [`RANK_PAGES`] ranks, each rank's own page into `<stem>-rank-<N>.html` beside it.
+fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<(String, Written)> {
+    let timeline_dir = &format!("{stem}.timeline");
     let links = timelines(&stats.path, page_dir)?;
     let traces: Vec<(String, PathBuf)> = {
         let t: Vec<&PathBuf> = links
@@ -210,6 +210,42 @@ fn run_page(
         },
     )?;
     let advice = crate::advisor::advise(stats);
+    let comm = crate::comm::analyze(&stats.path).ok();
+    let mut rank_pages = BTreeMap::new();
+    let mut rank_written = Written::default();
+    if (2..=RANK_PAGES).contains(&stats.ranks()) && stats.path.is_dir() {
+        let mut by_rank: BTreeMap<u32, Vec<PathBuf>> = BTreeMap::new();
+        for d in analyze::result_dirs(&stats.path)? {
+            for r in aclprof::formats::layout::ranks_of(&d) {
+                by_rank.entry(r).or_default().push(d.clone());
+            }
+        }
+        let back = format!("{stem}.html");
+        for (rank, dirs) in by_rank {
+            // A rank of one result directory holding only it.
+            let [dir] = dirs.as_slice() else { continue };
+            if aclprof::formats::layout::ranks_of(dir).len() != 1 {
+                continue;
+            }
+            let rs = RunStats::with_progress(dir, &mut |_, _| {})?;
+            let rstem = format!("{stem}-rank-{rank}");
+            let (html, _) = run_page(
+                &rs,
+                page_dir,
+                &rstem,
+                &Nav {
+                    cluster: Some(back.clone()),
+                    ..Default::default()
+                },
+            )?;
+            let file = page_dir.join(format!("{rstem}.html"));
+            std::fs::write(&file, &html)
+                .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", file.display())))?;
+            rank_written.pages += 1;
+            rank_written.bytes += html.len();
+            rank_pages.insert(rank, format!("{rstem}.html"));
+        }
+    }
     // Each step as its slowest device saw it.
     let steps: Vec<&StepTime> = stats.slowest_steps().into_iter().map(|(s, _)| s).collect();
     let html = render(&Inputs {
@@ -219,7 +255,9 @@ fn run_page(
         links: &links,
         advice: &advice,
         nav,
-        timeline: laid.as_ref().map(|_| timeline_dir),
+        timeline: laid.as_ref().map(|_| timeline_dir.as_str()),
+        comm: comm.as_ref(),
+        rank_pages: &rank_pages,
     });
     let w = Written {
         ops: stats.ops(),
@@ -230,6 +268,7 @@ fn run_page(
         advice: advice.len(),
         timeline_slices: laid.as_ref().map_or(0, |l| l.slices),
         timeline_tracks: laid.as_ref().map_or(0, |l| l.tracks),
+        rank_pages: rank_written.pages,
         ..Default::default()
     };
     Ok((html, w))
@@ -244,6 +283,10 @@ struct Inputs<'a> {
     nav: &'a Nav,
     /// Where the page's timeline is, relative to the page (None: the run has no trace).
     timeline: Option<&'a str>,
+    /// Its communication, if it has any.
+    comm: Option<&'a crate::comm::Comm>,
+    /// Each rank's own page, for a cluster.
+    rank_pages: &'a BTreeMap<u32, String>,
 }
 
 fn pct(part: f64, whole: f64) -> String {
@@ -329,6 +372,9 @@ fn render(x: &Inputs) -> String {
     let mut nav = String::new();
     if let Some(i) = &x.nav.index {
         let _ = write!(nav, r#"<a href="{}">&larr; all runs</a>"#, esc(i));
+    }
+    if let Some(c) = &x.nav.cluster {
+        let _ = write!(nav, r#"<a href="{}">&larr; the cluster</a>"#, esc(c));
     }
     if let Some(c) = &x.nav.compare {
         let _ = write!(
@@ -421,6 +467,10 @@ fn render(x: &Inputs) -> String {
     h.push_str(&step_charts(x.steps));
     h.push_str("</section>\n");
 
+    h.push_str(&cluster::cluster_section(r, x.rank_pages));
+    if let Some(c) = x.comm {
+        h.push_str(&cluster::communication_section(c));
+    }
     h.push_str(&pipeline_section(r, x.steps));
     h.push_str(&memory::memory_section(r));
     h.push_str(&memory::host_section(r));
@@ -624,6 +674,8 @@ mod tests {
             advice: &[],
             nav: &Nav::default(),
             timeline: None,
+            comm: None,
+            rank_pages: &BTreeMap::new(),
         });
         assert_eq!(
             html.matches("</script>").count(),

@@ -264,3 +264,22 @@
   document.getElementById('memory-search').addEventListener('input', draw);
   draw();
 })();
+
+// The cluster view: which step the bars show; a heat map cell shows its step.
+(function () {
+  var sel = document.getElementById('cluster-step');
+  if (!sel) return;
+  function show(step) {
+    sel.value = step;
+    document.querySelectorAll('#cluster-bars g[data-step]').forEach(function (g) {
+      g.style.display = g.getAttribute('data-step') === step ? '' : 'none';
+    });
+  }
+  sel.addEventListener('change', function () { show(sel.value); });
+  document.querySelectorAll('#cluster-heat rect[data-step]').forEach(function (r) {
+    r.addEventListener('click', function () {
+      var s = r.getAttribute('data-step');
+      if (sel.querySelector('option[value="' + s + '"]')) show(s);
+    });
+  });
+})();

@@ -174,12 +174,13 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
             index: Some("index.html".into()),
             compare: (runs.len() > 1)
                 .then(|| format!("compare.html#{}-{}", i, if i == 0 { 1 } else { 0 })),
+            cluster: None,
         };
-        let (html, pw) = run_page(s, out, &format!("{}.timeline", slugs[i]), &nav)?;
+        let (html, pw) = run_page(s, out, &slugs[i], &nav)?;
         write_file(&out.join(format!("{}.html", slugs[i])), &html)?;
         advice_counts.push(pw.advice);
         w.advice += pw.advice;
-        w.pages += 1;
+        w.pages += 1 + pw.rank_pages;
         w.ops += pw.ops;
         w.table_ops += pw.table_ops;
         w.types = w.types.max(pw.types);
