@@ -127,10 +127,13 @@ enum Cmd {
     /// Write the report: with -o FILE.html one self-contained page for the run at PATH; with
     /// -o DIR a site for the runs in PATH (each entry a result directory, a folder of them,
     /// a database or a file of records): an index of runs, a page per run and a page that
-    /// compares any two. A run's page has the overall split of device time, the assistant's
+    /// compares any two. A run's page has its timeline (every track, drawn in the page from
+    /// files beside it: NAME.timeline/), the overall split of device time, the assistant's
     /// suggestions, op types as bars or pie with drill-down to their ops, the step trace
-    /// with a step selector and curves, busy and free time per device, rank and stream, a
-    /// per-op table that sorts and fuzzy-searches, and links to the timelines.
+    /// with a step selector and curves, for several ranks a cluster view (and a page per
+    /// rank), for communication a view of transfer, wait and each link's bandwidth, busy and
+    /// free time per device, rank and stream, a per-op table that sorts and fuzzy-searches,
+    /// and links to the timeline files.
     Report {
         path: PathBuf,
         /// The page to write (FILE.html), or the directory of the site

@@ -197,7 +197,8 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
             })
             .collect()
     };
-    let laid = if traces.is_empty() {
+    // One canvas holds a few thousand rows: a larger cluster's timelines are its ranks' own.
+    let laid = if traces.is_empty() || traces.len() > RANK_PAGES {
         None
     } else {
         Some(timeline::write(&traces, &page_dir.join(timeline_dir))?)
