@@ -29,6 +29,9 @@ pub struct Settings {
     /// `ACLPROF_PROGRESS=1`: the export at the end of a `PROFILING_MODE` run shows a
     /// progress bar on stderr, if that is a terminal (`aclprof record` sets it).
     pub progress: bool,
+    /// `ACLPROF_RECORD`: the token `aclprof record` gives the program it runs, written into
+    /// each result directory's session so that record finds its own.
+    pub record: Option<String>,
     /// Problems found while reading the environment, logged once the logger is up.
     pub problems: Vec<String>,
 }
@@ -121,6 +124,7 @@ impl Settings {
             log_level,
             log_explicit: get("ACLPROF_LOG").is_some(),
             progress: get("ACLPROF_PROGRESS").is_some_and(|v| v.trim() == "1"),
+            record: get("ACLPROF_RECORD").filter(|v| !v.is_empty()),
             on_full,
             buffer_records,
             unsubscribe_timeout: Duration::from_millis(timeout_ms),

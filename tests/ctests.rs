@@ -536,6 +536,35 @@ fn aclprof_record_profiles_an_unmodified_program() {
 /// the result directory `record` writes (docs/compatibility.md, "PROFILING_MODE and
 /// subscriptions"). The CANN-style sample's own file mode is refused with 100042, as under
 /// msprof, and its executions go into record's directory.
+/// Other processes (a cluster's other ranks) write result directories into the same folder
+/// while `record` runs: it reports its own only.
+#[test]
+fn record_keeps_to_its_own_result_directories() {
+    let out = fresh_dir("record-shared-folder");
+    let exe = build_c(&root().join("examples/resnet50_profile.c"), "aclprof");
+    let foreign = out.join("PROF_000001_20260101000000000_00000001AAAAAAAA");
+    // The program makes another process's (empty) result directory first, then profiles.
+    let o = Command::new(common::aclprof_bin())
+        .args(["record", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", "mkdir \"$0\" && exec \"$1\" \"$2\" 2"])
+        .arg(&foreign)
+        .arg(&exe)
+        .arg(root().join("models/resnet50.json"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let listed: Vec<&str> = stdout.lines().filter(|l| l.contains("/PROF_")).collect();
+    assert_eq!(listed.len(), 1, "{stdout}");
+    assert!(!listed[0].contains("AAAAAAAA"), "{stdout}");
+    assert!(foreign.is_dir());
+}
+
 #[test]
 fn record_profiles_programs_that_subscribe() {
     let record = |name: &str, exe: &Path, args: &[&Path]| {

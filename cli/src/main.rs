@@ -380,8 +380,18 @@ fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<Exit
         libs.extend(std::env::split_paths(&old).filter(|p| !p.as_os_str().is_empty()));
     }
     let ld = std::env::join_paths(libs).map_err(|e| e.to_string())?;
+    // Marks the result directories this run writes: other processes (a cluster's other
+    // ranks) may write theirs into the same folder meanwhile.
+    let token = format!(
+        "{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    );
     let status = std::process::Command::new(&command[0])
         .args(&command[1..])
+        .env("ACLPROF_RECORD", &token)
         .env("PROFILING_MODE", "true")
         .env("PROFILING_OPTIONS", options.to_string())
         .env("LD_LIBRARY_PATH", ld)
@@ -398,7 +408,7 @@ fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<Exit
         .map_err(|e| format!("cannot run {:?}: {e}", command[0]))?;
     let new: Vec<PathBuf> = prof_dirs(&out)
         .into_iter()
-        .filter(|p| !before.contains(p))
+        .filter(|p| !before.contains(p) && recorded_by(p, &token))
         .collect();
     // The program's own exit status, as a shell gives it (128 + the signal that ended it).
     let code = {
@@ -432,6 +442,14 @@ fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<Exit
         print!("{}", run_analyze(d, &q, Format::Table)?);
     }
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// Whether result directory `dir` was written by the run `record` marked with `token`.
+fn recorded_by(dir: &Path, token: &str) -> bool {
+    std::fs::read(dir.join(aclprof::formats::layout::SESSION_FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .is_some_and(|v| v["record"] == token)
 }
 
 fn seconds(what: &str, s: f64) -> Result<std::time::Duration, String> {

@@ -276,6 +276,7 @@ pub fn lay_out(
         mem_freq_hz,
         pid: u64::from(pid),
         storage_limit_bytes: limit,
+        record: settings::get().record.clone(),
         wall_clock_ns: wall,
     };
     write_json(&dir.join(SESSION_FILE), &session)?;

@@ -187,6 +187,10 @@ pub struct Session {
     pub pid: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_limit_bytes: Option<u64>,
+    /// The run `aclprof record` started (its `ACLPROF_RECORD` token), so that it finds its
+    /// own result directories among those other processes write into the same folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
     #[serde(default)]
     pub wall_clock_ns: u64,
 }
