@@ -349,9 +349,14 @@ def check_site(b, runs, folder):
     check(not b.errors(), "run pages: no console errors %s" % b.errors()[:3])
 
 
+def set_field(b, element_id, value, event):
+    """Sets a field's value as a user would, then fires `event` ('input', 'change') on it."""
+    b.eval("(() => { const s = document.getElementById(%s); s.value = %s;"
+           " s.dispatchEvent(new Event(%s)); })()" % (json.dumps(element_id), json.dumps(value), json.dumps(event)))
+
+
 def search_for(b, text):
-    b.eval("(() => { const s = document.getElementById('search'); s.value = %s;"
-           " s.dispatchEvent(new Event('input')); })()" % json.dumps(text))
+    set_field(b, "search", text, "input")
 
 
 def all_rows(b):
@@ -393,8 +398,7 @@ def single_page_features(b, want, total):
           "search: every term matches, exactly when some op matches so: 'layer4 relu' (%d names)" % len(names))
     search_for(b, "")
     # Step selector: the curves' highlighted step follows it.
-    b.eval("(() => { const s = document.getElementById('step-select'); s.value = '3';"
-           " s.dispatchEvent(new Event('change')); })()")
+    set_field(b, "step-select", "3", "change")
     hl = b.eval("[...document.querySelectorAll('#step-curves circle.hl')].map(c => c.dataset.step)")
     cursor = b.eval("[document.getElementById('step-cursor').getAttribute('x1'),"
                     " document.querySelector('#step-curves circle[data-step=\"3\"]').getAttribute('cx')]")
@@ -529,8 +533,7 @@ def check_timeline(b, prof):
     sel = b.eval("aclprofTimeline.selected()")
     check(sel and sel["name"] == name, "op table: clicking %s selects it on the timeline (%s)" % (name, sel))
     step = b.eval("JSON.parse(document.getElementById('step-data').textContent)[1]")
-    b.eval("(() => { const s = document.getElementById('step-select'); s.value = '%s';"
-           " s.dispatchEvent(new Event('change')); })()" % step[0])
+    set_field(b, "step-select", str(step[0]), "change")
     b.eval("document.getElementById('step-tl').click()")
     v = b.eval("aclprofTimeline.view()")
     first = b.eval("aclprofTimeline.firstTask()")
@@ -601,8 +604,7 @@ def check_cluster(b):
           "cluster view: three segments per rank")
     check(b.eval("document.querySelector('#cluster-bars text.slow-label').textContent") == "rank %d (slow)" % comm_runs.SLOW_RANK,
           "cluster view: the slow rank's bar is marked")
-    b.eval("(() => { const s = document.getElementById('cluster-step'); s.value = '3';"
-           " s.dispatchEvent(new Event('change')); })()")
+    set_field(b, "cluster-step", "3", "change")
     shown = b.eval("[...document.querySelectorAll('#cluster-bars g[data-step]')].filter(g => g.style.display !== 'none')"
                    ".map(g => g.dataset.step)")
     check(shown == ["3"], "cluster view: the selector shows step 3's bars (%s)" % shown)
@@ -687,8 +689,7 @@ def check_memory_page(b):
     b.eval("document.querySelector('#memory-ops th[data-k=\"1\"]').click()")
     names = b.eval("[...document.querySelectorAll('#memory-ops tbody tr')].map(r => r.cells[1].textContent)")
     check(names == sorted(names, key=str.lower, reverse=True), "memory page: a header click sorts (%s)" % names)
-    b.eval("(() => { const s = document.getElementById('memory-search'); s.value = 'conv';"
-           " s.dispatchEvent(new Event('input')); })()")
+    set_field(b, "memory-search", "conv", "input")
     shown = b.eval("[...document.querySelectorAll('#memory-ops tbody tr')].filter(r => r.style.display !== 'none')"
                    ".map(r => r.cells[1].textContent)")
     check(shown == ["conv1"], "memory page: search finds conv1 only (%s)" % shown)
@@ -748,14 +749,12 @@ def main():
             return n; })()""")
         check(seen == total, "op table: the pages together have one row per op (%d)" % seen)
         relu = want.get("Relu", 0)
-        b.eval("(() => { const s = document.getElementById('search'); s.value = 'relu';"
-               " s.dispatchEvent(new Event('input')); })()")
+        set_field(b, "search", "relu", "input")
         count = b.eval("document.getElementById('count').textContent")
         rows = b.eval("[...document.querySelectorAll('#op-table tbody tr')].map(r => r.cells[1].textContent)")
         check(count == "%d of %d ops match" % (relu, total) and rows and set(rows) == {"Relu"},
               "search 'relu' filters to the %d Relu ops (%s)" % (relu, count))
-        b.eval("(() => { const s = document.getElementById('search'); s.value = '';"
-               " s.dispatchEvent(new Event('input')); })()")
+        set_field(b, "search", "", "input")
         b.eval("document.querySelector('#op-table th[data-k=\"6\"]').click()")
         first = b.eval("Number(document.querySelector('#op-table tbody tr').cells[6].textContent)")
         durs = b.eval("JSON.parse(document.getElementById('op-data').textContent).map(r => r[6])")

@@ -63,6 +63,8 @@ pub struct Db {
     next_comm_op: i64,
     next_api: i64,
     next_overlap: i64,
+    /// Communication links written: [op id, wait ns, transit ns, receiver, transport, bytes].
+    links: Vec<[i64; 6]>,
     na: i64,
     /// The latest end of anything written (epoch ns): the session's end if nothing says.
     latest: u64,
@@ -111,6 +113,7 @@ impl Db {
             next_comm_op: 0,
             next_api: 0,
             next_overlap: 0,
+            links: Vec::new(),
             na: 0,
             latest: 0,
             made: Default::default(),
@@ -151,10 +154,10 @@ impl Db {
         let mut comm_task = conn.prepare_cached(
             "INSERT INTO COMMUNICATION_TASK_INFO VALUES (?1,?2,?3,0,?4,?5,?6,?7,?7,?6,0,?6,?6,?8,1,0)",
         )?;
-        // A link's task: its sender is filled in at the end, from the device's rank.
+        // A link's task; its sender is its device until the end, then the device's rank.
         let mut comm_link = conn.prepare_cached(
             "INSERT INTO COMMUNICATION_TASK_INFO VALUES \
-             (?1,?2,?3,0,?4,4294967295,65535,4294967295,?5,?6,?7,65535,65535,?8,1,?9)",
+             (?1,?2,?3,0,?4,4294967295,65535,?10,?5,?6,?7,65535,65535,?8,1,?9)",
         )?;
         let mut pmu = conn.prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")?;
         let mut pmu_at = b.pmu.iter().peekable();
@@ -243,7 +246,8 @@ impl Db {
                             INVALID_ENUM,
                             0,
                             op_id,
-                            0.0
+                            0.0,
+                            NONE_U32
                         ])?;
                         comm_link.execute(params![
                             send_type,
@@ -254,8 +258,17 @@ impl Db {
                             l.transport,
                             l.bytes as i64,
                             op_id,
-                            bw
+                            bw,
+                            o.dev
                         ])?;
+                        self.links.push([
+                            op_id,
+                            (at - o.start) as i64,
+                            send_ns as i64,
+                            i64::from(l.peer),
+                            l.transport,
+                            l.bytes as i64,
+                        ]);
                     }
                     _ => {
                         comm_task.execute(params![
@@ -468,9 +481,8 @@ impl Db {
         // A link's sender is its device's rank (its id without one).
         let r = self.conn.execute_batch(
             "CREATE INDEX CommunicationTaskIndex ON COMMUNICATION_TASK_INFO (globalTaskId);\
-             UPDATE COMMUNICATION_TASK_INFO SET srcRank = (SELECT coalesce(max(m.rankId), \
-               t.deviceId) FROM TASK t LEFT JOIN RANK_DEVICE_MAP m ON m.deviceId = t.deviceId \
-               AND m.rankId >= 0 WHERE t.globalTaskId = COMMUNICATION_TASK_INFO.globalTaskId) \
+             UPDATE COMMUNICATION_TASK_INFO SET srcRank = coalesce((SELECT max(rankId) FROM \
+               RANK_DEVICE_MAP WHERE deviceId = srcRank AND rankId >= 0), srcRank) \
              WHERE dstRank != 4294967295;\
              COMMIT;",
         );
@@ -510,6 +522,22 @@ impl Db {
         self.conn
             .execute("ATTACH DATABASE ?1 AS ca", [p])
             .map_err(e)?;
+        // The links written, by op: [op, wait ns, transit ns, receiver, transport, bytes].
+        self.conn
+            .execute_batch(
+                "CREATE TEMP TABLE op_links(op INTEGER PRIMARY KEY, wait INTEGER, \
+                 transit INTEGER, dst INTEGER, transport INTEGER, size INTEGER)",
+            )
+            .map_err(e)?;
+        {
+            let mut ins = self
+                .conn
+                .prepare("INSERT INTO op_links VALUES (?1,?2,?3,?4,?5,?6)")
+                .map_err(e)?;
+            for l in &self.links {
+                ins.execute(rusqlite::params_from_iter(l)).map_err(e)?;
+            }
+        }
         let r = self.conn.execute_batch(
             "BEGIN;\
              CREATE TABLE ca.CommAnalyzerTime(hccl_op_name TEXT, group_name TEXT, \
@@ -522,31 +550,21 @@ impl Db {
              CREATE TABLE ca.CommAnalyzerMatrix(hccl_op_name TEXT, group_name TEXT, \
                src_rank TEXT, dst_rank TEXT, transport_type TEXT, transit_size NUMERIC, \
                transit_time NUMERIC, bandwidth NUMERIC);\
-             CREATE TEMP VIEW op_tasks AS SELECT c.opId AS op, s.value AS kind, \
-               t.endNs - t.startNs AS ns, c.srcRank AS src, c.dstRank AS dst, \
-               c.transportType AS transport, c.size AS size FROM COMMUNICATION_TASK_INFO c \
-               JOIN TASK t ON t.globalTaskId = c.globalTaskId \
-               JOIN STRING_IDS s ON s.id = c.taskType;\
              INSERT INTO ca.CommAnalyzerTime SELECT n.value, g.value, p.startNs / 1000.0, \
-               (p.endNs - p.startNs) / 1e6, \
-               coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId AND kind = 'Memcpy') \
-                 / 1e6, 0), \
-               coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId AND kind = 'Notify_Wait') \
-                 / 1e6, 0), \
-               coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId AND kind = 'Notify_Wait' \
-                 AND EXISTS (SELECT 1 FROM op_tasks WHERE op = p.opId AND kind = 'Memcpy')) \
-                 / 1e6, 0), \
-               (p.endNs - p.startNs - coalesce((SELECT sum(ns) FROM op_tasks WHERE op = p.opId \
-                 AND kind IN ('Memcpy', 'Notify_Wait')), 0)) / 1e6 \
+               (p.endNs - p.startNs) / 1e6, coalesce(k.transit / 1e6, 0), \
+               coalesce(k.wait / 1e6, 0), coalesce(k.wait / 1e6, 0), \
+               (p.endNs - p.startNs - coalesce(k.transit + k.wait, 0)) / 1e6 \
                FROM COMMUNICATION_OP p JOIN STRING_IDS n ON n.id = p.opName \
-               JOIN STRING_IDS g ON g.id = p.groupName ORDER BY p.opId;\
-             INSERT INTO ca.CommAnalyzerMatrix SELECT n.value, g.value, CAST(k.src AS TEXT), \
-               CAST(k.dst AS TEXT), e.name, k.size / 1e6, k.ns / 1e6, \
-               CASE WHEN k.ns > 0 THEN CAST(k.size AS REAL) / k.ns ELSE 0 END \
-               FROM op_tasks k JOIN COMMUNICATION_OP p ON p.opId = k.op \
+               JOIN STRING_IDS g ON g.id = p.groupName LEFT JOIN op_links k ON k.op = p.opId \
+               ORDER BY p.opId;\
+             INSERT INTO ca.CommAnalyzerMatrix SELECT n.value, g.value, \
+               CAST(coalesce(m.rankId, p.deviceId) AS TEXT), CAST(k.dst AS TEXT), e.name, \
+               k.size / 1e6, k.transit / 1e6, \
+               CASE WHEN k.transit > 0 THEN CAST(k.size AS REAL) / k.transit ELSE 0 END \
+               FROM op_links k JOIN COMMUNICATION_OP p ON p.opId = k.op \
                JOIN STRING_IDS n ON n.id = p.opName JOIN STRING_IDS g ON g.id = p.groupName \
-               JOIN ENUM_HCCL_TRANSPORT_TYPE e ON e.id = k.transport \
-               WHERE k.kind = 'Memcpy' AND k.dst != 4294967295 ORDER BY k.op;\
+               LEFT JOIN RANK_DEVICE_MAP m ON m.deviceId = p.deviceId AND m.rankId >= 0 \
+               JOIN ENUM_HCCL_TRANSPORT_TYPE e ON e.id = k.transport ORDER BY k.op;\
              INSERT INTO ca.CommAnalyzerMatrix SELECT n.value, g.value, \
                CAST(coalesce(m.rankId, p.deviceId) AS TEXT), \
                CAST(coalesce(m.rankId, p.deviceId) AS TEXT), 'LOCAL', 0, 0, 0 \
@@ -554,8 +572,8 @@ impl Db {
                JOIN STRING_IDS g ON g.id = p.groupName \
                LEFT JOIN RANK_DEVICE_MAP m ON m.deviceId = p.deviceId AND m.rankId >= 0 \
                ORDER BY p.opId;\
-             DROP VIEW op_tasks;\
-             COMMIT;",
+             COMMIT;\
+             DROP TABLE op_links;",
         );
         let detached = self.conn.execute("DETACH DATABASE ca", []);
         r.map_err(e)?;

@@ -485,27 +485,21 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
             }
         }
     }
-    let t0 = rows
-        .iter()
-        .filter_map(|r| {
-            r.slices
-                .first()
-                .map(|s| s.start)
-                .or(r.samples.first().map(|s| s.0))
-        })
-        .min()
-        .unwrap_or(0);
-    let t1 = rows
-        .iter()
-        .flat_map(|r| {
-            r.slices
-                .iter()
-                .map(|s| s.end)
-                .chain(r.samples.last().map(|s| s.0))
-        })
-        .max()
-        .unwrap_or(t0)
-        .max(t0 + 1);
+    // The span: the first start to the last end of any row (a row's starts rise).
+    let (t0, t1) = rows.iter().fold((u64::MAX, 0), |(lo, hi), r| {
+        let first = r.slices.first().map(|s| s.start);
+        let last = r.slices.iter().map(|s| s.end).max();
+        let (first, last) = (
+            first.or(r.samples.first().map(|s| s.0)),
+            last.or(r.samples.last().map(|s| s.0)),
+        );
+        (
+            first.map_or(lo, |f| lo.min(f)),
+            last.map_or(hi, |l| hi.max(l)),
+        )
+    });
+    let t0 = if t0 == u64::MAX { 0 } else { t0 };
+    let t1 = t1.max(t0 + 1);
     // The first device task, where the op tables' time 0 is.
     let device = |m: &Meta| m.process.ends_with("Ascend Hardware") || m.process.ends_with("HCCL");
     let first_task = rows
