@@ -596,6 +596,12 @@ def check_cluster(b):
         check(set(want) == set(got) and all(abs(a - b2) < 0.002 for k in want for a, b2 in zip(want[k], got[k])),
               "cluster view: each rank's computing, communication not overlapped and free == msprof-analyze's"
               " cluster step trace (%s vs %s)" % (got, want))
+    agg = json.loads(subprocess.run([ACLPROF, "analyze", folder, "--aggregate-by", "rank", "--format", "json"],
+                                    check=True, capture_output=True, text=True).stdout)["rows"]
+    ops = b.eval("[...document.querySelectorAll('#cluster-table tbody tr')].map(r => [r.dataset.rank,"
+                 " Number(r.cells[4].textContent), Number(r.cells[5].textContent)])")
+    check(sorted(ops) == sorted([str(r["Rank"]), r["Count"], r["Sum(us)"]] for r in agg),
+          "cluster view: each rank's ops and op time == analyze --aggregate-by rank (%s)" % ops)
     slow_rank = b.eval("document.getElementById('slow-rank').dataset.rank")
     why = b.eval("document.querySelector('#slow-rank p').textContent")
     check(slow_rank == str(comm_runs.SLOW_RANK) and why.startswith("its computing is the longest"),

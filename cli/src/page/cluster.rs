@@ -280,13 +280,22 @@ pub fn cluster_section(r: &RunStats, rank_pages: &BTreeMap<u32, String>) -> Stri
         }
         h.push_str("</svg>");
     }
-    // The table, every rank.
-    h.push_str(r#"<table id="cluster-table"><thead><tr><th>Rank</th><th>Computing (us)</th><th>Communication, not overlapped (us)</th><th>Free (us)</th><th>Busy</th></tr></thead><tbody>"#);
+    // The table, every rank, with its ops and their time (`analyze --aggregate-by rank`).
+    let mut ops: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for d in &r.devices {
+        if let Some(rank) = d.rank {
+            let e = ops.entry(rank).or_default();
+            e.0 += d.ops;
+            e.1 += d.op_time;
+        }
+    }
+    h.push_str(r#"<table id="cluster-table"><thead><tr><th>Rank</th><th>Computing (us)</th><th>Communication, not overlapped (us)</th><th>Free (us)</th><th>Ops</th><th>Op time (us)</th><th>Busy</th></tr></thead><tbody>"#);
     for (rank, s) in &ranks {
         let total: u64 = s.iter().sum();
+        let (n, t) = ops.get(rank).copied().unwrap_or_default();
         let _ = write!(
             h,
-            r#"<tr data-rank="{rank}"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+            r#"<tr data-rank="{rank}"{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{n}</td><td>{}</td><td>{}</td></tr>"#,
             if slow.as_ref().is_some_and(|x| x.0 == *rank) {
                 r#" class="hl""#
             } else {
@@ -296,6 +305,7 @@ pub fn cluster_section(r: &RunStats, rank_pages: &BTreeMap<u32, String>) -> Stri
             us(s[0]),
             us(s[1]),
             us(s[2]),
+            us(t),
             super::meter((s[0] + s[1]) as f64, total as f64)
         );
     }
