@@ -201,7 +201,14 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
     let laid = if traces.is_empty() || traces.len() > RANK_PAGES {
         None
     } else {
-        Some(timeline::write(&traces, &page_dir.join(timeline_dir))?)
+        // A trace that cannot be read costs the page its timeline, not the page.
+        match timeline::write(&traces, &page_dir.join(timeline_dir)) {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("aclprof: the page has no timeline: {}", e.msg);
+                None
+            }
+        }
     };
     let ops = analyze::analyze(
         &stats.path,

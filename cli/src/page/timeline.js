@@ -56,12 +56,17 @@
   };
   api.chunk = function (k, pieces) {
     pieces.forEach(function (p) {
-      var r = rows[p[0]], buf = bytes(p[2]), n = r.meta.pieces[p[1]][1];
-      r.pieces[p[1]] = r.meta.c
-        ? { n: n, start: new Float64Array(buf, 0, n), v: new Float64Array(buf, 8 * n, n) }
-        : { n: n, start: new Float64Array(buf, 0, n), dur: new Float64Array(buf, 8 * n, n),
-            name: new Uint32Array(buf, 16 * n, n), args: new Uint32Array(buf, 20 * n, n),
-            task: new Uint32Array(buf, 24 * n, n) };
+      var r = rows[p[0]], buf = bytes(p[2]), m = r.meta.pieces[p[1]], n = m[1], flags = m[2];
+      if (r.meta.c) {
+        r.pieces[p[1]] = { n: n, start: new Float64Array(buf, 0, n), v: new Float64Array(buf, 8 * n, n) };
+        return;
+      }
+      // Durations as u32 (flag 1) or f64; task ids only with flag 2.
+      var at = 16 * n, dur = flags & 1 ? new Uint32Array(buf, 8 * n, n) : new Float64Array(buf, 8 * n, n);
+      if (flags & 1) at = 12 * n;
+      r.pieces[p[1]] = { n: n, start: new Float64Array(buf, 0, n), dur: dur,
+                         name: new Uint32Array(buf, at, n), args: new Uint32Array(buf, at + 4 * n, n),
+                         task: flags & 2 ? new Uint32Array(buf, at + 8 * n, n) : null };
     });
     loaded = k + 1;
     status.textContent = 'loaded ' + loaded + ' of ' + X.chunks + ' pieces';
@@ -318,7 +323,7 @@
          (isDevice(r) ? '; ' + ((p.start[i] - X.firstTask) / 1000).toFixed(3) + ' us from the first op' : ''));
     line('Duration', (p.dur[i] / 1000).toFixed(3) + ' us');
     JSON.parse(X.args[p.args[i]]).forEach(function (kv) { line(kv[0], String(kv[1])); });
-    if (p.task[i] !== 0xffffffff) line('Task Id', String(p.task[i]));
+    if (p.task && p.task[i] !== 0xffffffff) line('Task Id', String(p.task[i]));
     if (flow) {
       var fp = rows[flow.row].pieces[flow.piece];
       var cell = line('API call', '');

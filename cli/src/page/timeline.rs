@@ -12,8 +12,9 @@
 //! - `index.js`: the tracks, their rows (a track's slices are stacked into rows in which none
 //!   overlap), the names and argument lists (each stored once), a coarse coverage of every
 //!   row (drawn until its slices arrive), and which chunk holds which piece of which row;
-//! - `chunk-N.js`: pieces of rows, at most [`PIECE`] slices each, as base64 columns (starts,
-//!   durations, name, arguments and task id per slice; times and values per counter sample).
+//! - `chunk-N.js`: pieces of rows, at most [`PIECE`] slices each, as base64 columns (starts
+//!   as f64; durations as u32 where they fit, else f64; name, arguments and, where any slice
+//!   has one, task id as u32; times and values per counter sample as f64).
 //!
 //! Pages opened from disk may load scripts beside them but not fetch files, hence scripts.
 
@@ -539,6 +540,7 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
         for (pi, from) in (0..n.max(1)).step_by(PIECE).enumerate() {
             let to = (from + PIECE).min(n);
             let mut b: Vec<u8> = Vec::with_capacity((to - from) * 28);
+            let mut flags = 0;
             if r.counter {
                 let s = &r.samples[from..to];
                 s.iter().for_each(|x| b.extend(rel(x.0).to_le_bytes()));
@@ -546,11 +548,22 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
             } else {
                 let s = &r.slices[from..to];
                 s.iter().for_each(|x| b.extend(rel(x.start).to_le_bytes()));
-                s.iter()
-                    .for_each(|x| b.extend(((x.end - x.start) as f64).to_le_bytes()));
+                // Durations as u32 ns where every one fits (flag 1), the task ids only where
+                // a slice has one (flag 2): a device's Overlap Analysis has none.
+                if s.iter().all(|x| x.end - x.start <= u64::from(u32::MAX)) {
+                    flags |= 1;
+                    s.iter()
+                        .for_each(|x| b.extend(((x.end - x.start) as u32).to_le_bytes()));
+                } else {
+                    s.iter()
+                        .for_each(|x| b.extend(((x.end - x.start) as f64).to_le_bytes()));
+                }
                 s.iter().for_each(|x| b.extend(x.name.to_le_bytes()));
                 s.iter().for_each(|x| b.extend(x.args.to_le_bytes()));
-                s.iter().for_each(|x| b.extend(x.task.to_le_bytes()));
+                if s.iter().any(|x| x.task != u32::MAX) {
+                    flags |= 2;
+                    s.iter().for_each(|x| b.extend(x.task.to_le_bytes()));
+                }
                 for x in s {
                     // Each bin's share covered, for the coarse view.
                     let (a, z) = (rel(x.start) / per_bin, rel(x.end) / per_bin);
@@ -571,7 +584,7 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
             }
             let _ = write!(chunk, "[{ri},{pi},\"{}\"]", base64(&b));
             in_chunk += to - from;
-            pieces.push(serde_json::json!([chunks.len(), to - from]));
+            pieces.push(serde_json::json!([chunks.len(), to - from, flags]));
             if in_chunk >= PIECE {
                 chunks.push(std::mem::take(&mut chunk));
                 in_chunk = 0;
