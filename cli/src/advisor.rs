@@ -54,7 +54,8 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The middle value (the mean of the two middle ones for an even count); 0 for none.
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return 0.0;
     }

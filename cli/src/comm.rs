@@ -73,8 +73,6 @@ impl Link {
 pub struct Comm {
     /// (group, op type) -> its ops' times over every rank.
     pub ops: BTreeMap<(String, String), Times>,
-    /// rank -> its communication ops' times.
-    pub ranks: BTreeMap<i64, Times>,
     /// (rank, op type) -> times: hccl_sum's per-rank statistics.
     pub rank_types: BTreeMap<(i64, String), Times>,
     pub links: Vec<Link>,
@@ -93,7 +91,7 @@ impl Comm {
             return None;
         }
         moved.sort_by(|a, b| a.bandwidth().total_cmp(&b.bandwidth()));
-        let median = moved[moved.len() / 2].bandwidth();
+        let median = crate::advisor::median(moved.iter().map(|l| l.bandwidth()).collect());
         Some((
             moved[0],
             if median > 0.0 {
@@ -104,13 +102,21 @@ impl Comm {
         ))
     }
 
+    /// rank -> its communication ops' times, over their types.
+    pub fn ranks(&self) -> BTreeMap<i64, Times> {
+        let mut m: BTreeMap<i64, Times> = BTreeMap::new();
+        for ((r, _), t) in &self.rank_types {
+            m.entry(*r).or_default().add(t);
+        }
+        m
+    }
+
     /// The rank with the most time waiting, with it; None when no rank waited.
-    pub fn waits_most(&self) -> Option<(i64, &Times)> {
-        self.ranks
-            .iter()
+    pub fn waits_most(&self) -> Option<(i64, Times)> {
+        self.ranks()
+            .into_iter()
             .filter(|(_, t)| t.wait_ns > 0)
-            .max_by_key(|(r, t)| (t.wait_ns, std::cmp::Reverse(**r)))
-            .map(|(r, t)| (*r, t))
+            .max_by_key(|(r, t)| (t.wait_ns, std::cmp::Reverse(*r)))
     }
 }
 
@@ -268,7 +274,6 @@ fn read(
             wait_ns: wait,
         };
         c.ops.entry((group, ty.clone())).or_default().add(&t);
-        c.ranks.entry(rank).or_default().add(&t);
         c.rank_types.entry((rank, ty)).or_default().add(&t);
     }
     Ok(())
@@ -288,9 +293,7 @@ fn united(mut spans: Spans) -> u64 {
     total
 }
 
-fn us(ns: u64) -> String {
-    aclprof::formats::text::us3(ns)
-}
+use aclprof::formats::text::us3 as us;
 
 /// The columns of the CSV form: one row per section's line, blank where a column is not the
 /// section's.
@@ -379,7 +382,7 @@ pub fn render(c: &Comm, format: Format) -> String {
                 ops.push(o);
             }
             let mut ranks = Vec::new();
-            for (r, t) in &c.ranks {
+            for (r, t) in &c.ranks() {
                 let mut o = times(t);
                 o["rank"] = (*r).into();
                 ranks.push(o);
@@ -402,7 +405,7 @@ pub fn render(c: &Comm, format: Format) -> String {
                     o
                 }),
                 "waits_most": c.waits_most().map(|(r, t)| {
-                    let mut o = times(t);
+                    let mut o = times(&t);
                     o["rank"] = r.into();
                     o
                 }),
@@ -420,7 +423,7 @@ pub fn render(c: &Comm, format: Format) -> String {
                 row.extend(std::iter::repeat_with(blank).take(3));
                 let _ = w.write_record(&row);
             }
-            for (r, t) in &c.ranks {
+            for (r, t) in &c.ranks() {
                 let mut row = vec!["rank".into(), blank(), blank(), r.to_string()];
                 row.extend(std::iter::repeat_with(blank).take(3));
                 row.extend(times_cells(t));
@@ -476,7 +479,7 @@ pub fn render(c: &Comm, format: Format) -> String {
             o.push_str(&table(&head, &rows, 2));
             o.push('\n');
             let rows: Vec<Vec<String>> = c
-                .ranks
+                .ranks()
                 .iter()
                 .map(|(r, t)| {
                     std::iter::once(r.to_string())
@@ -563,8 +566,8 @@ mod tests {
         assert!((ratio - 0.2).abs() < 1e-12);
         assert_eq!(c.waits_most(), None);
         for (r, w) in [(0, 10), (1, 30), (2, 30)] {
-            c.ranks.insert(
-                r,
+            c.rank_types.insert(
+                (r, "hcom_allReduce_".into()),
                 Times {
                     count: 1,
                     total_ns: 100,

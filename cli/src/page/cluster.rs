@@ -30,20 +30,12 @@ const COLORS: [(&str, &str); 3] = [
     ("#bab0ac", "free"),
 ];
 
-fn median(mut v: Vec<u64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_unstable();
-    v[v.len() / 2] as f64
-}
-
 /// The slow rank and why, if one stands out: (rank, reason).
 pub fn slow_rank(ranks: &BTreeMap<u32, Split>) -> Option<(u32, String)> {
     if ranks.len() < 2 {
         return None;
     }
-    let med = |k: usize| median(ranks.values().map(|s| s[k]).collect());
+    let med = |k: usize| crate::advisor::median(ranks.values().map(|s| s[k] as f64).collect());
     let top = |k: usize| {
         ranks
             .iter()
@@ -352,7 +344,7 @@ pub fn communication_section(c: &Comm) -> String {
         h,
         r#"<table id="comm-ranks"><thead><tr><th>Rank</th>{head}</tr></thead><tbody>"#
     );
-    for (r, t) in &c.ranks {
+    for (r, t) in &c.ranks() {
         let _ = write!(
             h,
             r#"<tr data-rank="{r}"{}><td>{r}{}</td>{}</tr>"#,
