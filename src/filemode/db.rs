@@ -151,13 +151,10 @@ impl Db {
         let mut comm_op = conn.prepare_cached(
             "INSERT INTO COMMUNICATION_OP VALUES (?1,?2,?3,?4,?5,?6,0,0,?7,?8,0,?9,?10,?11)",
         )?;
+        // A link's sender is its device until the end, then the device's rank.
         let mut comm_task = conn.prepare_cached(
-            "INSERT INTO COMMUNICATION_TASK_INFO VALUES (?1,?2,?3,0,?4,?5,?6,?7,?7,?6,0,?6,?6,?8,1,0)",
-        )?;
-        // A link's task; its sender is its device until the end, then the device's rank.
-        let mut comm_link = conn.prepare_cached(
             "INSERT INTO COMMUNICATION_TASK_INFO VALUES \
-             (?1,?2,?3,0,?4,4294967295,65535,?10,?5,?6,?7,65535,65535,?8,1,?9)",
+             (?1,?2,?3,0,?4,?5,?6,?7,?8,?9,?10,?6,?6,?11,1,?12)",
         )?;
         let mut pmu = conn.prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")?;
         let mut pmu_at = b.pmu.iter().peekable();
@@ -185,25 +182,30 @@ impl Db {
             };
             let conn_id = TASK_CONNECTION_BASE + id;
             // A communication op whose link is known is CANN's two tasks: it waits for its
-            // peer (Notify_Wait), then sends (Memcpy); any other op is one task.
+            // peer (Notify_Wait), then sends (Memcpy); any other op is one task. Each task:
+            // (start, end, global id, name, task type).
             let link = o.link.filter(|_| o.comm);
-            let split = link.map(|l| o.end - l.transit_ns.min(o.end - o.start));
-            let (mut wait_type, mut send_type) = (task_type, task_type);
-            let mut spans = [(o.start, o.end, id, task_type); 2];
-            if let Some(at) = split {
-                wait_type = sid(&mut self.strings, "Notify_Wait");
-                send_type = sid(&mut self.strings, "Memcpy");
-                let send = self.next_task;
-                self.next_task += 1;
-                spans = [(o.start, at, id, wait_type), (at, o.end, send, send_type)];
-            }
-            for &(start, end, tid, ty) in &spans[..if split.is_some() { 2 } else { 1 }] {
+            let (n, tasks) = match link {
+                Some(l) => {
+                    let at = o.end - l.transit_ns.min(o.end - o.start);
+                    let wait = sid(&mut self.strings, "Notify_Wait");
+                    let send = sid(&mut self.strings, "Memcpy");
+                    let sent = self.next_task;
+                    self.next_task += 1;
+                    (
+                        2,
+                        [(o.start, at, id, wait, wait), (at, o.end, sent, send, send)],
+                    )
+                }
+                None => (1, [(o.start, o.end, id, name, task_type); 2]),
+            };
+            for &(start, end, gid, _, ty) in &tasks[..n] {
                 task.push(&[
                     start as i64,
                     end as i64,
                     o.dev as i64,
                     conn_id,
-                    tid,
+                    gid,
                     o.pid as i64,
                     ty,
                     NONE_U32,
@@ -228,59 +230,40 @@ impl Db {
                     o.dev,
                     NONE_U32
                 ])?;
-                match (link, split) {
-                    (Some(l), Some(at)) => {
-                        let send_ns = o.end - at;
+                for (k, &(start, end, gid, task_name, ty)) in tasks[..n].iter().enumerate() {
+                    // The link is the sending task's, the second of two.
+                    let l = link.filter(|_| k == 1);
+                    let bw = match l {
                         // Bytes per ns are GB/s, CANN's unit.
-                        let bw = if send_ns > 0 {
-                            l.bytes as f64 / send_ns as f64
-                        } else {
-                            0.0
-                        };
-                        comm_link.execute(params![
-                            wait_type,
-                            id,
-                            wait_type,
-                            group,
-                            NONE_U32,
-                            INVALID_ENUM,
-                            0,
-                            op_id,
-                            0.0,
-                            NONE_U32
-                        ])?;
-                        comm_link.execute(params![
-                            send_type,
-                            spans[1].2,
-                            send_type,
-                            group,
-                            l.peer,
-                            l.transport,
-                            l.bytes as i64,
-                            op_id,
-                            bw,
-                            o.dev
-                        ])?;
+                        Some(l) if end > start => {
+                            rusqlite::types::Value::Real(l.bytes as f64 / (end - start) as f64)
+                        }
+                        Some(_) => rusqlite::types::Value::Real(0.0),
+                        None => rusqlite::types::Value::Integer(0),
+                    };
+                    comm_task.execute(params![
+                        task_name,
+                        gid,
+                        ty,
+                        group,
+                        i64::MAX,
+                        INVALID_ENUM,
+                        l.map_or(NONE_U32, |_| i64::from(o.dev)),
+                        l.map_or(NONE_U32, |l| i64::from(l.peer)),
+                        l.map_or(INVALID_ENUM, |l| l.transport),
+                        l.map_or(0, |l| l.bytes as i64),
+                        op_id,
+                        bw
+                    ])?;
+                    if let Some(l) = l {
                         self.links.push([
                             op_id,
-                            (at - o.start) as i64,
-                            send_ns as i64,
+                            (start - o.start) as i64,
+                            (end - start) as i64,
                             i64::from(l.peer),
                             l.transport,
                             l.bytes as i64,
                         ]);
-                    }
-                    _ => {
-                        comm_task.execute(params![
-                            name,
-                            id,
-                            task_type,
-                            group,
-                            i64::MAX,
-                            INVALID_ENUM,
-                            NONE_U32,
-                            op_id
-                        ])?;
                     }
                 }
             } else {
