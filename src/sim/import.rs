@@ -169,18 +169,22 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
                 format!("ops[{i}] needs a non-negative number \"duration_us\""),
             );
         };
-        let w = match op.get("wait_us") {
-            None => model_wait,
-            Some(w) => match w.as_f64().and_then(us_to_ns) {
-                Some(w) => w,
-                None => {
-                    return bad(
-                        path,
-                        format!("ops[{i}].wait_us must be a non-negative number"),
-                    )
-                }
-            },
+        // An optional time in µs, as ns.
+        let us_of = |key: &str| -> Result<Option<u64>> {
+            match op.get(key) {
+                None => Ok(None),
+                Some(x) => x.as_f64().and_then(us_to_ns).map_or_else(
+                    || {
+                        bad(
+                            path,
+                            format!("ops[{i}].{key} must be a non-negative number"),
+                        )
+                    },
+                    |ns| Ok(Some(ns)),
+                ),
+            }
         };
+        let w = us_of("wait_us")?.unwrap_or(model_wait);
         // Optional: the tensors, in CANN's text ("1,3,224,224;64", "FLOAT16", "NCHW").
         let mut meta = OpMeta::default();
         for (key, field) in [
@@ -252,18 +256,15 @@ pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
                 )
             }
         }
-        match op.get("transit_us") {
-            None => {}
-            Some(v) => match v.as_f64().and_then(us_to_ns) {
-                Some(x) if x <= d => meta.transit_ns = Some(x),
-                _ => {
-                    return bad(
-                        path,
-                        format!("ops[{i}].transit_us must be a number from 0 to duration_us"),
-                    )
-                }
-            },
-        }
+        meta.transit_ns = match us_of("transit_us") {
+            Ok(t) if t.is_none_or(|x| x <= d) => t,
+            _ => {
+                return bad(
+                    path,
+                    format!("ops[{i}].transit_us must be a number from 0 to duration_us"),
+                )
+            }
+        };
         if meta.peer.is_some() != meta.transit_ns.is_some()
             || (meta.peer.is_some() && meta.bytes.is_none())
         {
