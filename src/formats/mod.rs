@@ -15,3 +15,4 @@ pub mod raw;
 pub mod record;
 pub mod signature;
 pub mod text;
+pub mod timeline;

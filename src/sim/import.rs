@@ -600,7 +600,9 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
     let hw: std::collections::HashSet<String> = events
         .iter()
         .filter(|e| {
-            e["ph"] == "M" && e["name"] == "process_name" && e["args"]["name"] == "Ascend Hardware"
+            e["ph"] == "M"
+                && e["name"] == "process_name"
+                && e["args"]["name"] == crate::formats::timeline::HARDWARE_PROCESS
         })
         .map(|e| e["pid"].to_string())
         .collect();

@@ -280,14 +280,14 @@
 
   // Details of a slice, and its API call (a device task's: the call on the host in progress
   // when the task began, else the last one begun before it).
-  function isDevice(r) { return /(Ascend Hardware|HCCL)$/.test(r.track.p); }
-  function prefix(r) { return r.track.p.replace(/(Ascend Hardware|HCCL|CANN)$/, ''); }
+  // The index marks device tracks 'd' and host API tracks 'a', and the trace (rank) of each.
+  function isDevice(r) { return r.track.k === 'd'; }
   function apiOf(ref) {
     var r = rows[ref.row];
     if (!isDevice(r)) return null;
     var t = r.pieces[ref.piece].start[ref.i], best = null, bestKey = -Infinity;
     rows.forEach(function (c, ci) {
-      if (!/CANN$/.test(c.track.p) || prefix(c) !== prefix(r)) return;
+      if (c.track.k !== 'a' || c.track.t !== r.track.t) return;
       c.pieces.forEach(function (p, pi) {
         if (!p || p.n === 0) return;
         var lo = 0, hi = p.n;
@@ -490,11 +490,6 @@
   api.firstTask = function () { return X.firstTask; };
   api.setView = function (a, b) { v0 = a; v1 = b; clamp(); draw(); };
   api.selected = function () { return sel ? { name: X.names[rows[sel.row].pieces[sel.piece].name[sel.i]], row: sel.row, api: flow !== null } : null; };
-  api.rowsOf = function (process) {
-    var out = [];
-    layout.forEach(function (e) { if (e.row !== undefined && rows[e.row].track.p.indexOf(process) >= 0) out.push({ row: e.row, y: e.y, h: e.h, track: rows[e.row].track.n }); });
-    return out;
-  };
   api.pixelOf = function (t) { var W = canvas.width / dpr; return LABEL_W + (t - v0) * (W - LABEL_W) / (v1 - v0); };
   api.timeFrame = function () { draw(); return api.frameMs; };
   api.tracks = function () {

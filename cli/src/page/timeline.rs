@@ -418,10 +418,14 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
         label: String,
         name: String,
         counter: bool,
+        /// The trace it came from (its rank, when there are several).
+        trace: usize,
+        /// What the page draws flows between: 'd' a device's tasks, 'a' host API calls.
+        kind: &'static str,
     }
     let mut metas: Vec<Meta> = Vec::new();
     let mut rows: Vec<Row> = Vec::new();
-    for (label, mut t) in read_all {
+    for (trace, (label, mut t)) in read_all.into_iter().enumerate() {
         let mut procs: Vec<(u64, u64)> = t
             .tracks
             .iter()
@@ -432,6 +436,12 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
             let (pname, plabel) = {
                 let p = t.tracks[&pu].process.clone().unwrap_or_default();
                 (p.1, p.2)
+            };
+            use aclprof::formats::timeline::{CANN_PROCESS, HARDWARE_PROCESS, HCCL_PROCESS};
+            let kind = match pname.as_str() {
+                HARDWARE_PROCESS | HCCL_PROCESS => "d",
+                CANN_PROCESS => "a",
+                _ => "",
             };
             let pname = if label.is_empty() {
                 pname
@@ -455,6 +465,8 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
                 }
                 let idx = metas.len();
                 metas.push(Meta {
+                    trace,
+                    kind,
                     process: pname.clone(),
                     label: plabel.clone(),
                     name: if u == pu {
@@ -502,10 +514,9 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
     let t0 = if t0 == u64::MAX { 0 } else { t0 };
     let t1 = t1.max(t0 + 1);
     // The first device task, where the op tables' time 0 is.
-    let device = |m: &Meta| m.process.ends_with("Ascend Hardware") || m.process.ends_with("HCCL");
     let first_task = rows
         .iter()
-        .filter(|r| device(&metas[r.track]))
+        .filter(|r| metas[r.track].kind == "d")
         .filter_map(|r| r.slices.first().map(|s| s.start))
         .min()
         .unwrap_or(t0);
@@ -614,7 +625,10 @@ pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
     }
     let tracks: Vec<serde_json::Value> = metas
         .iter()
-        .map(|m| serde_json::json!({"p": m.process, "l": m.label, "n": m.name, "c": m.counter}))
+        .map(|m| {
+            serde_json::json!({"p": m.process, "l": m.label, "n": m.name, "c": m.counter,
+                "k": m.kind, "t": m.trace})
+        })
         .collect();
     let index = serde_json::json!({
         "span": t1 - t0,

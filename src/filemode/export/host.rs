@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::formats::host::{HostEvent, StepTag, TxKind};
+use crate::formats::timeline::CANN_PROCESS;
 
 /// The steps `aclprofGetStepTimestamp` marked: (index, start, end).
 pub fn read_host_steps(dir: &Path) -> Vec<(u64, u64, u64)> {
@@ -131,7 +132,7 @@ pub(super) fn host_events(
                 } else {
                     ("acl", "AscendCL", crate::formats::db_schema::API_ACL)
                 };
-                tlw(tl.process(cann, "CANN", "CPU", 7))?;
+                tlw(tl.process(cann, CANN_PROCESS, "CPU", 7))?;
                 tlw(tl.thread(cann, tid, &format!("Thread {tid}"), tid))?;
                 let args = [
                     ("Thread Id", Arg::U(tid)),

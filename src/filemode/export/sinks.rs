@@ -1,6 +1,7 @@
 //! The threads the export hands batches to: the timeline writers and the database.
 
 use super::*;
+use crate::formats::timeline::{HARDWARE_PROCESS, HCCL_PROCESS};
 
 /// One op on its way to the timeline thread.
 pub(super) struct TlOp {
@@ -93,7 +94,7 @@ impl TlState {
                 self.dev = Some(op.dev);
                 self.steps.begin_device();
                 let (hw, _, ov) = Self::pids(tl, op.dev);
-                tl.process(hw, "Ascend Hardware", &format!("NPU {}", op.dev), 14)?;
+                tl.process(hw, HARDWARE_PROCESS, &format!("NPU {}", op.dev), 14)?;
                 tl.process(ov, "Overlap Analysis", &format!("NPU {}", op.dev), 31)?;
                 for p in [
                     Track::Computing,
@@ -113,7 +114,7 @@ impl TlState {
             let stream = op.stream as u64;
             // Communication goes to the HCCL process, as real runs show it.
             let (pid, tid) = if op.comm {
-                tl.process(hccl, "HCCL", &format!("NPU {}", op.dev), 15)?;
+                tl.process(hccl, HCCL_PROCESS, &format!("NPU {}", op.dev), 15)?;
                 tl.thread(hccl, 0, "Group 0 Communication", 0)?;
                 (hccl, 0)
             } else {
