@@ -219,41 +219,7 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
     )?;
     let advice = crate::advisor::advise(stats);
     let comm = crate::comm::analyze(&stats.path).ok();
-    let mut rank_pages = BTreeMap::new();
-    let mut rank_written = Written::default();
-    if (2..=RANK_PAGES).contains(&stats.ranks()) && stats.path.is_dir() {
-        let mut by_rank: BTreeMap<u32, Vec<PathBuf>> = BTreeMap::new();
-        for d in analyze::result_dirs(&stats.path)? {
-            for r in aclprof::formats::layout::ranks_of(&d) {
-                by_rank.entry(r).or_default().push(d.clone());
-            }
-        }
-        let back = format!("{stem}.html");
-        for (rank, dirs) in by_rank {
-            // A rank of one result directory holding only it.
-            let [dir] = dirs.as_slice() else { continue };
-            if aclprof::formats::layout::ranks_of(dir).len() != 1 {
-                continue;
-            }
-            let rs = RunStats::with_progress(dir, &mut |_, _| {})?;
-            let rstem = format!("{stem}-rank-{rank}");
-            let (html, _) = run_page(
-                &rs,
-                page_dir,
-                &rstem,
-                &Nav {
-                    cluster: Some(back.clone()),
-                    ..Default::default()
-                },
-            )?;
-            let file = page_dir.join(format!("{rstem}.html"));
-            std::fs::write(&file, &html)
-                .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", file.display())))?;
-            rank_written.pages += 1;
-            rank_written.bytes += html.len();
-            rank_pages.insert(rank, format!("{rstem}.html"));
-        }
-    }
+    let rank_pages = rank_pages(stats, page_dir, stem)?;
     // Each step as its slowest device saw it.
     let steps: Vec<&StepTime> = stats.slowest_steps().into_iter().map(|(s, _)| s).collect();
     let html = render(&Inputs {
@@ -276,10 +242,48 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
         advice: advice.len(),
         timeline_slices: laid.as_ref().map_or(0, |l| l.slices),
         timeline_tracks: laid.as_ref().map_or(0, |l| l.tracks),
-        rank_pages: rank_written.pages,
+        rank_pages: rank_pages.len(),
         ..Default::default()
     };
     Ok((html, w))
+}
+
+/// Each rank's own page, for a cluster of 2 to [`RANK_PAGES`] ranks, written beside the
+/// cluster's page as `<stem>-rank-<N>.html` (a rank whose one result directory holds only
+/// it); by rank, each page's file name.
+fn rank_pages(stats: &RunStats, page_dir: &Path, stem: &str) -> Result<BTreeMap<u32, String>> {
+    let mut pages = BTreeMap::new();
+    if !(2..=RANK_PAGES).contains(&stats.ranks()) || !stats.path.is_dir() {
+        return Ok(pages);
+    }
+    // rank -> its result directories, each with whether it holds that rank alone.
+    let mut by_rank: BTreeMap<u32, Vec<(PathBuf, bool)>> = BTreeMap::new();
+    for d in analyze::result_dirs(&stats.path)? {
+        let ranks = aclprof::formats::layout::ranks_of(&d);
+        for &r in &ranks {
+            by_rank
+                .entry(r)
+                .or_default()
+                .push((d.clone(), ranks.len() == 1));
+        }
+    }
+    let nav = Nav {
+        cluster: Some(format!("{stem}.html")),
+        ..Default::default()
+    };
+    for (rank, dirs) in by_rank {
+        let [(dir, true)] = dirs.as_slice() else {
+            continue;
+        };
+        let rs = RunStats::with_progress(dir, &mut |_, _| {})?;
+        let rstem = format!("{stem}-rank-{rank}");
+        let (html, _) = run_page(&rs, page_dir, &rstem, &nav)?;
+        let file = page_dir.join(format!("{rstem}.html"));
+        std::fs::write(&file, &html)
+            .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", file.display())))?;
+        pages.insert(rank, format!("{rstem}.html"));
+    }
+    Ok(pages)
 }
 
 struct Inputs<'a> {
