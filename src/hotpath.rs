@@ -9,7 +9,7 @@
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
 use crate::formats::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
-use crate::transport::Sub;
+use crate::transport::{lane::Mem, Sub};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
@@ -60,14 +60,33 @@ struct Route {
     tap: Option<(Arc<Sub>, usize)>,
 }
 
+/// The route of the model a thread reported for last, resolved, when it has one
+/// destination and the thread has a lane of its own there (the common case): a repeated
+/// report goes straight to that lane, with no lookup.
+struct Fast {
+    model: u32,
+    device: u32,
+    sub: Arc<Sub>,
+    lane: usize,
+    /// The lane's storage, inside `sub`'s lane (which `sub` keeps alive).
+    mem: *const Mem,
+}
+
 struct Local {
     gen: u64,
     routes: Vec<(u32, Option<Route>)>,
+    /// Cleared with the routes it came from.
+    fast: Option<Fast>,
     /// The lane this thread holds in each subscription it reported to, kept while the
     /// subscription accepts records, whatever else changes: all of a thread's records to
     /// one subscription go through one lane, so they leave in the order it reported them
     /// (two lanes are drained independently).
     lanes: Vec<(Arc<Sub>, usize)>,
+    ids: Ids,
+}
+
+/// What a thread stamps on its ops.
+struct Ids {
     /// Process and thread ids, cached (getpid/gettid are system calls); refreshed in a
     /// forked child.
     fork_gen: u64,
@@ -81,10 +100,48 @@ struct Local {
     end_index: u64,
 }
 
+impl Ids {
+    /// The fields of this thread's next op: its index, and its stream unless replayed.
+    #[inline(always)]
+    fn stamp(&mut self, model: u32, device: u32, start: u64, end: u64, replay: Replay) -> OpFields {
+        let stream = match replay.stream {
+            Some(s) => s,
+            None => {
+                if self.stream == 0 {
+                    self.stream = take_stream(start);
+                }
+                self.stream
+            }
+        };
+        self.last_end = self.last_end.max(end);
+        if self.next_index == self.end_index {
+            self.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
+            self.end_index = self.next_index + OP_INDEX_BLOCK;
+        }
+        let op_index = self.next_index;
+        self.next_index += 1;
+        OpFields {
+            model_id: model,
+            flag: FLAG_OP,
+            thread_id: self.tid,
+            op_index,
+            start,
+            end,
+            execution_time: end - start,
+            dev_id: device,
+            pid: self.pid,
+            stream_id: stream,
+            sim_op: replay.sim_op,
+            meta: replay.meta,
+        }
+    }
+}
+
 impl Local {
     /// Routes changed: forgets the cached routes, and gives back the lanes of
     /// subscriptions that no longer accept records (what they hold is written soon after).
     fn forget_routes(&mut self) {
+        self.fast = None;
         self.routes.clear();
         self.lanes.retain(|(sub, lane)| {
             let keep = sub.accepting();
@@ -134,15 +191,16 @@ impl Drop for Local {
     fn drop(&mut self) {
         // The thread's records are written before its stream can be reused, so a stream's
         // records stay in order (file mode writes the lane out at once).
+        self.fast = None;
         self.routes.clear();
         for (sub, lane) in self.lanes.drain(..) {
             sub.retire_lane(lane);
         }
-        if self.stream != 0 {
+        if self.ids.stream != 0 {
             FREE_STREAMS
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .push((self.stream, self.last_end));
+                .push((self.ids.stream, self.ids.last_end));
         }
     }
 }
@@ -151,14 +209,17 @@ impl Drop for Local {
 const LOCAL_INIT: Local = Local {
     gen: 0,
     routes: Vec::new(),
+    fast: None,
     lanes: Vec::new(),
-    fork_gen: u64::MAX,
-    pid: 0,
-    tid: 0,
-    stream: 0,
-    last_end: 0,
-    next_index: 0,
-    end_index: 0,
+    ids: Ids {
+        fork_gen: u64::MAX,
+        pid: 0,
+        tid: 0,
+        stream: 0,
+        last_end: 0,
+        next_index: 0,
+        end_index: 0,
+    },
 };
 
 #[cfg(not(loom))]
@@ -209,6 +270,27 @@ pub(crate) fn fork_prepare() -> crate::fork::Release {
 #[inline(always)]
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Acquire) != 0
+}
+
+/// What a reporting thread has to do, from the idle path's one atomic load.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Activity {
+    /// Nobody listens: nothing.
+    Idle,
+    /// Someone listens: report ([`report_repeated`] may do it all).
+    Listening,
+    /// A watcher asked to attach: [`report_op`] answers it first.
+    Asked,
+}
+
+/// [`active`], told apart.
+#[inline(always)]
+pub fn activity() -> Activity {
+    match ACTIVE.load(Ordering::Acquire) {
+        0 => Activity::Idle,
+        LISTENING => Activity::Listening,
+        _ => Activity::Asked,
+    }
 }
 
 /// Asks the next reporting thread to call the function given to [`on_asked`]. Only an
@@ -451,6 +533,52 @@ pub fn report_op(
     report_active(model, name, op_type, start, end, replay)
 }
 
+/// Reports one op the way `aclprofExtReportOp` does, for the loom models: [`report_repeated`]
+/// when it can, else [`report_op`]. (The entry point calls the two itself: with a second
+/// caller here, the compiler would no longer inline the first into it.)
+#[cfg(loom)]
+pub fn report(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
+    if activity() == Activity::Listening && report_repeated(model, name, op_type, start, end) {
+        return Ok(());
+    }
+    report_op(model, name, op_type, start, end, Replay::default())
+}
+
+/// The reporting path's common case, whole, once [`activity`] said someone listens: this
+/// thread's last op was for the same model, whose route it resolved
+/// ([`Fast`]) in the routes' current generation; the names fit a record. True when the op
+/// was reported (or, if its destination began closing meanwhile, handed on as
+/// [`report_op`] would); false, with nothing done, otherwise: then call [`report_op`].
+#[inline(always)]
+pub fn report_repeated(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> bool {
+    if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN || end < start {
+        return false;
+    }
+    LOCAL
+        .try_with(|l| {
+            let Ok(mut guard) = l.try_borrow_mut() else {
+                return false;
+            };
+            let l = &mut *guard;
+            let Some(fast) = l.fast.as_ref().filter(|f| f.model == model) else {
+                return false;
+            };
+            if l.gen != GEN.load(Ordering::Acquire) {
+                return false;
+            }
+            let f = l
+                .ids
+                .stamp(model, fast.device, start, end, Replay::default());
+            // SAFETY: `mem` is the storage of `fast.lane` in `fast.sub`, which `fast` keeps.
+            let m = unsafe { &*fast.mem };
+            if !fast.sub.push_to(fast.lane, m, &f, name, op_type) {
+                retry(l, model, &f, name, op_type, &[]);
+            }
+            true
+        })
+        .unwrap_or(false)
+}
+
 #[inline(never)]
 fn report_active(
     model: u32,
@@ -469,10 +597,10 @@ fn report_active(
             l.gen = gen;
         }
         let fork_gen = FORK_GEN.load(Ordering::Relaxed);
-        if l.fork_gen != fork_gen {
-            l.fork_gen = fork_gen;
-            l.pid = std::process::id();
-            l.tid = crate::clock::thread_id();
+        if l.ids.fork_gen != fork_gen {
+            l.ids.fork_gen = fork_gen;
+            l.ids.pid = std::process::id();
+            l.ids.tid = crate::clock::thread_id();
         }
         // A thread reports for few models: a linear scan beats hashing.
         let i = match l.routes.iter().position(|(m, _)| *m == model) {
@@ -492,39 +620,26 @@ fn report_active(
         if route.sub.is_none() && route.tap.is_none() {
             return Ok(());
         }
-        let stream = match replay.stream {
-            Some(s) => s,
-            None => {
-                if l.stream == 0 {
-                    l.stream = take_stream(start);
+        if let (Some((sub, lane)), None, None) = (&route.sub, &route.also, &route.tap) {
+            // One destination, in a lane of this thread's own: [`report_repeated`] can
+            // take this model's next ops.
+            if *lane != 0 && l.fast.as_ref().is_none_or(|f| f.model != model) {
+                if let Some(m) = sub.lane_mem(*lane) {
+                    let mem: *const Mem = m;
+                    l.fast = Some(Fast {
+                        model,
+                        device: route.device,
+                        sub: sub.clone(),
+                        lane: *lane,
+                        mem,
+                    });
                 }
-                l.stream
             }
-        };
-        l.last_end = l.last_end.max(end);
-        if l.next_index == l.end_index {
-            l.next_index = NEXT_OP_INDEX.fetch_add(OP_INDEX_BLOCK, Ordering::Relaxed);
-            l.end_index = l.next_index + OP_INDEX_BLOCK;
         }
-        let op_index = l.next_index;
-        l.next_index += 1;
+        let f = l.ids.stamp(model, route.device, start, end, replay);
         if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN {
-            crate::names::remember(op_index, name, op_type);
+            crate::names::remember(f.op_index, name, op_type);
         }
-        let f = OpFields {
-            model_id: model,
-            flag: FLAG_OP,
-            thread_id: l.tid,
-            op_index,
-            start,
-            end,
-            execution_time: end - start,
-            dev_id: route.device,
-            pid: l.pid,
-            stream_id: stream,
-            sim_op: replay.sim_op,
-            meta: replay.meta,
-        };
         let push = |d: &Option<(Arc<Sub>, usize)>| match d {
             Some((s, lane)) => s.push(*lane, &f, name, op_type),
             None => true,

@@ -4,7 +4,7 @@
 
 use super::base::aclError;
 use super::{cstr, entry, guard, invalid, path_arg};
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_void, CStr};
 
 /// Delivery statistics since the process started (all subscriptions together).
 /// When nothing is in flight (after aclprofExtFlush, or once every model is unsubscribed),
@@ -100,7 +100,35 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::hotpath::active() {
         return 0;
     }
-    report_op_checked(modelId, opName, opType, startNs, endNs)
+    report_listening(modelId, opName, opType, startNs, endNs)
+}
+
+/// A report that someone may listen for: its common case ([`crate::hotpath::report_repeated`])
+/// in a small frame, else the whole path with its errors.
+#[inline(never)]
+unsafe fn report_listening(
+    model: u32,
+    name: *const c_char,
+    op_type: *const c_char,
+    start: u64,
+    end: u64,
+) -> aclError {
+    if !name.is_null()
+        && !op_type.is_null()
+        && crate::hotpath::activity() == crate::hotpath::Activity::Listening
+    {
+        let (n, t) = (
+            CStr::from_ptr(name).to_bytes(),
+            CStr::from_ptr(op_type).to_bytes(),
+        );
+        let done = guard("aclprofExtReportOp", false, || {
+            crate::hotpath::report_repeated(model, n, t, start, end)
+        });
+        if done {
+            return 0;
+        }
+    }
+    report_op_checked(model, name, op_type, start, end)
 }
 
 #[inline(never)]

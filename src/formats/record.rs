@@ -194,9 +194,37 @@ pub fn truncate_at_char(s: &[u8], max: usize) -> &[u8] {
 /// for [`sign`], so the reporting thread does not pay for the CRC. Strings longer than the
 /// inline space are truncated and marked. The strings must not contain NUL (callers pass
 /// the bytes of a C string, see [`until_nul`]).
-#[inline]
+#[inline(always)]
 pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     debug_assert!(!name.contains(&0) && !op_type.contains(&0));
+    if name.len() <= MAX_NAME_LEN && op_type.len() <= MAX_TYPE_LEN {
+        // The common case, inline in the reporting path: nothing to cut.
+        encode_cut(rec, f, name, op_type, name.len(), 0);
+    } else {
+        encode_truncating(rec, f, name, op_type);
+    }
+}
+
+/// [`encode`] of strings longer than their fields: cut, and marked as cut.
+#[cold]
+#[inline(never)]
+fn encode_truncating(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
+    let t = truncate_at_char(op_type, MAX_TYPE_LEN);
+    let n = truncate_at_char(name, MAX_NAME_LEN);
+    let mut marks = 0;
+    if n.len() < name.len() {
+        marks |= MARK_NAME_TRUNCATED;
+    }
+    if t.len() < op_type.len() {
+        marks |= MARK_TYPE_TRUNCATED;
+    }
+    encode_cut(rec, f, n, t, name.len(), marks);
+}
+
+/// [`encode`] of strings already cut to their fields (`n` of a name `name_len` bytes
+/// long, `t`), with these truncation `marks`.
+#[inline(always)]
+fn encode_cut(rec: &mut Record, f: &OpFields, n: &[u8], t: &[u8], name_len: usize, marks: u8) {
     put_u32(rec, OFF_MODEL_ID, f.model_id);
     put_u32(rec, OFF_FLAG, f.flag);
     put_u32(rec, OFF_THREAD_ID, f.thread_id);
@@ -208,25 +236,16 @@ pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     put_u32(rec, OFF_DEV_ID, f.dev_id);
     put_u32(rec, OFF_SIM_OP, f.sim_op);
     put_u32(rec, OFF_META, f.meta);
-    let t = truncate_at_char(op_type, MAX_TYPE_LEN);
-    let n = truncate_at_char(name, MAX_NAME_LEN);
     put_u16(rec, OFF_TYPE_LEN, t.len() as u16);
     put_u16(rec, OFF_NAME_LEN, n.len() as u16);
     put_u32(
         rec,
         OFF_NAME_FULL_LEN,
-        u32::try_from(name.len()).unwrap_or(u32::MAX),
+        u32::try_from(name_len).unwrap_or(u32::MAX),
     );
     put_u32(rec, OFF_PID, f.pid);
     put_u32(rec, OFF_STREAM_ID, f.stream_id);
     rec[OFF_VERSION] = RECORD_VERSION;
-    let mut marks = 0;
-    if n.len() < name.len() {
-        marks |= MARK_NAME_TRUNCATED;
-    }
-    if t.len() < op_type.len() {
-        marks |= MARK_TYPE_TRUNCATED;
-    }
     rec[OFF_MARKS] = marks;
     rec[OFF_TYPE..OFF_TYPE + t.len()].copy_from_slice(t);
     rec[OFF_NAME..OFF_NAME + n.len()].copy_from_slice(n);

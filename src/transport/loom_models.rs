@@ -321,3 +321,54 @@ fn route_change_keeps_each_threads_lane() {
         close_fds(rb, wb);
     });
 }
+
+/// One thread reports three ops for model A, the second and third through the route it
+/// resolved ([`crate::hotpath::report_repeated`]), while another thread moves A to a new
+/// subscription C and closes the old one: each op arrives exactly once, in A or in C,
+/// and never in A after one arrived in C.
+#[test]
+fn resolved_route_meets_a_route_change() {
+    static MODEL: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let &a = MODEL.get_or_init(|| crate::registry::with(|r| r.load("A2", 0, 1).unwrap()));
+    model(move || {
+        let (sub_a, ra, wa) = pipe_sub();
+        let (sub_c, rc, wc) = pipe_sub();
+        crate::hotpath::set_route(a, Some(sub_a.clone()));
+        let reporter = thread::spawn(move || {
+            for i in 1..=3u64 {
+                crate::hotpath::report(a, b"op", b"t", i, i + 1).unwrap();
+            }
+            crate::hotpath::thread_exit();
+        });
+        let (sa, sc) = (sub_a.clone(), sub_c.clone());
+        let switch = thread::spawn(move || {
+            crate::hotpath::set_route(a, Some(sc));
+            sa.close(Duration::from_secs(5))
+        });
+        reporter.join().unwrap();
+        let ca = switch.join().unwrap();
+        crate::hotpath::set_route(a, None);
+        let cc = sub_c.close(Duration::from_secs(5));
+        flush_until_idle();
+        let starts = |r| {
+            read_records(r)
+                .into_iter()
+                .map(|(_, _, s)| s)
+                .collect::<Vec<_>>()
+        };
+        let (got_a, got_c) = (starts(ra), starts(rc));
+        let mut all = got_a.clone();
+        all.extend(&got_c);
+        assert_eq!(all, vec![1, 2, 3], "A {got_a:?}, C {got_c:?}");
+        assert_eq!(
+            (ca.reported, ca.delivered),
+            (got_a.len() as u64, got_a.len() as u64)
+        );
+        assert_eq!(
+            (cc.reported, cc.delivered),
+            (got_c.len() as u64, got_c.len() as u64)
+        );
+        close_fds(ra, wa);
+        close_fds(rc, wc);
+    });
+}

@@ -370,13 +370,49 @@ impl Sub {
         // (No orphan check here: a forked child invalidates its routes, so it never pushes
         // to a subscription it inherited.)
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
+        match self.mem(lane) {
+            Some(m) => self.push_to(lane, m, f, name, op_type),
+            None => {
+                let l = &self.lanes[lane];
+                if !l.enter(|| self.accepting()) {
+                    return false;
+                }
+                // No memory for the lane: the record is lost, and counted.
+                self.lost.fetch_add(1, Ordering::Relaxed);
+                self.reported_unplaced.fetch_add(1, Ordering::Relaxed);
+                self.note_loss("a lane could not be allocated (out of memory)");
+                l.leave();
+                true
+            }
+        }
+    }
+
+    /// The storage of `lane` (from [`Sub::claim`]), mapped now if it was not yet: with
+    /// it, the calling thread can push through [`Sub::push_to`] without looking it up
+    /// again. None if it cannot be mapped (then [`Sub::push`] counts each record lost).
+    #[inline]
+    pub fn lane_mem(&self, lane: usize) -> Option<&Mem> {
+        self.mem(lane)
+    }
+
+    /// [`Sub::push`] once the lane's storage `m` is known ([`Sub::lane_mem`] of the same
+    /// lane): the calling thread owns `lane`, or holds the shared lane's lock (in `push`).
+    #[inline(always)]
+    pub fn push_to(
+        self: &Arc<Self>,
+        lane: usize,
+        m: &Mem,
+        f: &OpFields,
+        name: &[u8],
+        op_type: &[u8],
+    ) -> bool {
         let l = &self.lanes[lane];
         if !l.enter(|| self.accepting()) {
             return false;
         }
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
         let p = unsafe { l.prod() };
-        self.push_entered(lane, p, f, name, op_type);
+        self.push_entered(lane, m, p, f, name, op_type);
         l.leave();
         true
     }
@@ -385,18 +421,12 @@ impl Sub {
     fn push_entered(
         self: &Arc<Self>,
         lane: usize,
+        m: &Mem,
         p: &mut Prod,
         f: &OpFields,
         name: &[u8],
         op_type: &[u8],
     ) {
-        let Some(m) = self.mem(lane) else {
-            // No memory for the lane: the record is lost, and counted.
-            self.lost.fetch_add(1, Ordering::Relaxed);
-            self.reported_unplaced.fetch_add(1, Ordering::Relaxed);
-            self.note_loss("a lane could not be allocated (out of memory)");
-            return;
-        };
         if !m.has_room(p) && !self.make_room(lane, p) {
             let c = m.ctl();
             c.dropped
