@@ -515,6 +515,9 @@ pub struct Reader {
     pub ring: Ring,
     cur: std::sync::Mutex<(u32, usize)>,
     detached: std::sync::atomic::AtomicBool,
+    /// Bumped by every release and the detach: what an acquiring thread holds
+    /// ([`crate::accessor::hold`]) is held until this moves on.
+    releases: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Reader {
@@ -524,6 +527,7 @@ impl Reader {
             ring,
             cur: std::sync::Mutex::new((0, 0)),
             detached: std::sync::atomic::AtomicBool::new(false),
+            releases: Default::default(),
         })
     }
 
@@ -533,6 +537,9 @@ impl Reader {
         Ok(got.map(|(p, len, lane)| {
             // Next time, start after this lane unless it is left with more to read.
             *cur = (lane, len);
+            // SAFETY: the acquired records, in the mapping, which outlives this reader.
+            let batch = unsafe { std::slice::from_raw_parts(p, len) };
+            crate::accessor::hold(batch, self.releases.clone());
             (p, len)
         }))
     }
@@ -548,6 +555,8 @@ impl Reader {
                 ),
             );
         }
+        // Before the slots go back to the producer: from here no thread's hold covers them.
+        self.releases.fetch_add(1, Ordering::AcqRel);
         self.ring.release(cur.0, bytes)?;
         cur.1 -= bytes;
         if cur.1 == 0 {
@@ -557,6 +566,7 @@ impl Reader {
     }
 
     pub fn detach(&self) {
+        self.releases.fetch_add(1, Ordering::AcqRel);
         self.detached.store(true, Ordering::Release);
         self.ring.detach_reader();
     }
@@ -639,6 +649,34 @@ mod tests {
             r.acquire(1, Duration::from_millis(1)).unwrap_err().code,
             ACL_ERROR_PROF_NOT_RUN
         );
+    }
+
+    /// The acquiring thread does not hash a batch again until it releases it; other
+    /// threads, and the same thread after the release, verify every record.
+    #[test]
+    fn an_acquired_batch_is_hashed_once_by_its_reader() {
+        let w = Ring::create(None, 8).unwrap();
+        let r = Reader::attach(Ring::open(None, Some(w.fd())).unwrap()).unwrap();
+        produce(&w, 1, 1, 4);
+        let (p, len) = r.acquire(100, Duration::from_millis(10)).unwrap().unwrap();
+        let s = unsafe { std::slice::from_raw_parts(p, len) };
+        assert_eq!(crate::accessor::op_num(s).unwrap(), 4);
+        // A byte of record 2 changed after the acquire signed it (as only a producer
+        // breaking the protocol could): this thread, which signed it, does not look again.
+        unsafe { *(p as *mut u8).add(2 * RECORD_SIZE + 300) = 1 };
+        assert_eq!(crate::accessor::op_num(s).unwrap(), 4);
+        assert!(crate::accessor::record(s, 2).is_ok());
+        // Another thread holds nothing: it verifies, and finds the record changed.
+        let (pa, la) = (p as usize, len);
+        let elsewhere = std::thread::spawn(move || {
+            let s = unsafe { std::slice::from_raw_parts(pa as *const u8, la) };
+            crate::accessor::op_num(s).unwrap_err().msg
+        });
+        assert!(elsewhere.join().unwrap().contains("record 2"));
+        // Released, the slots are the producer's again: this thread verifies too.
+        r.release(len).unwrap();
+        let e = crate::accessor::op_num(s).unwrap_err();
+        assert!(e.msg.contains("record 2"), "{}", e.msg);
     }
 
     #[test]
