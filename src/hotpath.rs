@@ -524,6 +524,11 @@ pub fn report_op(
         );
     }
     let a = ACTIVE.load(Ordering::Acquire);
+    if a == LISTENING
+        && report_repeated::<{ Site::Rust as u8 }>(model, name, op_type, start, end, replay)
+    {
+        return Ok(());
+    }
     if a & ASKED != 0 {
         answer_poke();
     }
@@ -533,25 +538,32 @@ pub fn report_op(
     report_active(model, name, op_type, start, end, replay)
 }
 
-/// Reports one op the way `aclprofExtReportOp` does, for the loom models: [`report_repeated`]
-/// when it can, else [`report_op`]. (The entry point calls the two itself: with a second
-/// caller here, the compiler would no longer inline the first into it.)
-#[cfg(loom)]
-pub fn report(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> Result<()> {
-    if activity() == Activity::Listening && report_repeated(model, name, op_type, start, end) {
-        return Ok(());
-    }
-    report_op(model, name, op_type, start, end, Replay::default())
+/// Who calls [`report_repeated`]: each caller gets its own copy inlined (one generic
+/// instance per caller; with one shared by two callers, the compiler stopped inlining
+/// the thread-local access into either, which cost the C entry point 70 instructions).
+#[derive(Clone, Copy)]
+pub enum Site {
+    /// `aclprofExtReportOp`.
+    C = 0,
+    /// [`report_op`]: the simulator, and the C entry point's other cases.
+    Rust = 1,
 }
 
 /// The reporting path's common case, whole, once [`activity`] said someone listens: this
-/// thread's last op was for the same model, whose route it resolved
-/// ([`Fast`]) in the routes' current generation; the names fit a record. True when the op
-/// was reported (or, if its destination began closing meanwhile, handed on as
-/// [`report_op`] would); false, with nothing done, otherwise: then call [`report_op`].
+/// thread's last op was for the same model, whose route it resolved ([`Fast`]) in the
+/// routes' current generation. True when the op was reported (or, if its destination
+/// began closing meanwhile, handed on as the whole path would); false, with nothing done,
+/// otherwise: then the whole path takes it. `SITE` is the caller's [`Site`].
 #[inline(always)]
-pub fn report_repeated(model: u32, name: &[u8], op_type: &[u8], start: u64, end: u64) -> bool {
-    if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN || end < start {
+pub fn report_repeated<const SITE: u8>(
+    model: u32,
+    name: &[u8],
+    op_type: &[u8],
+    start: u64,
+    end: u64,
+    replay: Replay,
+) -> bool {
+    if end < start {
         return false;
     }
     LOCAL
@@ -566,9 +578,10 @@ pub fn report_repeated(model: u32, name: &[u8], op_type: &[u8], start: u64, end:
             if l.gen != GEN.load(Ordering::Acquire) {
                 return false;
             }
-            let f = l
-                .ids
-                .stamp(model, fast.device, start, end, Replay::default());
+            let f = l.ids.stamp(model, fast.device, start, end, replay);
+            if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN {
+                crate::names::remember(f.op_index, name, op_type);
+            }
             // SAFETY: `mem` is the storage of `fast.lane` in `fast.sub`, which `fast` keeps.
             let m = unsafe { &*fast.mem };
             if !fast.sub.push_to(fast.lane, m, &f, name, op_type) {

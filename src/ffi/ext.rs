@@ -122,7 +122,14 @@ unsafe fn report_listening(
             CStr::from_ptr(op_type).to_bytes(),
         );
         let done = guard("aclprofExtReportOp", false, || {
-            crate::hotpath::report_repeated(model, n, t, start, end)
+            crate::hotpath::report_repeated::<{ crate::hotpath::Site::C as u8 }>(
+                model,
+                n,
+                t,
+                start,
+                end,
+                Default::default(),
+            )
         });
         if done {
             return 0;

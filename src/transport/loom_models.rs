@@ -323,7 +323,7 @@ fn route_change_keeps_each_threads_lane() {
 }
 
 /// One thread reports three ops for model A, the second and third through the route it
-/// resolved ([`crate::hotpath::report_repeated`]), while another thread moves A to a new
+/// resolved (`report_op` tries [`crate::hotpath::report_repeated`] first), while another thread moves A to a new
 /// subscription C and closes the old one: each op arrives exactly once, in A or in C,
 /// and never in A after one arrived in C.
 #[test]
@@ -336,7 +336,7 @@ fn resolved_route_meets_a_route_change() {
         crate::hotpath::set_route(a, Some(sub_a.clone()));
         let reporter = thread::spawn(move || {
             for i in 1..=3u64 {
-                crate::hotpath::report(a, b"op", b"t", i, i + 1).unwrap();
+                crate::hotpath::report_op(a, b"op", b"t", i, i + 1, Default::default()).unwrap();
             }
             crate::hotpath::thread_exit();
         });
