@@ -256,7 +256,7 @@ fn encode_cut(rec: &mut Record, f: &OpFields, n: &[u8], t: &[u8], name_len: usiz
 /// old strings' bytes past the new strings are cleared. Every other byte is a field written
 /// again or padding that was never written, so the result is what [`encode`] makes in a
 /// zeroed record, and fewer of the slot's cache lines are written.
-#[inline]
+#[inline(always)]
 pub fn encode_over(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     let old_t = (get_u16(rec, OFF_TYPE_LEN) as usize).min(MAX_TYPE_LEN);
     let old_n = (get_u16(rec, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN);

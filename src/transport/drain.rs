@@ -27,7 +27,10 @@ impl Sub {
             if n < avail && n > SLOTS_PER_PAGE {
                 n -= (c.sent_slot + n) % SLOTS_PER_PAGE;
             }
-            m.track_read(c.sent_slot, n);
+            m.track_consume(c.sent_slot, n);
+            if !self.is_broken() {
+                self.sign(m, c, n);
+            }
             // SAFETY: records [sent, sent + n) are published and contiguous from
             // c.sent_slot; the producer does not reuse them until the tail moves past them.
             let bytes = unsafe {
@@ -97,6 +100,22 @@ impl Sub {
                 return false; // not waiting: the rest stays in the lane
             }
         }
+    }
+
+    /// Signs the records of `[sent, sent + n)` not signed yet (a write cut short leaves
+    /// signed records behind for the next one). The bytes leave the library through this
+    /// consumer's write, so it signs them, not the reporting thread (docs/design.md, "The
+    /// signature").
+    fn sign(&self, m: &Mem, c: &mut Cons, n: u64) {
+        let from = c.signed.max(c.sent);
+        for i in from..c.sent + n {
+            let slot = (c.sent_slot + (i - c.sent)) % m.cap;
+            // SAFETY: published records this consumer holds (below head, not yet sent):
+            // the producer does not touch them until the tail moves past them.
+            let rec = unsafe { &mut *(m.slot(slot) as *mut record::Record) };
+            record::sign_fresh(rec);
+        }
+        c.signed = c.signed.max(c.sent + n);
     }
 
     /// [`Sub::reclaim`], once the lane is half taken. Asking the pipe how far it was read

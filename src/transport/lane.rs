@@ -120,13 +120,14 @@ impl Mem {
         self.shadow[_i as usize].with_mut(|p| unsafe { *p += 1 });
     }
 
-    /// The consumer is about to read `n` slots from `i` (nothing outside loom builds).
+    /// The consumer is about to sign and read `n` slots from `i` (nothing outside loom
+    /// builds).
     #[inline(always)]
-    pub fn track_read(&self, _i: u64, _n: u64) {
+    pub fn track_consume(&self, _i: u64, _n: u64) {
         #[cfg(loom)]
         for k in _i.._i + _n {
-            // SAFETY: as above; loom checks no write races with this read.
-            self.shadow[k as usize].with(|p| unsafe { *p });
+            // SAFETY: as above; loom checks that nothing races with this write.
+            self.shadow[k as usize].with_mut(|p| unsafe { *p += 1 });
         }
     }
 
@@ -261,6 +262,8 @@ pub struct Cons {
     /// spliced into a pipe that its reader has not read yet (their slots stay taken).
     pub sent: u64,
     pub sent_slot: u64,
+    /// Records signed so far (see `Sub::sign`).
+    pub signed: u64,
     /// Spliced records not yet freed, oldest first: the pipe's total written after them
     /// ([`super::fd::read_position`]) and how many (records dropped behind them share their
     /// entry), in one entry per `vmsplice()`: at most a lane's records. Freed as the reader

@@ -2,13 +2,14 @@
 //! (`record`, `error`, `settings`).
 //!
 //! ```text
-//!  reporting thread ── encode (+ sign) in place ─▶ its lane of the subscription
+//!  reporting thread ── encode in place ─────────▶ its lane of the subscription
 //!      │                                            │
 //!      │ ring: the lane is in the shared mapping ───┴──▶ reader (any process) signs what it
 //!      │                                                acquires and decodes it in place
-//!      │ pipe: batches of 64 records (32 KiB) ───────────▶ write() by the flusher thread,
-//!      │ file mode: batches of 128 records ──────────────▶ ~10 ms later, while records wait;
-//!      └ a lane half full ──▶ the reporting thread writes it itself
+//!      │ pipe: batches of 64 records (32 KiB) ───────────▶ signed and written by the flusher
+//!      │ file mode: batches of 128 records ──────────────▶ thread, ~10 ms later, while
+//!      │                                                   records wait;
+//!      └ a lane half full ──▶ the reporting thread signs and writes it itself
 //! ```
 //!
 //! * Each reporting thread owns one lane per subscription (lane 0 is shared, under a lock,
@@ -447,11 +448,9 @@ impl Sub {
         } else {
             record::encode_over(slot, f, name, op_type);
         }
-        // A ring's reader signs the records it acquires, off the reporting thread
-        // (docs/design.md, "The signature").
-        if !matches!(self.dest, Dest::Ring(_)) {
-            record::sign_fresh(slot);
-        }
+        // Signed off the reporting thread: by a ring's reader when it acquires them, by
+        // the consumer that writes a pipe's or a file's batch (docs/design.md, "The
+        // signature").
         m.publish(p);
         match &self.dest {
             Dest::Ring(r) => r.notify(),
@@ -460,18 +459,10 @@ impl Sub {
     }
 
     /// Pipe and file mode: write full batches now; leave a partial one to the flusher.
-    #[inline]
+    #[inline(always)]
     fn after_publish(self: &Arc<Self>, lane: usize, p: &mut Prod) {
-        // (Spliced records keep their slots until read: what counts is what is unsent.)
-        if p.head - p.cached_tail >= self.inline_at
-            && p.head - self.lanes[lane].sent_total.load(Ordering::Relaxed) >= self.inline_at
-        {
-            if let Some(mut c) = self.lanes[lane].try_cons() {
-                self.drain(lane, &mut c, true, Wait::No);
-            }
-            if let Some(m) = self.mem(lane) {
-                p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
-            }
+        if p.head - p.cached_tail >= self.inline_at {
+            self.write_own_lane(lane, p);
         }
         if p.head != p.cached_tail {
             // Publish, then look at `armed`: the flusher clears `armed` and then runs the
@@ -480,6 +471,22 @@ impl Sub {
             barrier::light();
             if !self.armed.load(Ordering::Relaxed) {
                 self.arm();
+            }
+        }
+    }
+
+    /// The reporting thread's lane holds half its records: it writes its full batches
+    /// itself, unless they are sent already (spliced records keep their slots until read:
+    /// what counts is what is unsent) or a consumer is at it.
+    #[cold]
+    #[inline(never)]
+    fn write_own_lane(self: &Arc<Self>, lane: usize, p: &mut Prod) {
+        if p.head - self.lanes[lane].sent_total.load(Ordering::Relaxed) >= self.inline_at {
+            if let Some(mut c) = self.lanes[lane].try_cons() {
+                self.drain(lane, &mut c, true, Wait::No);
+            }
+            if let Some(m) = self.mem(lane) {
+                p.cached_tail = m.ctl().tail.load(Ordering::Acquire);
             }
         }
     }
