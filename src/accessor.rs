@@ -8,7 +8,7 @@
 use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
 use crate::formats::record::{self, View, RECORD_SIZE};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 fn check_len(len: usize) -> Result<()> {
@@ -54,6 +54,10 @@ thread_local! {
     static HELD: RefCell<Option<Held>> = const { RefCell::new(None) };
 }
 
+/// Set once any thread of the process held a ring's batch: readers of pipes and files
+/// never look at [`HELD`].
+static EVER_HELD: AtomicBool = AtomicBool::new(false);
+
 /// A ring's acquire handed `batch` to this thread, signed; it is held until `releases`
 /// moves on (the reader's release or detach bumps it).
 pub fn hold(batch: &[u8], releases: Arc<AtomicU64>) {
@@ -66,10 +70,15 @@ pub fn hold(batch: &[u8], releases: Arc<AtomicU64>) {
         at,
     };
     let _ = HELD.try_with(|c| c.try_borrow_mut().map(|mut c| *c = Some(h)));
+    EVER_HELD.store(true, Ordering::Relaxed);
 }
 
 /// Whether `buf` is whole records of a batch this thread holds (see [`hold`]).
 fn held(buf: &[u8]) -> bool {
+    // (Relaxed: a thread sees its own store, and only its own holds count.)
+    if !EVER_HELD.load(Ordering::Relaxed) {
+        return false;
+    }
     let a = buf.as_ptr() as usize;
     HELD.try_with(|c| {
         c.try_borrow().is_ok_and(|c| {
