@@ -104,9 +104,7 @@ pub fn op_num(buf: &[u8]) -> Result<u32> {
             format!("{n} records do not fit the uint32_t count"),
         )
     })?;
-    if !held(buf) {
-        each_verified(buf, n, false, |_, _| ()).map_err(|(_, e)| e)?;
-    }
+    each_verified(buf, n, false, |_, _| ()).map_err(|(_, e)| e)?;
     Ok(n32)
 }
 

@@ -517,6 +517,24 @@ pub fn report_op(
     end: u64,
     replay: Replay,
 ) -> Result<()> {
+    if ACTIVE.load(Ordering::Acquire) == LISTENING
+        && report_repeated::<{ Site::Rust as u8 }>(model, name, op_type, start, end, replay)
+    {
+        return Ok(());
+    }
+    report_whole(model, name, op_type, start, end, replay)
+}
+
+/// [`report_op`] without trying the resolved route: for a caller that tried it already
+/// (the C entry point) and for everything the route does not take, with its errors.
+pub fn report_whole(
+    model: u32,
+    name: &[u8],
+    op_type: &[u8],
+    start: u64,
+    end: u64,
+    replay: Replay,
+) -> Result<()> {
     if end < start {
         return err(
             ACL_ERROR_INVALID_PARAM,
@@ -524,11 +542,6 @@ pub fn report_op(
         );
     }
     let a = ACTIVE.load(Ordering::Acquire);
-    if a == LISTENING
-        && report_repeated::<{ Site::Rust as u8 }>(model, name, op_type, start, end, replay)
-    {
-        return Ok(());
-    }
     if a & ASKED != 0 {
         answer_poke();
     }
@@ -545,7 +558,7 @@ pub fn report_op(
 pub enum Site {
     /// `aclprofExtReportOp`.
     C = 0,
-    /// [`report_op`]: the simulator, and the C entry point's other cases.
+    /// [`report_op`]: the simulator.
     Rust = 1,
 }
 
@@ -553,7 +566,8 @@ pub enum Site {
 /// thread's last op was for the same model, whose route it resolved ([`Fast`]) in the
 /// routes' current generation. True when the op was reported (or, if its destination
 /// began closing meanwhile, handed on as the whole path would); false, with nothing done,
-/// otherwise: then the whole path takes it. `SITE` is the caller's [`Site`].
+/// otherwise: then the whole path takes it (and says what is wrong with `end < start`).
+/// `SITE` is the caller's [`Site`].
 #[inline(always)]
 pub fn report_repeated<const SITE: u8>(
     model: u32,
@@ -637,7 +651,7 @@ fn report_active(
             // One destination, in a lane of this thread's own: [`report_repeated`] can
             // take this model's next ops.
             if *lane != 0 && l.fast.as_ref().is_none_or(|f| f.model != model) {
-                if let Some(m) = sub.lane_mem(*lane) {
+                if let Some(m) = sub.mem(*lane) {
                     let mem: *const Mem = m;
                     l.fast = Some(Fast {
                         model,

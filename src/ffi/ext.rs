@@ -152,7 +152,7 @@ unsafe fn report_op_checked(
         || {
             let name = cstr(name, "opName")?;
             let ty = cstr(op_type, "opType")?;
-            crate::hotpath::report_op(model, name, ty, start, end, Default::default())
+            crate::hotpath::report_whole(model, name, ty, start, end, Default::default())
         },
     )
 }

@@ -310,8 +310,11 @@ impl Sub {
         matches!(self.state.load(Ordering::Acquire), CLOSED | ORPHANED)
     }
 
+    /// The storage of `lane` (from [`Sub::claim`]), mapped now if it was not yet: with
+    /// it, the calling thread can push through [`Sub::push_to`] without looking it up
+    /// again. None if it cannot be mapped (then [`Sub::push`] counts each record lost).
     #[inline]
-    fn mem(&self, lane: usize) -> Option<&Mem> {
+    pub fn mem(&self, lane: usize) -> Option<&Mem> {
         self.lanes[lane].mem(self.lane_cap)
     }
 
@@ -388,15 +391,7 @@ impl Sub {
         }
     }
 
-    /// The storage of `lane` (from [`Sub::claim`]), mapped now if it was not yet: with
-    /// it, the calling thread can push through [`Sub::push_to`] without looking it up
-    /// again. None if it cannot be mapped (then [`Sub::push`] counts each record lost).
-    #[inline]
-    pub fn lane_mem(&self, lane: usize) -> Option<&Mem> {
-        self.mem(lane)
-    }
-
-    /// [`Sub::push`] once the lane's storage `m` is known ([`Sub::lane_mem`] of the same
+    /// [`Sub::push`] once the lane's storage `m` is known ([`Sub::mem`] of the same
     /// lane): the calling thread owns `lane`, or holds the shared lane's lock (in `push`).
     #[inline(always)]
     pub fn push_to(
