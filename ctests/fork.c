@@ -4,7 +4,9 @@
  * starts with fresh profiling state of its own, can subscribe anew, and never writes the
  * parent's records. The parent's reader gets exactly the parent's records.
  *   fork            the tests
- *   fork envmode    (under PROFILING_MODE=true) a child that exits must not export or crash */
+ *   fork envmode    (under PROFILING_MODE=true) a child that exits must not export or crash
+ *   fork traffic N  N forks under op metadata, ring, report, memory and runtime traffic, then
+ *                   N under file-mode traffic: each child makes the calls of each kind */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <signal.h>
@@ -155,8 +157,191 @@ static void test_child_of_env_mode_process_exits_cleanly(void) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* Traffic: threads that never pause, each inside the library most of the time. */
+static volatile int g_traffic;
+static int g_ringFd = -1;
+
+/* A new description each call (the first 200 000 times), as the PyTorch bridge makes one for
+ * every new shape; then the same again, so the table never fills. */
+static aclError new_meta(unsigned *n, uint32_t *id) {
+    char shape[32];
+    snprintf(shape, sizeof shape, "%u,%d", (*n)++ % 200000, (int)getpid());
+    aclprofExtOpMeta m = {shape, "FLOAT16", "NCHW", shape, "FLOAT16", "NCHW", 100, 200};
+    return aclprofExtOpMetaCreate(&m, id);
+}
+
+static void *meta_traffic(void *arg) {
+    (void)arg;
+    unsigned n = 0;
+    while (!g_traffic) {
+        uint32_t id = 0;
+        if (new_meta(&n, &id) != ACL_SUCCESS) return (void *)1;
+        aclError e = aclprofExtReportOpMeta(g_model, "meta/op", "Conv2D", 1, 2, id);
+        if (e != ACL_SUCCESS) return (void *)2;
+    }
+    return NULL;
+}
+
+static aclError mem_event(uint64_t addr, int64_t size) {
+    aclprofExtMemEvent ev;
+    memset(&ev, 0, sizeof ev);
+    ev.deviceId = 0;
+    ev.pool = ACLPROF_EXT_MEM_OPERATOR;
+    ev.addr = addr;
+    ev.size = size;
+    ev.owner = "fork/op";
+    return aclprofExtMemReport(&ev);
+}
+
+static void *mem_traffic(void *arg) {
+    (void)arg;
+    while (!g_traffic)
+        if (mem_event(0x1000, 4096) != ACL_SUCCESS || mem_event(0x1000, -4096) != ACL_SUCCESS)
+            return (void *)1;
+    return NULL;
+}
+
+/* Attaches to the ring, reads what is there and detaches, again and again: the ring
+ * readers' table changes all the time. */
+static void *ring_traffic(void *arg) {
+    long *records = arg;
+    while (!g_traffic) {
+        aclprofExtRing *r = NULL;
+        if (aclprofExtRingAttach(NULL, g_ringFd, &r) != ACL_SUCCESS) return (void *)1;
+        const void *recs = NULL;
+        size_t len = 0;
+        aclError e = aclprofExtRingAcquire(r, 256, 1, &recs, &len);
+        if (e != ACL_SUCCESS) return (void *)2;
+        *records += (long)(len / 512);
+        if (len > 0 && aclprofExtRingRelease(r, len) != ACL_SUCCESS) return (void *)3;
+        if (aclprofExtRingDetach(r) != ACL_SUCCESS) return (void *)4;
+    }
+    return NULL;
+}
+
+static void *start_stop(void *arg) {
+    aclprofConfig *cfg = arg;
+    while (!g_traffic) {
+        if (aclprofStart(cfg) != ACL_SUCCESS) return (void *)1;
+        for (int i = 0; i < 50; i++) aclprofExtReportOp(g_model, "file/op", "Add", 1, 2);
+        if (aclprofStop(cfg) != ACL_SUCCESS) return (void *)2;
+    }
+    return NULL;
+}
+
+/* A child of a process under traffic: a call of each kind, each needing its locks. */
+static int traffic_child(void) {
+    alarm(30);
+    unsigned n = 300000;
+    uint32_t id = 0;
+    if (new_meta(&n, &id) != ACL_SUCCESS || id == 0) return 3;
+    if (aclprofExtReportOpMeta(g_model, "child/op", "Add", 1, 2, id) != ACL_SUCCESS) return 4;
+    if (mem_event(0x2000, 64) != ACL_SUCCESS || mem_event(0x2000, -64) != ACL_SUCCESS) return 5;
+    if (runtime_round() != 0) return 6;
+    /* a ring of its own: subscribed, attached, read and ended */
+    int fd = -1;
+    if (aclprofExtRingSubscribe(g_model, NULL, 64, &fd) != ACL_SUCCESS) return 7;
+    aclprofExtRing *r = NULL;
+    if (aclprofExtRingAttach(NULL, fd, &r) != ACL_SUCCESS) return 8;
+    for (int i = 0; i < 5; i++)
+        if (aclprofExtReportOp(g_model, "child/op", "Add", 1, 2) != ACL_SUCCESS) return 9;
+    const void *recs = NULL;
+    size_t len = 0;
+    if (aclprofExtRingAcquire(r, 64, 10000, &recs, &len) != ACL_SUCCESS || len != 5 * 512) return 10;
+    if (aclprofExtRingRelease(r, len) != ACL_SUCCESS) return 11;
+    if (aclprofModelUnSubscribe(g_model) != ACL_SUCCESS || aclprofExtRingDetach(r) != ACL_SUCCESS) return 12;
+    /* file mode of its own */
+    char dir[4096];
+    MAKE_TEMP_DIR(dir);
+    if (aclprofInit(dir, strlen(dir)) != ACL_SUCCESS) return 13;
+    uint32_t dev = 0;
+    aclprofConfig *cfg = aclprofCreateConfig(&dev, 1, ACL_AICORE_NONE, NULL, ACL_PROF_TASK_TIME);
+    if (cfg == NULL || aclprofStart(cfg) != ACL_SUCCESS) return 14;
+    if (aclprofExtReportOp(g_model, "child/op", "Add", 1, 2) != ACL_SUCCESS) return 15;
+    if (aclprofStop(cfg) != ACL_SUCCESS || aclprofFinalize() != ACL_SUCCESS) return 16;
+    return 0;
+}
+
+static void fork_many(int forks) {
+    for (int k = 0; k < forks; k++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(traffic_child());
+        int status = 0;
+        CHECK_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "child %d: %s %d\n", k, WIFEXITED(status) ? "exit" : "signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            CHECK(!"the child held");
+        }
+    }
+}
+
+static void join_all(pthread_t *t, int n) {
+    for (int i = 0; i < n; i++) {
+        void *failed;
+        pthread_join(t[i], &failed);
+        CHECK(failed == NULL);
+    }
+}
+
+/* N forks while op metadata, rings, reports, memory events and the runtime are in use;
+ * then N while file-mode sessions start and stop. No child may hang or fail a call. */
+static int g_forks;
+static void test_children_under_traffic(void) {
+    int forks = g_forks;
+    CHECK_EQ(aclprofExtModelLoad("traffic", 0, &g_model), ACL_SUCCESS);
+    char desc[] = "/tmp/aclprof-fork-XXXXXX";
+    int dfd = mkstemp(desc);
+    CHECK(dfd >= 0);
+    const char *json = "{\"name\": \"sim\", \"ops\": [{\"name\": \"a\", \"type\": \"Add\", \"duration_us\": 1}]}";
+    CHECK_EQ(write(dfd, json, strlen(json)), (ssize_t)strlen(json));
+    close(dfd);
+    CHECK_EQ(aclprofExtSimModelLoad(desc, &g_simModel), ACL_SUCCESS);
+    unlink(desc);
+    CHECK_EQ(aclprofExtRingSubscribe(g_model, NULL, 4096, &g_ringFd), ACL_SUCCESS);
+    long ringRecords = 0;
+    pthread_t t[5];
+    pthread_create(&t[0], NULL, meta_traffic, NULL);
+    pthread_create(&t[1], NULL, mem_traffic, NULL);
+    pthread_create(&t[2], NULL, ring_traffic, &ringRecords);
+    pthread_create(&t[3], NULL, runtime_user, NULL);
+    pthread_create(&t[4], NULL, reporter, NULL);
+    fork_many(forks);
+    g_traffic = 1;
+    g_stop = 1;
+    join_all(t, 3);
+    join_all(&t[3], 1);
+    void *reported;
+    pthread_join(t[4], &reported);
+    CHECK(ringRecords > 0);
+    CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
+
+    char dir[4096];
+    MAKE_TEMP_DIR(dir);
+    CHECK_EQ(aclprofInit(dir, strlen(dir)), ACL_SUCCESS);
+    uint32_t dev = 0;
+    aclprofConfig *cfg = aclprofCreateConfig(&dev, 1, ACL_AICORE_NONE, NULL,
+                                             ACL_PROF_TASK_TIME | ACL_PROF_TASK_MEMORY);
+    CHECK(cfg != NULL);
+    g_traffic = 0;
+    g_stop = 0;
+    pthread_create(&t[0], NULL, meta_traffic, NULL);
+    pthread_create(&t[1], NULL, mem_traffic, NULL);
+    pthread_create(&t[2], NULL, start_stop, cfg);
+    pthread_create(&t[3], NULL, runtime_user, NULL);
+    fork_many(forks);
+    g_traffic = 1;
+    g_stop = 1;
+    join_all(t, 4);
+    CHECK_EQ(aclprofFinalize(), ACL_SUCCESS);
+    aclprofDestroyConfig(cfg);
+}
+
 int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "envmode") == 0) {
+    if (argc > 2 && strcmp(argv[1], "traffic") == 0) {
+        g_forks = atoi(argv[2]);
+        RUN(test_children_under_traffic);
+    } else if (argc > 1 && strcmp(argv[1], "envmode") == 0) {
         RUN(test_child_of_env_mode_process_exits_cleanly);
     } else {
         RUN(test_children_of_a_reporting_process);

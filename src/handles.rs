@@ -6,29 +6,34 @@
 //! already-destroyed pointer is simply "not found": CANN crashes or double-frees there; we
 //! return the error the surrounding check uses.
 
+use crate::fork::{Global, Mutex, MutexGuard, Rank, Release};
 use std::collections::HashMap;
-use std::sync::Mutex;
 
+/// A table of handles; a global one is declared with [`crate::fork::global!`]. Handles stay
+/// valid in a forked child.
 pub struct Table<T> {
     live: Mutex<Option<HashMap<usize, Box<T>>>>,
 }
 
+impl<T: Send> Global for Table<T> {
+    fn rank(&self) -> Rank {
+        self.live.rank()
+    }
+
+    fn hold(&'static self) -> Release {
+        self.live.hold()
+    }
+}
+
 impl<T> Table<T> {
-    pub const fn new() -> Self {
+    pub const fn new(rank: Rank) -> Self {
         Table {
-            live: Mutex::new(None),
+            live: Mutex::new(rank, None),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<HashMap<usize, Box<T>>>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Holds the table's lock across `fork()` (see [`crate::fork`]); handles stay valid in
-    /// the child.
-    pub(crate) fn fork_prepare(&'static self) -> crate::fork::Release {
-        let g = self.lock();
-        Box::new(move |_child| drop(g))
+    fn lock(&self) -> MutexGuard<'_, Option<HashMap<usize, Box<T>>>> {
+        self.live.lock()
     }
 
     /// Takes ownership of `value` and returns its handle (never null).
@@ -60,19 +65,13 @@ impl<T> Table<T> {
     }
 }
 
-impl<T> Default for Table<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn lifecycle() {
-        let t: Table<u32> = Table::new();
+        let t: Table<u32> = Table::new(Rank::Configs);
         let h = t.insert(5);
         assert_ne!(h, 0);
         assert_eq!(t.with(h, |v| *v), Some(5));

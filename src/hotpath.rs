@@ -8,12 +8,13 @@
 //!   a pipe subscription.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
+use crate::fork::{global, Mutex, Rank, RwLock};
 use crate::formats::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
 use crate::transport::{lane::Mem, Sub};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// [`LISTENING`] while any subscription, file-mode sink or watcher exists; [`ASKED`] while
 /// a watcher's attach request waits to be answered (see [`poke`]). The idle path loads it
@@ -25,23 +26,42 @@ const ASKED: u8 = 2;
 static ON_ASKED: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 /// Bumped whenever routes change (subscribe, unsubscribe, model load/unload).
 static GEN: AtomicU64 = AtomicU64::new(1);
-static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
-/// File mode: device -> the sink recording that device's ops.
-static FILE_SINKS: RwLock<Option<HashMap<u32, Arc<Sub>>>> = RwLock::new(None);
-/// The process's watcher (`aclprof top`, attached through the `watch` module): every op
-/// of every model.
-static TAP: RwLock<Option<Arc<Sub>>> = RwLock::new(None);
+global! {
+    /// Model -> its subscription. A forked child routes nothing it inherited: the
+    /// subscriptions, file-mode sinks and tap are the parent's; its cached process and
+    /// thread ids are read anew.
+    static SUBS: RwLock<Option<HashMap<u32, Arc<Sub>>>> =
+        RwLock::reset_in_child(Rank::Subs, None, |s| {
+            std::mem::forget(s.take());
+            FORK_GEN.fetch_add(1, Ordering::Relaxed);
+            ACTIVE.store(0, Ordering::Relaxed);
+            routes_changed();
+        });
+}
+global! {
+    /// File mode: device -> the sink recording that device's ops.
+    static FILE_SINKS: RwLock<Option<HashMap<u32, Arc<Sub>>>> =
+        RwLock::reset_in_child(Rank::FileSinks, None, |s| std::mem::forget(s.take()));
+}
+global! {
+    /// The process's watcher (`aclprof top`, attached through the `watch` module): every op
+    /// of every model.
+    static TAP: RwLock<Option<Arc<Sub>>> =
+        RwLock::reset_in_child(Rank::Tap, None, |t| std::mem::forget(t.take()));
+}
 static NEXT_OP_INDEX: AtomicU64 = AtomicU64::new(1);
 static NEXT_STREAM: AtomicU32 = AtomicU32::new(1);
-/// Streams of threads that have exited, with the end of their last op, for new threads to
-/// reuse (as a device reuses its streams): the number of streams, and so of file-mode stream
-/// files, follows the number of reporting threads alive at once, not of all that ever ran.
-static FREE_STREAMS: std::sync::Mutex<Vec<(u32, u64)>> = std::sync::Mutex::new(Vec::new());
+global! {
+    /// Streams of threads that have exited, with the end of their last op, for new threads to
+    /// reuse (as a device reuses its streams): the number of streams, and so of file-mode stream
+    /// files, follows the number of reporting threads alive at once, not of all that ever ran.
+    static FREE_STREAMS: Mutex<Vec<(u32, u64)>> = Mutex::new(Rank::FreeStreams, Vec::new());
+}
 
 /// A stream for a thread whose first op starts at `start`: a free one whose ops all ended
 /// by then (so each stream's ops stay in time order), else a new one.
 fn take_stream(start: u64) -> u32 {
-    let mut free = FREE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut free = FREE_STREAMS.lock();
     match free.iter().position(|&(_, end)| end <= start) {
         Some(i) => free.swap_remove(i).0,
         None => NEXT_STREAM.fetch_add(1, Ordering::Relaxed),
@@ -199,7 +219,6 @@ impl Drop for Local {
         if self.ids.stream != 0 {
             FREE_STREAMS
                 .lock()
-                .unwrap_or_else(|p| p.into_inner())
                 .push((self.ids.stream, self.ids.last_end));
         }
     }
@@ -241,29 +260,6 @@ pub(crate) fn thread_exit() {
 
 /// Bumped in a forked child so cached process and thread ids are re-read.
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
-
-/// Holds the route tables across `fork()`. A child routes nothing it inherited: the
-/// subscriptions and file-mode sinks are the parent's (see [`crate::fork`]).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    // First: [`publish`] takes it before the tables.
-    let listeners = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
-    let mut subs = SUBS.write().unwrap_or_else(|p| p.into_inner());
-    let mut sinks = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
-    let mut tap = TAP.write().unwrap_or_else(|p| p.into_inner());
-    let free = FREE_STREAMS.lock().unwrap_or_else(|p| p.into_inner());
-    Box::new(move |child| {
-        drop(free);
-        drop(listeners);
-        if child {
-            std::mem::forget(subs.take());
-            std::mem::forget(sinks.take());
-            std::mem::forget(tap.take());
-            FORK_GEN.fetch_add(1, Ordering::Relaxed);
-            ACTIVE.store(0, Ordering::Relaxed);
-            routes_changed();
-        }
-    })
-}
 
 /// True while someone listens for reported ops, or a watcher asked to attach (the idle
 /// fast path's one atomic load).
@@ -323,7 +319,7 @@ pub fn routes_changed() {
 /// Makes `sub` the destination of `model`'s ops (or removes the route with `None`);
 /// returns the previous destination.
 pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
-    let mut g = SUBS.write().unwrap_or_else(|p| p.into_inner());
+    let mut g = SUBS.write();
     let m = g.get_or_insert_with(HashMap::new);
     let old = match sub {
         Some(s) => m.insert(model, s),
@@ -338,7 +334,7 @@ pub fn set_route(model: u32, sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
 
 /// File mode: records ops of models on these devices into these sinks (empty: stop).
 pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
-    let mut g = FILE_SINKS.write().unwrap_or_else(|p| p.into_inner());
+    let mut g = FILE_SINKS.write();
     *g = Some(sinks);
     routes_changed(); // (as in set_route)
     drop(g);
@@ -348,7 +344,7 @@ pub fn set_file_sinks(sinks: HashMap<u32, Arc<Sub>>) {
 /// Makes `sub` the process's watcher, which gets every op of every model besides their
 /// own destinations (or removes it with `None`); returns the previous one.
 pub fn set_tap(sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
-    let mut g = TAP.write().unwrap_or_else(|p| p.into_inner());
+    let mut g = TAP.write();
     let old = std::mem::replace(&mut *g, sub);
     routes_changed(); // (as in set_route)
     drop(g);
@@ -359,14 +355,11 @@ pub fn set_tap(sub: Option<Arc<Sub>>) -> Option<Arc<Sub>> {
 /// Reporting is active while any subscription, file-mode sink or watcher exists. The
 /// listeners hear of each change, in order: the state is decided and told under one lock.
 fn publish() {
-    let listeners = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
+    let listeners = LISTENERS.lock();
     let any = |m: &RwLock<Option<HashMap<u32, Arc<Sub>>>>| {
-        m.read()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-            .is_some_and(|m| !m.is_empty())
+        m.read().as_ref().is_some_and(|m| !m.is_empty())
     };
-    let tap = TAP.read().unwrap_or_else(|p| p.into_inner()).is_some();
+    let tap = TAP.read().is_some();
     let now = any(&SUBS) || any(&FILE_SINKS) || tap;
     let before = if now {
         ACTIVE.fetch_or(LISTENING, Ordering::AcqRel)
@@ -405,7 +398,9 @@ impl Listener {
 
 /// At most this many listeners: each costs every subscribe and unsubscribe a call.
 pub const MAX_LISTENERS: usize = 16;
-static LISTENERS: std::sync::Mutex<Vec<Listener>> = std::sync::Mutex::new(Vec::new());
+global! {
+    static LISTENERS: Mutex<Vec<Listener>> = Mutex::new(Rank::Listeners, Vec::new());
+}
 
 /// Calls `f(listening, user)` now, with whether anyone listens for reported ops, and again
 /// each time that changes, from the thread that changed it (a subscribe, an unsubscribe,
@@ -413,7 +408,7 @@ static LISTENERS: std::sync::Mutex<Vec<Listener>> = std::sync::Mutex::new(Vec::n
 /// through callbacks of its own installs them only while someone listens. `f` must not
 /// call back into the library (it runs under the lock that orders the calls).
 pub fn listen(f: ListenFn, user: *mut std::ffi::c_void) -> Result<()> {
-    let mut l = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut l = LISTENERS.lock();
     let me = Listener(f, user as usize);
     if l.contains(&me) {
         return err(
@@ -434,7 +429,7 @@ pub fn listen(f: ListenFn, user: *mut std::ffi::c_void) -> Result<()> {
 
 /// Undoes [`listen`]; `f` is not called again once this returns.
 pub fn unlisten(f: ListenFn, user: *mut std::ffi::c_void) -> Result<()> {
-    let mut l = LISTENERS.lock().unwrap_or_else(|p| p.into_inner());
+    let mut l = LISTENERS.lock();
     let me = Listener(f, user as usize);
     match l.iter().position(|x| *x == me) {
         Some(i) => {
@@ -459,9 +454,9 @@ type Dests = [Option<Arc<Sub>>; 3];
 /// model is not loaded.
 fn lookup(model: u32) -> Option<(u32, Dests, u64)> {
     let m = crate::registry::get(model)?;
-    let subs = SUBS.read().unwrap_or_else(|p| p.into_inner());
-    let sinks = FILE_SINKS.read().unwrap_or_else(|p| p.into_inner());
-    let tap = TAP.read().unwrap_or_else(|p| p.into_inner()).clone();
+    let subs = SUBS.read();
+    let sinks = FILE_SINKS.read();
+    let tap = TAP.read().clone();
     let sub = subs.as_ref().and_then(|s| s.get(&model)).cloned();
     let sink = sinks.as_ref().and_then(|s| s.get(&m.device)).cloned();
     let gen = GEN.load(Ordering::Acquire);

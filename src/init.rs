@@ -17,7 +17,6 @@ use std::collections::HashMap;
 pub fn ensure() -> &'static crate::settings::Settings {
     static ENV_MODE: std::sync::Once = std::sync::Once::new();
     let s = crate::settings::get();
-    crate::fork::watch(FORK_PREPARES);
     ENV_MODE.call_once(|| {
         // A panic must not poison the Once (every later call would then panic).
         let _ = std::panic::catch_unwind(start_env_mode);
@@ -25,23 +24,6 @@ pub fn ensure() -> &'static crate::settings::Settings {
     crate::watch::start();
     s
 }
-
-/// Every module's fork handler, in the order the code nests their locks (see
-/// [`crate::fork`]).
-const FORK_PREPARES: &[crate::fork::Prepare] = &[
-    crate::runtime::fork_prepare,
-    || vec![crate::sim::fork_prepare()],
-    || vec![crate::memory::fork_prepare()],
-    crate::tx::fork_prepare,
-    crate::profiler::fork_prepare,
-    || vec![crate::registry::fork_prepare()],
-    || vec![crate::hotpath::fork_prepare()],
-    || vec![crate::filemode::fork_prepare()],
-    || vec![crate::transport::fork_prepare_fds()],
-    || vec![crate::transport::fork_prepare_flusher()],
-    || vec![crate::names::fork_prepare()],
-    || vec![crate::watch::fork_prepare()],
-];
 
 /// `PROFILING_OPTIONS` keys (the ones TensorFlow/GE users write) -> ACL_PROF_* bits.
 /// `task_time` is newer CANN's name for `task_trace` (npu_bridge's default options use it).

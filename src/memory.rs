@@ -5,10 +5,10 @@
 //! only the application's and the models' totals are kept (an add under a lock), so that a
 //! session started later samples what the process already holds.
 
+use crate::fork::{global, Mutex, Rank};
 use crate::formats::host::HostEvent;
 use crate::formats::memory::{MemEvent, PlanEntry, Pool};
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 /// A pool's totals: bytes in use and bytes held from the device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,13 +17,9 @@ pub struct Totals {
     pub reserved: u64,
 }
 
-static POOLS: Mutex<BTreeMap<(u32, Pool), Totals>> = Mutex::new(BTreeMap::new());
-
-/// Holds the pools' lock across `fork()` (see [`crate::fork`]); a leaf: nothing else is
-/// locked while it is held. The child keeps the parent's totals (its memory is a copy).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let g = POOLS.lock().unwrap_or_else(|p| p.into_inner());
-    Box::new(move |_child| drop(g))
+global! {
+    /// Each pool's totals; a forked child keeps the parent's (its memory is a copy).
+    static POOLS: Mutex<BTreeMap<(u32, Pool), Totals>> = Mutex::new(Rank::Pools, BTreeMap::new());
 }
 
 /// The operator pool holds device memory in blocks of this size, as a caching allocator
@@ -59,7 +55,7 @@ pub fn event(
     given: Option<Totals>,
 ) {
     let t = {
-        let mut pools = POOLS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pools = POOLS.lock();
         let t = pools.entry((device, pool)).or_default();
         *t = given.unwrap_or_else(|| next(pool, *t, size));
         *t
@@ -102,7 +98,7 @@ fn next(pool: Pool, t: Totals, size: i64) -> Totals {
 /// Every pool's totals now, by device, or None if a thread holds the pools this instant:
 /// a reader (the watcher) that must never make the program wait asks again later.
 pub fn try_totals() -> Option<Vec<(u32, Pool, Totals)>> {
-    let pools = POOLS.try_lock().ok()?;
+    let pools = POOLS.try_lock()?;
     Some(pools.iter().map(|(&(d, p), &t)| (d, p, t)).collect())
 }
 
@@ -111,7 +107,6 @@ pub fn try_totals() -> Option<Vec<(u32, Pool, Totals)>> {
 pub fn snapshot() {
     let pools: Vec<((u32, Pool), Totals)> = POOLS
         .lock()
-        .unwrap_or_else(|p| p.into_inner())
         .iter()
         .filter(|(_, t)| **t != Totals::default())
         .map(|(k, t)| (*k, *t))

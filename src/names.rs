@@ -8,8 +8,9 @@
 //! 4096 × 2 × 4 KiB = 32 MiB, whatever names arrive. Only truncated ops touch this table (a
 //! mutex is fine there).
 
+use crate::fork::{global, Mutex, MutexGuard, Rank};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub const CAPACITY: usize = 4096;
 /// The longest string kept whole, in bytes.
@@ -43,16 +44,13 @@ struct Table {
     order: VecDeque<u64>,
 }
 
-static TABLE: Mutex<Option<Table>> = Mutex::new(None);
-
-fn lock() -> std::sync::MutexGuard<'static, Option<Table>> {
-    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+global! {
+    /// Long names by op; a forked child keeps them.
+    static TABLE: Mutex<Option<Table>> = Mutex::new(Rank::Names, None);
 }
 
-/// Holds the table's lock across `fork()` (see [`crate::fork`]).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let g = lock();
-    Box::new(move |_child| drop(g))
+fn lock() -> MutexGuard<'static, Option<Table>> {
+    TABLE.lock()
 }
 
 pub fn remember(op_index: u64, name: &[u8], op_type: &[u8]) {
@@ -86,7 +84,7 @@ mod tests {
     use super::*;
 
     /// The table is process-wide: tests that fill it run one at a time.
-    static ONE: Mutex<()> = Mutex::new(());
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
     #[test]
     fn bounded_and_oldest_first() {

@@ -4,11 +4,12 @@
 //! id. The export writes the ids its directory uses to `op_meta.tsv` beside the records, so
 //! another process (a re-export, `aclprof analyze`) reads them too. A leaf.
 
+use crate::fork::{global, Mutex, MutexGuard, Rank};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// An op's tensors as a real run wrote them (CANN's text, `;` between tensors; empty where
 /// unknown) and its cost where known.
@@ -108,13 +109,16 @@ struct Table {
     bytes: usize,
 }
 
-static TABLE: Mutex<Option<Table>> = Mutex::new(None);
+global! {
+    /// Every description; a forked child keeps them, so its ids stay valid.
+    static TABLE: Mutex<Option<Table>> = Mutex::new(Rank::OpMeta, None);
+}
 static REFUSED: AtomicU64 = AtomicU64::new(0);
 /// How many descriptions the table holds (ids 1..=COUNT are valid).
 static COUNT: AtomicU32 = AtomicU32::new(0);
 
-fn table() -> std::sync::MutexGuard<'static, Option<Table>> {
-    TABLE.lock().unwrap_or_else(|e| e.into_inner())
+fn table() -> MutexGuard<'static, Option<Table>> {
+    TABLE.lock()
 }
 
 /// The id of `meta` (1-based; the same id for equal descriptions), or None when the table is

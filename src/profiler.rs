@@ -2,6 +2,7 @@
 //! subscriptions, glued together. `ffi/` only converts C arguments and calls in here.
 
 use crate::error::*;
+use crate::fork::{global, Mutex, MutexGuard, Rank};
 use crate::handles::Table;
 use crate::hotpath;
 use crate::settings;
@@ -9,22 +10,44 @@ use crate::state::{self, Core, ProfConfig};
 use crate::transport::{self, Counts, Dest, Sub, UserFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
-static CORE: Mutex<Option<Core>> = Mutex::new(None);
-pub static CONFIGS: Table<ProfConfig> = Table::new();
-pub static SUB_CONFIGS: Table<SubConfig> = Table::new();
+global! {
+    /// The profiler; a forked child is not initialised.
+    static CORE: Mutex<Option<Core>> =
+        Mutex::reset_in_child(Rank::Core, None, |c| std::mem::forget(c.take()));
+}
+global! {
+    pub static CONFIGS: Table<ProfConfig> = Table::new(Rank::Configs);
+}
+global! {
+    pub static SUB_CONFIGS: Table<SubConfig> = Table::new(Rank::SubConfigs);
+}
 static NEXT_CONFIG_ID: AtomicU64 = AtomicU64::new(1);
-/// Every subscription not yet retired (subscribed, or flushing in an unsubscribe).
-static LIVE: Mutex<Vec<Arc<Sub>>> = Mutex::new(Vec::new());
-/// Counts of retired subscriptions.
-static RETIRED: Mutex<Counts> = Mutex::new(Counts {
-    reported: 0,
-    delivered: 0,
-    dropped: 0,
-    bytes: 0,
-});
+global! {
+    /// Every subscription not yet retired (subscribed, or flushing in an unsubscribe). A
+    /// forked child orphans them: they are the parent's.
+    static LIVE: Mutex<Vec<Arc<Sub>>> = Mutex::reset_in_child(Rank::Live, Vec::new(), |live| {
+        for s in live.drain(..) {
+            s.orphan();
+            std::mem::forget(s);
+        }
+    });
+}
+global! {
+    /// Counts of retired subscriptions; a forked child's start from zero.
+    static RETIRED: Mutex<Counts> = Mutex::reset_in_child(
+        Rank::Retired,
+        Counts {
+            reported: 0,
+            delivered: 0,
+            dropped: 0,
+            bytes: 0,
+        },
+        |r| *r = Counts::default(),
+    );
+}
 
 /// What `aclprofCreateSubscribeConfig` built.
 #[derive(Clone, Copy, Debug)]
@@ -35,7 +58,7 @@ pub struct SubConfig {
 }
 
 fn core() -> MutexGuard<'static, Option<Core>> {
-    CORE.lock().unwrap_or_else(|p| p.into_inner())
+    CORE.lock()
 }
 
 fn with_core<R>(f: impl FnOnce(&mut Core) -> R) -> R {
@@ -44,7 +67,7 @@ fn with_core<R>(f: impl FnOnce(&mut Core) -> R) -> R {
 }
 
 fn live() -> MutexGuard<'static, Vec<Arc<Sub>>> {
-    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+    LIVE.lock()
 }
 
 fn config(handle: usize, what: &str) -> Result<ProfConfig> {
@@ -57,39 +80,6 @@ fn config(handle: usize, what: &str) -> Result<ProfConfig> {
         },
         Ok,
     )
-}
-
-/// Holds the global state's locks across `fork()`. A child starts fresh: not initialised,
-/// no subscriptions, no file-mode session, statistics from zero; the parent's
-/// subscriptions and session are orphaned in the child, never written (see
-/// [`crate::fork`]). Configs and their handles stay valid.
-pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
-    let configs = CONFIGS.fork_prepare();
-    let sub_configs = SUB_CONFIGS.fork_prepare();
-    let mut core = core();
-    let mut retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
-    let mut live = live();
-    let mut session = SESSION.lock().unwrap_or_else(|p| p.into_inner());
-    vec![
-        configs,
-        sub_configs,
-        Box::new(move |child| {
-            if child {
-                for s in live.drain(..) {
-                    s.orphan();
-                    std::mem::forget(s);
-                }
-                if let Some(sess) = session.take() {
-                    for s in sess.sinks() {
-                        s.orphan();
-                    }
-                    std::mem::forget(sess);
-                }
-                std::mem::forget(core.take());
-                *retired = Counts::default();
-            }
-        }),
-    ]
 }
 
 pub fn init(path: &Path) -> Result<()> {
@@ -105,17 +95,24 @@ pub fn init(path: &Path) -> Result<()> {
     with_core(|c| c.init(path)).map(|_| ())
 }
 
-/// The running file-mode session, if any.
-static SESSION: Mutex<Option<crate::filemode::Session>> = Mutex::new(None);
+global! {
+    /// The running file-mode session, if any. A forked child orphans it: it is the parent's,
+    /// never written or exported by the child.
+    static SESSION: Mutex<Option<crate::filemode::Session>> =
+        Mutex::reset_in_child(Rank::Session, None, |s| {
+            if let Some(sess) = s.take() {
+                for s in sess.sinks() {
+                    s.orphan();
+                }
+                std::mem::forget(sess);
+            }
+        });
+}
 
 /// Exports a result directory again (`aclprofExtExport`), unless it is the one this
 /// process is recording into: its stream files are still being written.
 pub fn export_again(dir: &Path) -> Result<()> {
-    let running = SESSION
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map(|s| s.dir.clone());
+    let running = SESSION.lock().as_ref().map(|s| s.dir.clone());
     let same = |a: &Path, b: &Path| match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
@@ -133,7 +130,7 @@ pub fn export_again(dir: &Path) -> Result<()> {
 }
 
 fn end_session() -> Result<()> {
-    let s = SESSION.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let s = SESSION.lock().take();
     match s {
         Some(s) => crate::filemode::end(s).map(|_| ()),
         None => Ok(()),
@@ -204,7 +201,7 @@ pub fn start(handle: usize) -> Result<()> {
         );
     };
     match crate::filemode::begin(&root, run.dir_index - 1, &c, &core.config_values()) {
-        Ok(s) => *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(s),
+        Ok(s) => *SESSION.lock() = Some(s),
         Err(e) => {
             core.abort_start();
             return Err(e);
@@ -320,7 +317,7 @@ pub fn unsubscribe(model: u32) -> Result<()> {
     let shared = {
         // Moved from the live list to the retired counts in one step (both locks held, in
         // `stats`'s order), so no `stats` call sees it in neither or in both.
-        let mut retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+        let mut retired = RETIRED.lock();
         let mut l = live();
         l.retain(|s| !Arc::ptr_eq(s, &sub));
         *retired += c;
@@ -350,7 +347,7 @@ pub fn unsubscribe(model: u32) -> Result<()> {
 pub fn flush() -> Result<()> {
     let deadline = Instant::now() + settings::get().unsubscribe_timeout;
     let mut subs: Vec<Arc<Sub>> = live().clone();
-    if let Some(s) = SESSION.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+    if let Some(s) = SESSION.lock().as_ref() {
         subs.extend(s.sinks().iter().cloned());
     }
     let host_lost = crate::filemode::flush_host_events();
@@ -403,7 +400,7 @@ pub fn flush() -> Result<()> {
 }
 
 pub fn stats() -> Counts {
-    let retired = RETIRED.lock().unwrap_or_else(|p| p.into_inner());
+    let retired = RETIRED.lock();
     let mut c = *retired;
     for s in live().iter() {
         c += s.counts();
@@ -459,7 +456,7 @@ pub fn start_env_session(
     let r = crate::filemode::begin(&root, index - 1, config, &values);
     match r {
         Ok(session) => {
-            *SESSION.lock().unwrap_or_else(|p| p.into_inner()) = Some(session);
+            *SESSION.lock() = Some(session);
             session_started(config.data_type);
             Ok(())
         }

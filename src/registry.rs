@@ -5,8 +5,9 @@
 //! recorded op can never silently refer to a different model.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_DEVICE, ACL_ERROR_INVALID_MODEL_ID};
+use crate::fork::{global, Rank, RwLock};
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Model {
@@ -75,22 +76,18 @@ impl Registry {
     }
 }
 
-static REGISTRY: RwLock<Option<Registry>> = RwLock::new(None);
+global! {
+    /// The loaded models, which a forked child keeps.
+    static REGISTRY: RwLock<Option<Registry>> = RwLock::new(Rank::Registry, None);
+}
 
 pub fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> R {
-    let mut g = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
+    let mut g = REGISTRY.write();
     f(g.get_or_insert_with(Registry::default))
 }
 
-/// Holds the registry's lock across `fork()`; a child keeps the parent's models (see
-/// [`crate::fork`]).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let g = REGISTRY.write().unwrap_or_else(|p| p.into_inner());
-    Box::new(move |_child| drop(g))
-}
-
 pub fn get(id: u32) -> Option<Model> {
-    let g = REGISTRY.read().unwrap_or_else(|p| p.into_inner());
+    let g = REGISTRY.read();
     g.as_ref()?.get(id).cloned()
 }
 

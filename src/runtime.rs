@@ -19,6 +19,7 @@ use crate::error::{
     ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_RT_CONTEXT_NULL,
     ACL_ERROR_RT_INVALID_DEVICEID,
 };
+use crate::fork::{global, Mutex, MutexGuard, Rank};
 use crate::formats::memory::Pool;
 use crate::handles::Table;
 use crate::sim::SimModel;
@@ -27,7 +28,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// `aclrtRunMode`: the program runs on the host (ACL_HOST), with device memory separate,
 /// as on an Atlas inference card.
@@ -61,36 +62,25 @@ struct Desc {
     model: Option<Arc<SimModel>>,
 }
 
-static CONTEXTS: Table<OnDevice> = Table::new();
-static STREAMS: Table<OnDevice> = Table::new();
-static BUFFERS: Table<DataBuffer> = Table::new();
-static DATASETS: Table<Dataset> = Table::new();
-static DESCS: Table<Desc> = Table::new();
-/// Address -> layout of each live `aclrtMalloc`/`aclrtMallocHost` block.
 /// Live allocations: their layout, and the device of device memory (None: host memory).
 type Allocations = HashMap<usize, (Layout, Option<u32>)>;
-static MEMORY: Mutex<Option<Allocations>> = Mutex::new(None);
-/// The work and weight memory the runtime allocated for a loaded model: (device, bytes).
-static MODEL_MEMORY: Mutex<Option<HashMap<u32, (u32, u64)>>> = Mutex::new(None);
+
+global! {
+    static CONTEXTS: Table<OnDevice> = Table::new(Rank::Contexts);
+    static STREAMS: Table<OnDevice> = Table::new(Rank::Streams);
+    static BUFFERS: Table<DataBuffer> = Table::new(Rank::Buffers);
+    static DATASETS: Table<Dataset> = Table::new(Rank::Datasets);
+    static DESCS: Table<Desc> = Table::new(Rank::Descs);
+    /// Address -> layout of each live `aclrtMalloc`/`aclrtMallocHost` block.
+    static MEMORY: Mutex<Option<Allocations>> = Mutex::new(Rank::Allocations, None);
+    /// The work and weight memory the runtime allocated for a loaded model: (device, bytes).
+    static MODEL_MEMORY: Mutex<Option<HashMap<u32, (u32, u64)>>> =
+        Mutex::new(Rank::ModelMemory, None);
+}
 
 thread_local! {
     static CURRENT_DEVICE: Cell<Option<i32>> = const { Cell::new(None) };
     static CURRENT_CONTEXT: Cell<usize> = const { Cell::new(0) };
-}
-
-/// Holds the runtime's locks across `fork()` (see [`crate::fork`]); its handles and memory
-/// stay valid in the child. They are leaves: no other lock is taken while one is held.
-pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
-    let memory = memory();
-    let models = MODEL_MEMORY.lock().unwrap_or_else(|p| p.into_inner());
-    vec![
-        CONTEXTS.fork_prepare(),
-        STREAMS.fork_prepare(),
-        BUFFERS.fork_prepare(),
-        DATASETS.fork_prepare(),
-        DESCS.fork_prepare(),
-        Box::new(move |_child| drop((memory, models))),
-    ]
 }
 
 fn invalid<T>(msg: impl Into<String>) -> Result<T> {
@@ -247,8 +237,8 @@ pub fn synchronize_stream(h: usize) -> Result<()> {
 
 // ---- memory -----------------------------------------------------------------------------
 
-fn memory() -> std::sync::MutexGuard<'static, Option<Allocations>> {
-    MEMORY.lock().unwrap_or_else(|p| p.into_inner())
+fn memory() -> MutexGuard<'static, Option<Allocations>> {
+    MEMORY.lock()
 }
 
 /// The device `aclrtMalloc` allocates on: the calling thread's (device 0 if it set none).
@@ -423,7 +413,6 @@ pub fn load_model(path: &Path, own_memory: bool) -> Result<u32> {
         let bytes = (SIM_WORK_SIZE + SIM_WEIGHT_SIZE) as u64;
         MODEL_MEMORY
             .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .get_or_insert_with(HashMap::new)
             .insert(id, (dev, bytes));
         let name = format!("model {id}");
@@ -455,11 +444,7 @@ pub fn unload_model(model: u32) -> Result<()> {
     loaded(model)?;
     crate::profiler::model_unload(model)?;
     crate::sim::forget(model);
-    let owned = MODEL_MEMORY
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_mut()
-        .and_then(|m| m.remove(&model));
+    let owned = MODEL_MEMORY.lock().as_mut().and_then(|m| m.remove(&model));
     if let Some((dev, bytes)) = owned {
         let (name, at) = (format!("model {model}"), crate::clock::now_ns());
         crate::memory::event(dev, Pool::Model, 0, -(bytes as i64), &name, at, None);

@@ -11,12 +11,12 @@
 //! host event log.
 
 use crate::error::*;
+use crate::fork::{global, Mutex, Rank};
 use crate::formats::host::{HostEvent, StepTag, TxKind};
 use crate::handles::Table;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
 
 /// Stamps alive at once (CANN's pool size).
 pub const MAX_STAMPS: usize = 100;
@@ -62,31 +62,22 @@ pub enum Event {
 }
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
-pub static STAMPS: Table<Stamp> = Table::new();
-static RANGES: Mutex<Option<HashMap<u32, (String, u64)>>> = Mutex::new(None);
+global! {
+    pub static STAMPS: Table<Stamp> = Table::new(Rank::Stamps);
+}
+global! {
+    /// Open ranges; a forked child has none, and starts with msproftx off.
+    static RANGES: Mutex<Option<HashMap<u32, (String, u64)>>> =
+        Mutex::reset_in_child(Rank::Ranges, None, |r| {
+            *r = None;
+            set_enabled(false);
+        });
+}
 static NEXT_RANGE: AtomicU32 = AtomicU32::new(1);
 static NEXT_MARK: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
     static STACK: RefCell<Vec<(String, u64)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Holds msproftx's locks across `fork()`; a child starts with msproftx off and no open
-/// ranges (see [`crate::fork`]).
-pub(crate) fn fork_prepare() -> Vec<crate::fork::Release> {
-    let stamps = STAMPS.fork_prepare();
-    let steps = STEPS.fork_prepare();
-    let mut ranges = RANGES.lock().unwrap_or_else(|p| p.into_inner());
-    vec![
-        stamps,
-        steps,
-        Box::new(move |child| {
-            if child {
-                *ranges = None;
-                set_enabled(false);
-            }
-        }),
-    ]
 }
 
 /// Called by file mode: start with ACL_PROF_MSPROFTX enables, finalize disables.
@@ -270,7 +261,7 @@ pub fn pop() -> Result<()> {
 pub fn range_start(h: usize) -> Result<u32> {
     enabled()?;
     let message = stamp(h, |s| s.message.clone())?;
-    let mut g = RANGES.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = RANGES.lock();
     let m = g.get_or_insert_with(HashMap::new);
     if m.len() >= MAX_OPEN_RANGES {
         return err(
@@ -288,11 +279,7 @@ pub fn range_start(h: usize) -> Result<u32> {
 
 pub fn range_stop(id: u32) -> Result<()> {
     enabled()?;
-    let open = RANGES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_mut()
-        .and_then(|m| m.remove(&id));
+    let open = RANGES.lock().as_mut().and_then(|m| m.remove(&id));
     let Some((message, start_ns)) = open else {
         return err(
             MSPROFTX_FAILED,
@@ -324,7 +311,9 @@ pub struct StepInfo {
     pub ended: bool,
 }
 
-pub static STEPS: Table<StepInfo> = Table::new();
+global! {
+    pub static STEPS: Table<StepInfo> = Table::new(Rank::Steps);
+}
 static NEXT_STEP: AtomicU64 = AtomicU64::new(1);
 
 pub fn create_step() -> usize {

@@ -19,13 +19,13 @@
 //! at a time (a second is told so); `ACLPROF_WATCH=0` turns all of it off.
 
 use crate::error::*;
+use crate::fork::{global, Mutex, Rank};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Records per lane of a watcher's ring (8 lanes of 512-byte records: 16 MiB at most).
@@ -51,8 +51,19 @@ static CONNECTIONS: AtomicUsize = AtomicUsize::new(0);
 /// its flags.
 static PREVIOUS: AtomicUsize = AtomicUsize::new(0);
 static PREVIOUS_FLAGS: AtomicI32 = AtomicI32::new(0);
-/// The marker and the socket of this process, removed at exit.
-static FILES: Mutex<Option<(PathBuf, u32)>> = Mutex::new(None);
+global! {
+    /// The marker and the socket of this process, removed at exit. A forked child has no
+    /// agent thread and must not answer for its parent: it makes itself watchable at its
+    /// next first use (its files are then its own).
+    static FILES: Mutex<Option<(PathBuf, u32)>> =
+        Mutex::reset_in_child(Rank::WatchFiles, None, |_| {
+            ARMED.store(false, Ordering::Release);
+            ASKED.store(false, Ordering::Release);
+            RUNNING.store(false, Ordering::Release);
+            CONNECTIONS.store(0, Ordering::Release);
+            VIEWER.store(0, Ordering::Release);
+        });
+}
 /// The pid of the viewer attached now (0: none).
 static VIEWER: AtomicI32 = AtomicI32::new(0);
 
@@ -158,11 +169,7 @@ fn arm() {
         );
         return;
     }
-    let first = FILES
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .replace((dir, pid))
-        .is_none();
+    let first = FILES.lock().replace((dir, pid)).is_none();
     if first {
         // SAFETY: registers a plain extern "C" function (once: a forked child inherits it).
         unsafe { libc::atexit(remove_files) };
@@ -234,7 +241,7 @@ fn answer() {
     if !ASKED.swap(false, Ordering::AcqRel) {
         return;
     }
-    let Some((dir, pid)) = FILES.lock().unwrap_or_else(|p| p.into_inner()).clone() else {
+    let Some((dir, pid)) = FILES.lock().clone() else {
         return;
     };
     // A signal that no viewer sent (the program's own use of it) has no request file.
@@ -274,26 +281,12 @@ fn answer() {
 
 extern "C" fn remove_files() {
     crate::panic::guard_void("aclprof watcher exit", || {
-        if let Some((dir, pid)) = FILES.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some((dir, pid)) = FILES.lock().take() {
             if pid == std::process::id() {
                 for p in [marker(&dir, pid), socket(&dir, pid), request(&dir, pid)] {
                     let _ = std::fs::remove_file(p);
                 }
             }
-        }
-    })
-}
-
-/// A forked child has no agent thread and must not answer for its parent: it makes itself
-/// watchable at its next first use.
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    Box::new(|child| {
-        if child {
-            ARMED.store(false, Ordering::Release);
-            ASKED.store(false, Ordering::Release);
-            RUNNING.store(false, Ordering::Release);
-            CONNECTIONS.store(0, Ordering::Release);
-            VIEWER.store(0, Ordering::Release);
         }
     })
 }

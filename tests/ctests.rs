@@ -688,12 +688,16 @@ fn shared_memory_ring() {
     assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
 }
 
-/// Children forked while threads report: no hang, fresh state, nothing written twice; and
-/// under PROFILING_MODE a child's exit neither crashes nor exports (the parent exports once).
+/// Children forked while threads report: no hang, fresh state, nothing written twice; 300
+/// children forked under op metadata, ring, report, memory, runtime and file-mode traffic,
+/// each making a call of each kind (none may hang); and under PROFILING_MODE a child's exit
+/// neither crashes nor exports (the parent exports once).
 #[test]
 fn fork_children_start_fresh() {
     let exe = build("fork", "aclprof");
     let out = exec(&exe, &[], &[]);
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+    let out = exec(&exe, &[Path::new("traffic"), Path::new("150")], &[]);
     assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
     let results = fresh_dir("fork-env-results");
     let opts = format!(

@@ -343,3 +343,91 @@ fn the_check_finds_a_cycle() {
         .collect();
     assert!(cycles(&imports(&mods)).is_empty());
 }
+
+/// The lock statics of `src` that are not declared through `fork::global!` (so the fork
+/// handler would not hold them): (module, name). A lock static is any `static` whose type
+/// holds a `Mutex`, an `RwLock` or a handle `Table`.
+fn unregistered_locks(mods: &BTreeMap<String, String>) -> Vec<(String, String)> {
+    // Only in the loom model builds, which never fork and are never loaded by a host.
+    const EXEMPT: [(&str, &str); 1] = [("transport::flusher", "LOOM_DUE")];
+    let mut found = Vec::new();
+    for (m, text) in mods {
+        if m == "fork" {
+            continue; // the registry itself
+        }
+        // The spans of `global! { ... }` blocks.
+        let mut inside = vec![false; text.len()];
+        for (at, _) in text.match_indices("global! {") {
+            let mut depth = 0;
+            for (i, c) in text[at..].char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            inside[at..at + i].iter_mut().for_each(|b| *b = true);
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (at, _) in text.match_indices("static ") {
+            let rest = &text[at + "static ".len()..];
+            let rest = rest.strip_prefix("ref ").unwrap_or(rest);
+            let Some((name, ty)) = rest.split_once(':') else {
+                continue;
+            };
+            let name = name.trim();
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c == '_' || c.is_ascii_digit())
+            {
+                continue;
+            }
+            let ty = ty.split('=').next().unwrap_or("");
+            let lock = ["Mutex", "RwLock", "Table<"].iter().any(|k| ty.contains(k));
+            if lock && !inside[at] && !EXEMPT.contains(&(m.as_str(), name)) {
+                found.push((m.clone(), name.to_string()));
+            }
+        }
+    }
+    found
+}
+
+/// Every global lock takes part in the fork protocol: it is declared with `fork::global!`,
+/// which registers it (docs/design.md, "Fork").
+#[test]
+fn every_lock_static_is_registered_for_fork() {
+    let src = common::root().join("src");
+    let found = unregistered_locks(&modules(&src));
+    assert!(
+        found.is_empty(),
+        "lock statics outside fork::global! (a forked child could hang on them): {found:?}"
+    );
+}
+
+#[test]
+fn the_check_finds_an_unregistered_lock() {
+    let m = |v: &[(&str, &str)]| -> BTreeMap<String, String> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    let mods = m(&[
+        ("a", "static A: std::sync::Mutex<u32> = std::sync::Mutex::new(0);"),
+        ("b", "global! {\n    /// doc\n    static B: Mutex<u32> = Mutex::new(Rank::Core, 0);\n}"),
+        ("c", "pub static C: Table<u8> = Table::new(Rank::Configs);\nstatic N: AtomicU32 = AtomicU32::new(0);"),
+        ("d", "fn f() { static D: RwLock<()> = RwLock::new(()); }"),
+    ]);
+    assert_eq!(
+        unregistered_locks(&mods),
+        vec![
+            ("a".to_string(), "A".to_string()),
+            ("c".to_string(), "C".to_string()),
+            ("d".to_string(), "D".to_string())
+        ]
+    );
+}

@@ -10,8 +10,11 @@ pub struct aclprofExtRing {
     _opaque: [u8; 0],
 }
 
-static RINGS: crate::handles::Table<std::sync::Arc<crate::transport::ring::Reader>> =
-    crate::handles::Table::new();
+crate::fork::global! {
+    /// Ring readers by handle; a forked child keeps them.
+    static RINGS: crate::handles::Table<std::sync::Arc<crate::transport::ring::Reader>> =
+        crate::handles::Table::new(crate::fork::Rank::RingReaders);
+}
 
 /// Subscribes a loaded model to a new shared-memory ring of `capacityRecords` 512-byte
 /// records (8 .. 4194304): in a memfd when `path` is NULL, else in a new file at `path`

@@ -18,6 +18,58 @@ pub use crate::formats::db_schema::{
     MSTX_MARKER, MSTX_MARKER_EX, MSTX_PUSH_POP, MSTX_RANGE, SCHEMA_VERSION,
 };
 
+/// SQLite's global mutexes, held across `fork()` like the library's own locks: an export
+/// running in another thread at a fork holds them (its allocator's above all), and a child
+/// that then wrote a database of its own would wait for them for ever. SQLite takes its
+/// allocator's mutex inside the others, so that one comes last.
+struct SqliteMutexes;
+
+impl crate::fork::Global for SqliteMutexes {
+    fn rank(&self) -> crate::fork::Rank {
+        crate::fork::Rank::Sqlite
+    }
+
+    fn hold(&'static self) -> crate::fork::Release {
+        use rusqlite::ffi;
+        const IDS: [i32; 12] = [
+            ffi::SQLITE_MUTEX_STATIC_MAIN,
+            ffi::SQLITE_MUTEX_STATIC_OPEN,
+            ffi::SQLITE_MUTEX_STATIC_PRNG,
+            ffi::SQLITE_MUTEX_STATIC_LRU,
+            ffi::SQLITE_MUTEX_STATIC_PMEM,
+            ffi::SQLITE_MUTEX_STATIC_APP1,
+            ffi::SQLITE_MUTEX_STATIC_APP2,
+            ffi::SQLITE_MUTEX_STATIC_APP3,
+            ffi::SQLITE_MUTEX_STATIC_VFS1,
+            ffi::SQLITE_MUTEX_STATIC_VFS2,
+            ffi::SQLITE_MUTEX_STATIC_VFS3,
+            ffi::SQLITE_MUTEX_STATIC_MEM,
+        ];
+        let held: Vec<usize> = IDS
+            .iter()
+            .map(|&id| {
+                // SAFETY: a static mutex is never freed; SQLite returns NULL when it was
+                // built without mutexes, and entering or leaving NULL does nothing.
+                let m = unsafe { ffi::sqlite3_mutex_alloc(id) };
+                // SAFETY: as above; this thread holds none of SQLite's mutexes (it is
+                // forking, not inside SQLite).
+                unsafe { ffi::sqlite3_mutex_enter(m) };
+                m as usize
+            })
+            .collect();
+        Box::new(move |_child| {
+            for m in held.into_iter().rev() {
+                // SAFETY: entered above by this thread, the only one in a child.
+                unsafe { ffi::sqlite3_mutex_leave(m as *mut ffi::sqlite3_mutex) };
+            }
+        })
+    }
+}
+
+crate::fork::global! {
+    static SQLITE: SqliteMutexes = SqliteMutexes;
+}
+
 /// One op (one task) as the database has it.
 pub struct DbOp<'a> {
     pub dev: u32,

@@ -15,6 +15,7 @@ pub mod pftrace;
 pub mod sampler;
 
 use crate::error::*;
+use crate::fork::{global, Mutex, Rank};
 use crate::settings;
 use crate::state::ProfConfig;
 use crate::transport::{Dest, StreamFiles, Sub};
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::formats::host::{HostEvent, Session as HostSession};
@@ -37,7 +38,14 @@ pub struct Session {
     sampler: Option<sampler::Sampler>,
 }
 
-static HOST: Mutex<Option<HostLog>> = Mutex::new(None);
+global! {
+    /// The host event log. A forked child records no host events: the log and its buffer
+    /// are the parent's, never flushed by the child.
+    static HOST: Mutex<Option<HostLog>> = Mutex::reset_in_child(Rank::Host, None, |h| {
+        DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
+        std::mem::forget(h.take());
+    });
+}
 
 /// The host event log of the running session, and what it lost.
 struct HostLog {
@@ -380,7 +388,7 @@ pub fn begin(
                 format!("cannot open the host event log: {e}"),
             )
         })?;
-    *HOST.lock().unwrap_or_else(|p| p.into_inner()) = Some(HostLog {
+    *HOST.lock() = Some(HostLog {
         file: host,
         buf: Vec::new(),
         pending: 0,
@@ -429,22 +437,10 @@ impl Session {
     }
 }
 
-/// Holds the host event log's lock across `fork()`. A child records no host events: the
-/// log and its buffer are the parent's (see [`crate::fork`]).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
-    Box::new(move |child| {
-        if child {
-            DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
-            std::mem::forget(g.take()); // never flush the parent's buffered events
-        }
-    })
-}
-
 /// Writes buffered host events to disk. Returns the events lost since the last call, and
 /// why, if any were.
 pub fn flush_host_events() -> Option<(u64, String)> {
-    let mut g = HOST.lock().unwrap_or_else(|p| p.into_inner());
+    let mut g = HOST.lock();
     let h = g.as_mut()?;
     h.flush();
     let new = h.lost - h.reported;
@@ -459,7 +455,7 @@ pub fn host_event(bit: u64, ev: impl FnOnce() -> HostEvent) {
         return;
     }
     let ev = ev();
-    if let Some(h) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+    if let Some(h) = HOST.lock().as_mut() {
         h.push(&ev);
     }
 }
@@ -472,7 +468,7 @@ pub fn recording(bits: u64) -> bool {
 
 /// Appends a sample of the host sampler to the host log.
 fn record_sample(ev: HostEvent) {
-    if let Some(h) = HOST.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+    if let Some(h) = HOST.lock().as_mut() {
         h.push(&ev);
     }
 }
@@ -500,7 +496,7 @@ pub fn end(mut session: Session) -> Result<PathBuf> {
         }
     }
     let mut host_lost = (0, String::new());
-    if let Some(mut h) = HOST.lock().unwrap_or_else(|p| p.into_inner()).take() {
+    if let Some(mut h) = HOST.lock().take() {
         h.flush();
         host_lost = (h.lost, h.why.clone());
     }

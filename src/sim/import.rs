@@ -25,9 +25,10 @@
 //! `aclmdlExecute`: the call returns when the simulated model has finished.
 
 use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE};
+use crate::fork::{global, Mutex, MutexGuard, Rank};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub const DEFAULT_WAIT_NS: u64 = 1_000;
 
@@ -703,16 +704,13 @@ pub fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
     parse_json(path, text)
 }
 
-static MODELS: Mutex<Option<HashMap<u32, Arc<SimModel>>>> = Mutex::new(None);
-
-fn models() -> std::sync::MutexGuard<'static, Option<HashMap<u32, Arc<SimModel>>>> {
-    MODELS.lock().unwrap_or_else(|p| p.into_inner())
+global! {
+    /// The simulated models, which a forked child keeps.
+    static MODELS: Mutex<Option<HashMap<u32, Arc<SimModel>>>> = Mutex::new(Rank::SimModels, None);
 }
 
-/// Holds the simulated models' lock across `fork()` (see [`crate::fork`]); a leaf lock.
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let g = models();
-    Box::new(move |_child| drop(g))
+fn models() -> MutexGuard<'static, Option<HashMap<u32, Arc<SimModel>>>> {
+    MODELS.lock()
 }
 
 /// Remembers `m` as the description of model `id`.

@@ -2,6 +2,7 @@
 //! that never raise `SIGPIPE` (or `SIGXFSZ`) in the host process.
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
+use crate::fork::{global, Mutex, MutexGuard, Rank};
 use crate::formats::record::RECORD_SIZE;
 use std::os::raw::c_int;
 
@@ -135,17 +136,17 @@ struct Written {
     base: u64,
 }
 
-/// Writers of one fd take its stripe of these locks for a whole `write_records` call: a
-/// write can stop anywhere, and two subscriptions sharing the fd must not interleave inside
-/// a record. Each stripe also keeps, for each fd written through it, what [`Written`]
-/// says; one entry per fd number ever used.
-static FD_LOCKS: [std::sync::Mutex<Vec<Written>>; 16] =
-    [const { std::sync::Mutex::new(Vec::new()) }; 16];
+global! {
+    /// Writers of one fd take its stripe of these locks for a whole `write_records` call: a
+    /// write can stop anywhere, and two subscriptions sharing the fd must not interleave inside
+    /// a record. Each stripe also keeps, for each fd written through it, what [`Written`]
+    /// says; one entry per fd number ever used.
+    static FD_LOCKS: [Mutex<Vec<Written>>; 16] =
+        [const { Mutex::new(Rank::FdStripes, Vec::new()) }; 16];
+}
 
-fn stripe(fd: c_int) -> std::sync::MutexGuard<'static, Vec<Written>> {
-    FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()]
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+fn stripe(fd: c_int) -> MutexGuard<'static, Vec<Written>> {
+    FD_LOCKS[fd.unsigned_abs() as usize % FD_LOCKS.len()].lock()
 }
 
 /// `fd`'s entry in its stripe's table.
@@ -213,15 +214,6 @@ pub fn read_position(fd: c_int) -> Option<u64> {
         w.base = w.total;
     }
     Some(w.total.saturating_sub(unread as u64))
-}
-
-/// Holds every fd stripe across `fork()` (see [`crate::fork`]).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let held: Vec<_> = FD_LOCKS
-        .iter()
-        .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()))
-        .collect();
-    Box::new(move |_child| drop(held))
 }
 
 /// What [`write_records`] put into the fd.

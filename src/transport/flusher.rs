@@ -12,8 +12,9 @@
 
 use super::Sub;
 use crate::error::{err, Result, ACL_ERROR_PROFILING_FAILURE};
+use crate::fork::{global, Mutex, Rank};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar};
 use std::time::Instant;
 
 struct Queue {
@@ -24,18 +25,27 @@ struct Queue {
 /// Empty passes before the flusher lets a subscription go.
 const IDLE_PASSES: u32 = 2;
 
-static QUEUE: Mutex<Queue> = Mutex::new(Queue { due: Vec::new() });
+global! {
+    /// What is due. In a forked child the list is the parent's (those subscriptions are
+    /// orphaned), and there is no flusher thread until one is needed.
+    static QUEUE: Mutex<Queue> = Mutex::reset_in_child(Rank::FlusherQueue, Queue { due: Vec::new() }, |q| {
+        std::mem::forget(std::mem::take(&mut q.due));
+        RUNNING_IN.store(0, Ordering::Release);
+    });
+}
 static WAKE: Condvar = Condvar::new();
 /// The process whose flusher thread is running (0: none); a forked child starts its own.
 static RUNNING_IN: AtomicU32 = AtomicU32::new(0);
-static START: Mutex<()> = Mutex::new(());
+global! {
+    static START: Mutex<()> = Mutex::new(Rank::FlusherStart, ());
+}
 
 pub fn ensure_started() -> Result<()> {
     let pid = std::process::id();
     if RUNNING_IN.load(Ordering::Acquire) == pid {
         return Ok(());
     }
-    let _one = START.lock().unwrap_or_else(|p| p.into_inner());
+    let _one = START.lock();
     if RUNNING_IN.load(Ordering::Acquire) == pid {
         return Ok(());
     }
@@ -60,22 +70,6 @@ pub fn ensure_started() -> Result<()> {
             format!("cannot start the aclprof flusher thread: {e}"),
         ),
     }
-}
-
-/// Holds the flusher's locks across `fork()`. In a child the list is the parent's (those
-/// subscriptions are orphaned) and there is no flusher thread until one is needed (see
-/// [`crate::fork`]).
-pub(crate) fn fork_prepare() -> crate::fork::Release {
-    let start = START.lock().unwrap_or_else(|p| p.into_inner());
-    let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
-    Box::new(move |child| {
-        if child {
-            std::mem::forget(std::mem::take(&mut q.due));
-            RUNNING_IN.store(0, Ordering::Release);
-        }
-        drop(q);
-        drop(start);
-    })
 }
 
 /// Puts `sub` on the list, due one flush delay from now.
@@ -103,7 +97,7 @@ fn schedule_with(sub: Arc<Sub>, idle: u32) {
 
 #[cfg(not(loom))]
 fn schedule_with(sub: Arc<Sub>, idle: u32) {
-    let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut q = QUEUE.lock();
     let was_empty = q.due.is_empty();
     q.due.push((Instant::now() + super::FLUSH_DELAY, sub, idle));
     drop(q);
@@ -116,17 +110,12 @@ fn run() {
     super::fd::block_write_signals_for_good();
     loop {
         let due: Vec<(Arc<Sub>, u32)> = {
-            let mut q = QUEUE.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = QUEUE.lock();
             loop {
                 let now = Instant::now();
                 match q.due.iter().map(|(t, _, _)| *t).min() {
-                    None => q = WAKE.wait(q).unwrap_or_else(|p| p.into_inner()),
-                    Some(t) if t > now => {
-                        q = WAKE
-                            .wait_timeout(q, t - now)
-                            .unwrap_or_else(|p| p.into_inner())
-                            .0
-                    }
+                    None => q = q.wait(&WAKE, None),
+                    Some(t) if t > now => q = q.wait(&WAKE, Some(t - now)),
                     Some(_) => break,
                 }
             }

@@ -674,15 +674,5 @@ impl Sub {
     }
 }
 
-/// Holds the fd write locks across `fork()` (see [`crate::fork`]).
-pub(crate) fn fork_prepare_fds() -> crate::fork::Release {
-    fd::fork_prepare()
-}
-
-/// Holds the flusher's locks across `fork()` (see [`crate::fork`]).
-pub(crate) fn fork_prepare_flusher() -> crate::fork::Release {
-    flusher::fork_prepare()
-}
-
 #[cfg(test)]
 mod tests;
