@@ -154,9 +154,7 @@ fn read(
     links: &mut BTreeMap<(String, i64, i64, String), Link>,
 ) -> Result<()> {
     let e = sql_err(db);
-    let conn =
-        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(&e)?;
+    let conn = aclprof::sim::open_read_only(db).map_err(&e)?;
     let has = |t: &str| -> bool {
         conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",

@@ -375,8 +375,7 @@ fn export_one(
     written: &mut Written,
 ) -> Result<()> {
     let e = sql_err(db);
-    let c = rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .map_err(&e)?;
+    let c = aclprof::sim::open_read_only(db).map_err(&e)?;
     let has = |t: &str| -> bool {
         c.query_row(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",

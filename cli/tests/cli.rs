@@ -740,3 +740,71 @@ fn record_exits_with_the_programs_code() {
         "{code} {err}"
     );
 }
+
+/// A real CANN database in WAL mode is only ever read: `analyze`, `export --format parquet`
+/// and `report` leave nothing beside it (no `-shm`, no `-wal`), and read it on a read-only
+/// file system too (a read-only bind mount, where the machine allows one).
+#[test]
+fn a_database_is_read_without_writing_beside_it() {
+    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
+    let dir = std::env::temp_dir().join(format!("aclprof-ro-db-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let input = dir.join("in");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let db = input.join("msprof_1.db");
+    std::fs::copy(&src, &db).unwrap();
+    let read_all = |db: &Path, pass: &str| {
+        let d = db.to_str().unwrap();
+        let out = out.join(pass);
+        let (ok, stdout, stderr) = aclprof(&["analyze", d, "--format", "csv"], None);
+        assert!(ok && stdout.lines().count() > 1, "analyze {d}: {stderr}");
+        let pq = out.join("p");
+        let (ok, _, stderr) = aclprof(
+            &[
+                "export",
+                d,
+                "--format",
+                "parquet",
+                "-o",
+                pq.to_str().unwrap(),
+            ],
+            None,
+        );
+        assert!(ok, "export {d}: {stderr}");
+        let page = out.join("r.html");
+        let (ok, _, stderr) = aclprof(&["report", d, "-o", page.to_str().unwrap()], None);
+        assert!(ok, "report {d}: {stderr}");
+    };
+    read_all(&db, "writable");
+    let mut beside: Vec<String> = std::fs::read_dir(&input)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    beside.sort();
+    assert_eq!(beside, ["msprof_1.db"], "nothing written beside the input");
+
+    let ro = dir.join("ro");
+    std::fs::create_dir_all(&ro).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["--bind", "-o", "ro"])
+        .arg(&input)
+        .arg(&ro)
+        .status()
+        .is_ok_and(|s| s.success())
+        && std::fs::write(ro.join("probe"), b"").is_err();
+    struct Unmount<'a>(&'a Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    if mounted {
+        let _unmount = Unmount(&ro);
+        read_all(&ro.join("msprof_1.db"), "read-only");
+    } else {
+        eprintln!("no read-only bind mount here: the read-only file system case was not run");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -144,12 +144,22 @@ class Started:
 # ---- memory, as CANN's database holds it ---------------------------------------------------
 
 
+def read_only_db(path: Path) -> sqlite3.Connection:
+    """Opens a database only to read it: nothing is written beside it (no -shm or -wal
+    file), and it opens on a read-only file system. Immutable unless a -wal file beside it
+    holds part of the data (the library's own reader follows the same rule)."""
+    wal = Path(str(path) + "-wal")
+    live = wal.exists() and wal.stat().st_size > 0
+    uri = Path(path).absolute().as_uri() + ("?mode=ro" if live else "?immutable=1")
+    return sqlite3.connect(uri, uri=True)
+
+
 def _op_mem_rows(result_dir: Path, sql: str) -> List[Tuple[Any, ...]]:
     """Rows of `sql` over CANN's database's NPU_OP_MEM (none without the table)."""
     dbs = sorted(result_dir.glob("msprof_*.db"))
     if not dbs:
         return []
-    con = sqlite3.connect(str(dbs[-1]))
+    con = read_only_db(dbs[-1])
     try:
         if not con.execute("SELECT 1 FROM sqlite_master WHERE name = 'NPU_OP_MEM'").fetchone():
             return []

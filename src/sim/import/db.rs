@@ -17,15 +17,51 @@ pub struct DbTask {
     pub global_id: Option<i64>,
 }
 
+/// Opens a database someone else wrote, only ever to read it: nothing is written beside it
+/// (no `-shm` or `-wal` file) and it opens on a read-only file system or share. Without a
+/// `-wal` file beside it, or an empty one (a finished run, checkpointed as CANN leaves it),
+/// it opens as immutable; with one that holds pages, those are part of the data, so SQLite
+/// reads them as it reads any database in WAL mode (and needs to write its `-shm` index). The first read names the real cause when the file
+/// cannot be read.
+pub fn open_read_only(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
+    use rusqlite::OpenFlags;
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = if std::fs::metadata(&wal).is_ok_and(|m| m.len() > 0) {
+        rusqlite::Connection::open_with_flags(path, flags)?
+    } else {
+        let uri = format!("file:{}?immutable=1", uri_path(path));
+        rusqlite::Connection::open_with_flags(uri, flags | OpenFlags::SQLITE_OPEN_URI)?
+    };
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+    Ok(conn)
+}
+
+/// `path` as the path of an SQLite `file:` URI: every byte but unreserved ones and `/`
+/// percent-encoded.
+fn uri_path(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut out = String::new();
+    for &b in abs.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || b"/-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The tasks of CANN's database (`msprof_*.db`, torch_npu's `ascend_pytorch_profiler_*.db`):
 /// the compute tasks (TASK + COMPUTE_TASK_INFO) and the communication ops
 /// (COMMUNICATION_OP), names and types from STRING_IDS, of the database's first device, in
 /// start order, one at a time to `f`. Read-only: the file is never changed. Errors say what
 /// is wrong, not which file (the caller names it).
 pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<()> {
-    use rusqlite::{Connection, OpenFlags};
     let fail = |e: rusqlite::Error| -> Error { Error::new(ACL_ERROR_INVALID_FILE, e.to_string()) };
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(fail)?;
+    let conn = open_read_only(path).map_err(fail)?;
     let has = |table: &str| -> bool {
         conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
@@ -216,10 +252,9 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
         return bad(path, "the database has no compute or communication tasks");
     }
     // The tasks' PMU values, now that the database is known to be CANN's.
-    let pmu =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .and_then(|c| db_pmu(&c))
-            .or_else(|e| bad(path, format!("TASK_PMU_INFO: {e}")))?;
+    let pmu = open_read_only(path)
+        .and_then(|c| db_pmu(&c))
+        .or_else(|e| bad(path, format!("TASK_PMU_INFO: {e}")))?;
     let (pmu_columns, mut values) = pmu.unwrap_or_default();
     for (op, id) in ops.iter_mut().zip(&ids) {
         if let Some(mut v) = id.and_then(|id| values.remove(&id)) {
@@ -248,9 +283,7 @@ pub fn db_op_memory(path: &Path) -> Result<Vec<crate::formats::memory::MemEvent>
     let fail = |e: rusqlite::Error| -> Error {
         Error::new(ACL_ERROR_INVALID_FILE, format!("NPU_OP_MEM: {e}"))
     };
-    let conn =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .map_err(fail)?;
+    let conn = open_read_only(path).map_err(fail)?;
     let has = conn
         .query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'NPU_OP_MEM'",
