@@ -60,8 +60,13 @@ fn uri_path(path: &Path) -> String {
 /// start order, one at a time to `f`. Read-only: the file is never changed. Errors say what
 /// is wrong, not which file (the caller names it).
 pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<()> {
+    let conn = open_read_only(path).map_err(|e| {
+        Error::new(
+            ACL_ERROR_INVALID_FILE,
+            format!("cannot be read as an SQLite database: {e}"),
+        )
+    })?;
     let fail = |e: rusqlite::Error| -> Error { Error::new(ACL_ERROR_INVALID_FILE, e.to_string()) };
-    let conn = open_read_only(path).map_err(fail)?;
     let has = |table: &str| -> bool {
         conn.query_row(
             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
