@@ -434,7 +434,7 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
     while let Err(other) =
         VIEWER.compare_exchange(0, peer_pid.max(1), Ordering::AcqRel, Ordering::Acquire)
     {
-        if process_alive(other) || Instant::now() >= until {
+        if crate::transport::ring::pid_alive(other as u32) || Instant::now() >= until {
             let _ = writeln!(
                 w,
                 "REFUSED another viewer (pid {other}) is watching this process; one at a time"
@@ -446,13 +446,6 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
     let r = session(&conn, peer_uid, peer_pid);
     VIEWER.store(0, Ordering::Release);
     r
-}
-
-/// Whether process `pid` still exists (a zombie does).
-fn process_alive(pid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the process exists.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// One viewer's session, from making its ring to its leaving.
@@ -705,19 +698,19 @@ fn connect(pid: u32, path: &Path) -> std::result::Result<Attached, Try> {
         Err(e) => return Err(fail(format!("process {pid}: {e}"))),
     };
     let line = line.trim_end().to_string();
+    // A descriptor that came with anything but OK is closed as it is dropped.
     let Some(fd) = fd.filter(|_| line.starts_with("OK ")) else {
         let why = line.strip_prefix("REFUSED ").unwrap_or(&line);
         return Err(fail(format!("process {pid} refused: {why}")));
     };
-    let opened = crate::transport::ring::Ring::open(None, Some(fd));
-    // SAFETY: the ring holds its own descriptor; this one was ours to close.
-    unsafe { libc::close(fd) };
+    // The ring holds its own descriptor; this one closes at the end of the scope.
+    let opened = crate::transport::ring::Ring::open(None, Some(fd.as_raw_fd()));
     let reader = opened.and_then(crate::transport::ring::Reader::attach);
     let reader = reader.map_err(Try::Fail)?;
     Ok(Attached { conn, reader })
 }
-/// Receives one message: its text and the fd it carries, if any.
-fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {
+/// Receives one message: its text and the fd it carries, if any (owned: closed when dropped).
+fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<std::os::fd::OwnedFd>)> {
     let mut data = [0u8; 512];
     let mut iov = libc::iovec {
         iov_base: data.as_mut_ptr().cast(),
@@ -742,7 +735,9 @@ fn recv_fd(s: &UnixStream) -> std::io::Result<(String, Option<i32>)> {
         let c = libc::CMSG_FIRSTHDR(&msg);
         if !c.is_null() && (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS
         {
-            fd = Some(std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>()));
+            let raw = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<i32>());
+            // SAFETY: SCM_RIGHTS gave this process a new descriptor, owned by no one else.
+            fd = Some(<std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw));
         }
         Ok((
             String::from_utf8_lossy(&data[..n as usize]).into_owned(),

@@ -82,8 +82,9 @@ pub struct Ring {
 unsafe impl Send for Ring {}
 unsafe impl Sync for Ring {}
 
-/// True if process `pid` exists and is not a zombie (dead, not yet reaped).
-fn pid_alive(pid: u32) -> bool {
+/// True if process `pid` exists and is not a zombie (dead, not yet reaped): the one rule for
+/// "is that process alive", for a ring's other side as for the watcher's viewer.
+pub(crate) fn pid_alive(pid: u32) -> bool {
     // SAFETY: kill with signal 0 only checks for existence.
     let exists = pid != 0
         && (unsafe { libc::kill(pid as i32, 0) } == 0
