@@ -20,8 +20,10 @@ pub use crate::formats::db_schema::{
 
 /// SQLite's global mutexes, held across `fork()` like the library's own locks: an export
 /// running in another thread at a fork holds them (its allocator's above all), and a child
-/// that then wrote a database of its own would wait for them for ever. SQLite takes its
-/// allocator's mutex inside the others, so that one comes last.
+/// that then wrote a database of its own would wait for them for ever. They are taken in
+/// the order SQLite nests them: a shared cache's open list before the main mutex (btree
+/// open), the random number generator's before the main mutex (seeding it finds the VFS),
+/// and the allocator's inside all the others, last.
 struct SqliteMutexes;
 
 impl crate::fork::Global for SqliteMutexes {
@@ -32,9 +34,9 @@ impl crate::fork::Global for SqliteMutexes {
     fn hold(&'static self) -> crate::fork::Release {
         use rusqlite::ffi;
         const IDS: [i32; 12] = [
-            ffi::SQLITE_MUTEX_STATIC_MAIN,
             ffi::SQLITE_MUTEX_STATIC_OPEN,
             ffi::SQLITE_MUTEX_STATIC_PRNG,
+            ffi::SQLITE_MUTEX_STATIC_MAIN,
             ffi::SQLITE_MUTEX_STATIC_LRU,
             ffi::SQLITE_MUTEX_STATIC_PMEM,
             ffi::SQLITE_MUTEX_STATIC_APP1,
