@@ -1,4 +1,4 @@
-//! Configuration by environment, read once at first use (the table is in the README).
+//! Configuration by environment, read once at first use (the table is in docs/reference.md).
 //!
 //! Invalid values are reported (one `log` line, and kept for `aclGetRecentErrMsg` of the
 //! thread that first touched the library) and the default is kept.

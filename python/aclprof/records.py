@@ -1,7 +1,7 @@
 """Op records: the 512-byte layout as a numpy structured dtype, a batch decoder, and a pipe reader.
 
 A read from a subscription pipe is a whole number of self-contained 512-byte records
-(README "The op record"). :func:`decode` turns a whole read buffer into an :class:`OpBatch`
+(docs/reference.md, "The op record"). :func:`decode` turns a whole read buffer into an :class:`OpBatch`
 at once -- one signature check over the buffer in C, then numpy column views -- instead of
 the official sample's ctypes call per field per record. It returns exactly what the
 ``aclprofGetOp*`` accessors return for every record (the tests check every field of every

@@ -50,7 +50,7 @@ def crc32c_register(data: bytes) -> int:
 
 
 def reference(rec: bytes) -> dict:
-    """The documented layout (README "The op record"), read with struct."""
+    """The documented layout (docs/reference.md, "The op record"), read with struct."""
     (signature, model_id, flag, thread_id, op_index, duration, start, end, execution_time,
      cube_fops, vector_fops, device_id) = struct.unpack_from("<4I7QI", rec, 0)
     type_len, name_len, name_full_len, pid, stream_id, version, marks = struct.unpack_from(

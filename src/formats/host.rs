@@ -177,7 +177,7 @@ pub struct Session {
     /// The database an import made the directory from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported_from: Option<String>,
-    /// What the session asked for that only an NPU's hardware has (the README lists them).
+    /// What the session asked for that only an NPU's hardware has (docs/c.md lists them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hardware_only: Vec<String>,
     /// How often device memory is sampled (`ACL_PROF_SYS_HARDWARE_MEM_FREQ`), Hz.

@@ -3,7 +3,7 @@
 
 /// The accelerator and block count an op is shown with. The emulated device does not
 /// schedule blocks, so these follow the op type: matrix ops run on every AI Core, the
-/// vector ops of a typical inference graph on half of them (documented in the README).
+/// vector ops of a typical inference graph on half of them (docs/compatibility.md, `mindstudio_profiler_output/`).
 pub fn task_type_and_block_dim(op_type: &str) -> (&'static str, u32) {
     const CUBE: [&str; 8] = [
         "Conv2D",
