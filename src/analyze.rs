@@ -18,6 +18,8 @@ pub struct Row {
     pub key: String,
     /// For single ops: type, device, stream, model and start (ns).
     pub op: Option<(String, u32, u32, u32, u64)>,
+    /// When the row's first op started (ns): the op's start, or its group's earliest.
+    pub first_ns: u64,
     pub count: u64,
     /// The Time column: the group's times through [`Func`] (ns; a count for Func::Count).
     pub time: f64,
@@ -90,14 +92,21 @@ enum Col {
 fn order_of(q: &Query) -> Result<(Col, bool)> {
     let asked = q.order_by.as_deref().unwrap_or("time");
     let (ascending, col) = match asked.strip_prefix('+') {
-        Some(c) => (true, c.to_ascii_lowercase()),
-        None => (false, asked.to_ascii_lowercase()),
+        Some(c) => (true, c),
+        None => (false, asked),
     };
+    // A column as the table heads it ("Mean(us)", "Share(%)") or as a word ("mean").
+    let col = col
+        .split('(')
+        .next()
+        .unwrap_or(col)
+        .trim()
+        .to_ascii_lowercase();
     let key_title = q.by.map_or("name", |k| k.title()).to_ascii_lowercase();
     let col = match col.as_str() {
         "time" | "duration" => Col::Time,
         "count" => Col::Count,
-        "total" | "share" | "cumulative" => Col::Total,
+        "total" | "sum" | "share" | "cumulative" => Col::Total,
         "mean" => Col::Mean,
         "min" => Col::Min,
         "max" => Col::Max,
@@ -106,13 +115,20 @@ fn order_of(q: &Query) -> Result<(Col, bool)> {
         "flops" => Col::Flops,
         "memory" => Col::Memory,
         "bandwidth" => Col::Bandwidth,
-        c if c == key_title || c == "name" || c == "key" => Col::Key,
+        c if c == key_title
+            || c == "name"
+            || c == "key"
+            || (q.by.is_some() && Key::parse(c) == q.by) =>
+        {
+            Col::Key
+        }
         other => {
             return err(
                 ACL_ERROR_INVALID_PARAM,
                 format!(
                     "--order-by {other:?}: not a column (time, count, total, share, mean, min, \
-                     max, start, name, computation, flops, memory, bandwidth or the --aggregate-by key)"
+                     max, start, name, computation, flops, memory, bandwidth or the --aggregate-by \
+                     key; a heading as the table writes it, such as \"Mean(us)\", works too)"
                 ),
             )
         }
@@ -203,6 +219,8 @@ struct Group {
     agg: Agg,
     cost: Cost,
     shapes: Option<(String, String)>,
+    /// The start of its first op (ns), which orders groups by `start`.
+    first: u64,
 }
 
 /// A single op kept for the top-N list, ordered by its rank (then arrival, for stability).
@@ -582,8 +600,10 @@ pub fn analyze_with_progress(
                         agg: a,
                         cost,
                         shapes,
+                        first,
                     },
                 )| Row {
+                    first_ns: first,
                     key: String::from_utf8_lossy(k.split(|&b| b == SHAPE_SEP).next().unwrap_or(&k))
                         .into_owned(),
                     flops: cost.flops,
@@ -614,6 +634,7 @@ pub fn analyze_with_progress(
             .map(|std::cmp::Reverse(k)| Row {
                 key: k.name,
                 op: Some((k.op_type, k.dev, k.stream, k.model, k.start)),
+                first_ns: k.start,
                 count: 1,
                 time: k.dur as f64,
                 total_ns: k.dur,
@@ -666,7 +687,11 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
         Col::Mean => rows.sort_by(num(Row::mean_ns)),
         Col::Min => rows.sort_by(num(|r| r.min_ns as f64)),
         Col::Max => rows.sort_by(num(|r| r.max_ns as f64)),
-        Col::Start => rows.sort_by_key(|r| r.op.as_ref().map_or(0, |o| o.4)),
+        // Groups in the order of their first op; ties (and ops) then by key, so the order
+        // never depends on how the groups were gathered.
+        Col::Start => {
+            rows.sort_by(|a, b| a.first_ns.cmp(&b.first_ns).then_with(|| a.key.cmp(&b.key)))
+        }
         Col::Computation | Col::Flops | Col::Memory | Col::Bandwidth => {
             // Rows whose cost is unknown come last either way.
             let v = |r: &Row| {

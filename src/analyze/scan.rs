@@ -151,6 +151,11 @@ impl Scan {
                         g
                     }
                 };
+                g.first = if g.agg.count == 0 {
+                    v.start()
+                } else {
+                    g.first.min(v.start())
+                };
                 g.cost.add(cost, g.agg.count == 0);
                 g.agg.add(d);
             }
@@ -195,6 +200,7 @@ impl Scan {
                     self.groups.insert(k, g);
                 }
                 Some(mine) => {
+                    mine.first = mine.first.min(g.first);
                     mine.cost.add(g.cost, false);
                     mine.agg.merge(&g.agg);
                 }

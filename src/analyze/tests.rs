@@ -414,3 +414,84 @@ fn json_and_command_line_options_make_the_same_query() {
         .unwrap_err()
         .contains("unknown option"));
 }
+
+/// Groups ordered by `start` come in the order of their first op, the same on every run
+/// (they were gathered in a hash map, whose order changes from run to run), with
+/// `--aggregate-by` type and name, ascending or not, and on any number of threads.
+#[test]
+fn groups_by_start_follow_their_first_op_every_time() {
+    let p = file(&[
+        rec("b", "MatMulV2", 0, 1, 5_000, 10),
+        rec("a", "Conv2D", 0, 1, 1_000, 10),
+        rec("c", "Relu", 0, 1, 3_000, 10),
+        rec("a", "Conv2D", 0, 1, 9_000, 10),
+        rec("d", "TransData", 0, 1, 7_000, 10),
+        rec("e", "Add", 0, 1, 3_000, 10), // ties with Relu: by key
+    ]);
+    for (by, want) in [
+        (
+            Key::Type,
+            ["Conv2D", "Add", "Relu", "MatMulV2", "TransData"],
+        ),
+        (Key::Name, ["a", "c", "e", "b", "d"]),
+    ] {
+        for order in ["start", "+start"] {
+            for threads in [1, 3] {
+                let q = Query {
+                    by: Some(by),
+                    order_by: Some(order.into()),
+                    threads,
+                    ..Default::default()
+                };
+                let keys: Vec<String> = analyze(&p, &q)
+                    .unwrap()
+                    .rows
+                    .into_iter()
+                    .map(|r| r.key)
+                    .collect();
+                assert_eq!(keys, want, "{by:?} {order} on {threads} threads");
+                let top = Query { top: 3, ..q };
+                let keys: Vec<String> = analyze(&p, &top)
+                    .unwrap()
+                    .rows
+                    .into_iter()
+                    .map(|r| r.key)
+                    .collect();
+                assert_eq!(keys, want[..3], "{by:?} {order} -t 3");
+            }
+        }
+    }
+}
+
+/// `--order-by` takes a column as the table heads it, and the `--aggregate-by` key as it
+/// was given.
+#[test]
+fn order_by_takes_headings_and_the_aggregate_key() {
+    let p = sample();
+    let keys = |by: Option<Key>, order: &str| {
+        let q = Query {
+            by,
+            order_by: Some(order.into()),
+            ..Default::default()
+        };
+        let r = analyze(&p, &q).unwrap_or_else(|e| panic!("{order}: {}", e.msg));
+        r.rows.into_iter().map(|x| x.key).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        keys(Some(Key::Type), "Mean(us)"),
+        keys(Some(Key::Type), "mean")
+    );
+    assert_eq!(
+        keys(Some(Key::Type), "Share(%)"),
+        keys(Some(Key::Type), "total")
+    );
+    assert_eq!(
+        keys(Some(Key::Type), "+Sum(us)"),
+        ["Relu", "MatMulV2", "Conv2D"]
+    );
+    assert_eq!(
+        keys(Some(Key::NameShape), "name+shape"),
+        ["conv1", "conv2", "fc", "relu1", "relu2"]
+    );
+    assert_eq!(keys(None, "Start(us)"), keys(None, "start"));
+}
