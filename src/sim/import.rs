@@ -128,11 +128,81 @@ fn span_str_to_ns(s: &str) -> Option<u64> {
     us_str_to_ns(s).filter(|&ns| ns < MAX_SPAN_NS)
 }
 
+/// The keys a model description has, and those of each of its ops.
+const MODEL_KEYS: [&str; 6] = ["name", "device", "wait_us", "ops", "inputs", "outputs"];
+const OP_KEYS: [&str; 17] = [
+    "name",
+    "type",
+    "duration_us",
+    "wait_us",
+    "input_shapes",
+    "input_types",
+    "input_formats",
+    "output_shapes",
+    "output_types",
+    "output_formats",
+    "flops",
+    "bytes",
+    "output_bytes",
+    "workspace_bytes",
+    "peer",
+    "transport",
+    "transit_us",
+];
+
+/// The first key of the description (or of one of its ops) that the grammar does not have,
+/// said with where it is and the nearest key it does have: a misspelt key must not be
+/// silently ignored.
+fn unknown_key(v: &serde_json::Value) -> Option<String> {
+    let check = |obj: &serde_json::Map<String, serde_json::Value>, known: &[&str], at: &str| {
+        obj.keys().find(|k| !known.contains(&k.as_str())).map(|k| {
+            let near = known
+                .iter()
+                .map(|n| (edit_distance(k, n), *n))
+                .min()
+                .filter(|(d, _)| *d <= 3)
+                .map_or_else(String::new, |(_, n)| format!(" (did you mean \"{n}\"?)"));
+            format!(
+                "{at}unknown key \"{k}\"{near}; the keys are {}",
+                known.join(", ")
+            )
+        })
+    };
+    let obj = v.as_object()?;
+    if let Some(e) = check(obj, &MODEL_KEYS, "") {
+        return Some(e);
+    }
+    let ops = obj.get("ops")?.as_array()?;
+    ops.iter().enumerate().find_map(|(i, op)| {
+        op.as_object()
+            .and_then(|o| check(o, &OP_KEYS, &format!("ops[{i}]: ")))
+    })
+}
+
+/// Levenshtein distance between two short keys.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
 pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
     let v: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => return bad(path, format!("not valid JSON: {e}")),
     };
+    if let Some(e) = unknown_key(&v) {
+        return bad(path, e);
+    }
     let name = match v.get("name").and_then(|n| n.as_str()) {
         Some(n) => n.to_string(),
         None => return bad(path, "missing string \"name\""),

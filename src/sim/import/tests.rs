@@ -230,3 +230,48 @@ fn json_ops_carry_their_tensors() {
         assert!(e.contains(says), "{op}: {e}");
     }
 }
+
+/// Every key of the grammar is accepted; a misspelt one, at the top or in an op, is refused
+/// with the key named and the nearest known key suggested.
+#[test]
+fn unknown_keys_in_a_model_description_are_refused_by_name() {
+    let p = Path::new("m.json");
+    let op = r#"{"name": "a", "type": "HcomAllReduce", "duration_us": 2, "wait_us": 1,
+        "input_shapes": "1,2", "input_types": "FLOAT16", "input_formats": "ND",
+        "output_shapes": "1,2", "output_types": "FLOAT16", "output_formats": "ND",
+        "flops": 4, "bytes": 8, "output_bytes": 4, "workspace_bytes": 0,
+        "peer": 1, "transport": "RDMA", "transit_us": 1}"#;
+    let full = format!(
+        r#"{{"name": "m", "device": 0, "wait_us": 1, "inputs": [4], "outputs": [4], "ops": [{op}]}}"#
+    );
+    let m = parse_json(p, &full).unwrap();
+    assert_eq!(m.ops.len(), 1);
+    for key in MODEL_KEYS {
+        assert!(full.contains(&format!("\"{key}\"")), "the test uses {key}");
+    }
+    for key in OP_KEYS {
+        assert!(op.contains(&format!("\"{key}\"")), "the test uses {key}");
+    }
+    for (text, says) in [
+        (
+            r#"{"name": "m", "devise": 0, "ops": []}"#,
+            r#"unknown key "devise" (did you mean "device"?)"#,
+        ),
+        (
+            r#"{"name": "m", "ops": [{"name": "a", "type": "A", "duration_us": 1, "flop": 100}]}"#,
+            r#"ops[0]: unknown key "flop" (did you mean "flops"?)"#,
+        ),
+        (
+            r#"{"name": "m", "ops": [{"name": "a", "type": "A", "duraton_us": 1}]}"#,
+            r#"ops[0]: unknown key "duraton_us" (did you mean "duration_us"?)"#,
+        ),
+        (
+            r#"{"name": "m", "ops": [], "colour": 1}"#,
+            r#"unknown key "colour"; the keys are"#,
+        ),
+    ] {
+        let e = parse_json(p, text).unwrap_err();
+        assert_eq!(e.code, ACL_ERROR_INVALID_FILE);
+        assert!(e.msg.contains(says), "{text}: {}", e.msg);
+    }
+}
