@@ -161,8 +161,9 @@ pub fn run(
     } else {
         pids
     };
-    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
-    // Every process attached first, so that their captures cover the same time.
+    // Every process attached first, so that their captures cover the same time; the
+    // output directory is made only then, so a capture that attaches to nothing leaves
+    // nothing behind.
     let mut attached = Vec::new();
     for &pid in &pids {
         match aclprof::watch::attach(pid) {
@@ -171,6 +172,10 @@ pub fn run(
             Err(e) => return Err(e.msg),
         }
     }
+    if attached.is_empty() {
+        return Err("no process to capture: none of them could be attached".into());
+    }
+    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
     eprintln!(
         "aclprof: capturing {} for {:.1} s",
         attached

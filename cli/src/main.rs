@@ -187,7 +187,7 @@ enum Cmd {
         #[arg(long)]
         once: bool,
         /// Output format: table or json
-        #[arg(long, default_value = "table", value_parser = parse_format)]
+        #[arg(long, default_value = "table", value_parser = parse_table_or_json)]
         format: Format,
         /// Serve Prometheus metrics of the process (ops, device seconds and a histogram of
         /// op durations per model, device and op type; records dropped) at
@@ -256,6 +256,13 @@ fn parse_func(s: &str) -> Result<Func, String> {
 }
 fn parse_format(s: &str) -> Result<Format, String> {
     Format::parse(s).ok_or_else(|| Format::CHOICES.one_of())
+}
+/// `--format` of the commands that write only a table or JSON.
+fn parse_table_or_json(s: &str) -> Result<Format, String> {
+    match Format::parse(s) {
+        Some(f @ (Format::Table | Format::Json)) => Ok(f),
+        _ => Err("one of: table, json".into()),
+    }
 }
 
 impl AnalyzeArgs {
@@ -598,6 +605,14 @@ fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> 
 /// The result directories `path` names; a database is first made one under `output`
 /// (default: beside it, `NAME_aclprof/`) and exported.
 fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+    let is_db = path.is_file() && aclprof::formats::layout::is_database(path);
+    if path == Path::new("-") || (path.is_file() && !is_db) {
+        return Err(format!(
+            "{}: timeline and export read a result directory, a folder of them or a CANN \
+             database; op records alone are read by analyze, report and diff",
+            path.display()
+        ));
+    }
     if path.is_file() && aclprof::formats::layout::is_database(path) {
         let out = match output {
             Some(o) => o.to_path_buf(),
@@ -655,6 +670,55 @@ fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A command's input: the path given, or for `-` standard input copied into a file named
+/// `stdin` in a temporary folder of its own (removed when this is dropped), for the
+/// commands that read their input more than once.
+enum Input {
+    Path(PathBuf),
+    Spooled { dir: PathBuf, file: PathBuf },
+}
+
+impl Input {
+    fn path(&self) -> &Path {
+        match self {
+            Input::Path(p) | Input::Spooled { file: p, .. } => p,
+        }
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        if let Input::Spooled { dir, .. } = self {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+fn spool_stdin(path: &Path) -> Result<Input, String> {
+    use std::os::unix::fs::DirBuilderExt;
+    if path != Path::new("-") {
+        return Ok(Input::Path(path.to_path_buf()));
+    }
+    let mut n = 0u32;
+    let dir = loop {
+        let d = std::env::temp_dir().join(format!("aclprof-{}-{n}", std::process::id()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+            Ok(()) => break d,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
+            Err(e) => return Err(format!("{}: {e}", d.display())),
+        }
+    };
+    let file = dir.join("stdin");
+    let input = Input::Spooled {
+        dir,
+        file: file.clone(),
+    };
+    let mut f = std::fs::File::create(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    std::io::copy(&mut std::io::stdin().lock(), &mut f)
+        .map_err(|e| format!("standard input: {e}"))?;
+    Ok(input)
+}
+
 fn main() -> ExitCode {
     // Like other command-line tools, end quietly when the reader of our output goes away
     // (`aclprof analyze ... | head`) rather than panic on EPIPE.
@@ -662,6 +726,11 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     let r = match cli.cmd {
+        Cmd::Analyze { args, .. }
+            if args.pipeline && !matches!(args.format, Format::Table | Format::Json) =>
+        {
+            Err("--pipeline writes a table or JSON: --format table or json".into())
+        }
         Cmd::Analyze { path, args } if args.pipeline => {
             aclprof::pipeline::analysis::events_of(&path)
                 .map(|ev| {
@@ -729,10 +798,23 @@ fn main() -> ExitCode {
             top,
             format,
             fail_above,
-        } => diff(&base, &new, top, format, fail_above),
+        } => match (spool_stdin(&base), spool_stdin(&new)) {
+            (Ok(_), Ok(_)) if base == Path::new("-") && new == Path::new("-") => {
+                Err("standard input can be read once: give - for one of the runs".into())
+            }
+            (Ok(b), Ok(n)) => diff(b.path(), n.path(), top, format, fail_above),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        },
         Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
         Cmd::Report { path, output } => {
-            let r = page::write(&path, &output, &mut progress_bar("reading"));
+            let input = match spool_stdin(&path) {
+                Ok(i) => i,
+                Err(e) => {
+                    eprintln!("aclprof: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let r = page::write(input.path(), &output, &mut progress_bar("reading"));
             progress_done();
             r.map(|w| {
                 if page::is_site(&output) {

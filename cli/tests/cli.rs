@@ -258,6 +258,37 @@ fn analyze_agrees_with_the_result_files() {
         "per type, from a record file"
     );
     assert_eq!(per_type("-", &[], Some(&raw)), want, "per type, from stdin");
+    // Every command that offers - reads it (report and diff read their input more than
+    // once); timeline and export, which need a result directory, say so instead of
+    // suggesting it.
+    let page = out.join("stdin.html");
+    let (ok, said, err) = aclprof(&["report", "-", "-o", page.to_str().unwrap()], Some(&raw));
+    assert!(ok && page.is_file(), "report - : {err}");
+    let ops = raw.len() / 512;
+    assert!(said.contains(&format!(": {ops} ops")), "report - : {said}");
+    let (ok, said, err) = aclprof(&["diff", "-", raw_file, "--format", "json"], Some(&raw));
+    assert!(ok, "diff - FILE: {err}");
+    assert!(said.contains("\"base\": \"stdin\""), "diff - FILE: {said}");
+    let (ok, _, err) = aclprof(&["diff", "-", "-"], Some(&raw));
+    assert!(
+        !ok && err.contains("standard input can be read once"),
+        "{err}"
+    );
+    for cmd in ["timeline", "export"] {
+        let (ok, _, err) = aclprof(&[cmd, "-"], Some(&raw));
+        assert!(
+            !ok && err.contains("op records alone are read by analyze"),
+            "{cmd} -: {err}"
+        );
+        let empty = out.join(format!("empty-{cmd}"));
+        std::fs::create_dir_all(&empty).unwrap();
+        let (ok, _, err) = aclprof(&[cmd, empty.to_str().unwrap()], None);
+        assert!(
+            !ok && !err.contains("standard input"),
+            "{cmd} EMPTY offers only what it takes: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
     // diff takes every kind of input; the same run as a result directory, a record file
     // and the export's database differs in nothing, and the overall split of the directory
     // is step_trace_time.csv's.
@@ -433,7 +464,7 @@ fn analyze_agrees_with_the_result_files() {
     let (_, again) = read_csv(&output(&prof, "op_summary_"));
     assert_eq!(again.len(), summary.len());
 
-    // The README's order, report then timeline: the timeline keeps the export's names, so
+    // docs/cli.md's order, report then timeline: the timeline keeps the export's names, so
     // the report's links still lead somewhere.
     let page = prof.join("report.html");
     let (ok, _, err) = aclprof(&["report", p, "-o", page.to_str().unwrap()], None);
@@ -712,7 +743,9 @@ fn input_without_records_is_one_clear_error() {
     for cmd in ["export", "timeline"] {
         let (code, _, err) = aclprof_code(&[cmd, file.to_str().unwrap()], b"");
         assert!(
-            code == 1 && err.lines().count() == 1 && err.contains("a file, not a PROF_*"),
+            code == 1
+                && err.lines().count() == 1
+                && err.contains("op records alone are read by analyze, report and diff"),
             "{cmd}: {err}"
         );
         let (code, _, err) = aclprof_code(&[cmd, "/nonexistent/aclprof"], b"");
@@ -807,4 +840,38 @@ fn a_database_is_read_without_writing_beside_it() {
         eprintln!("no read-only bind mount here: the read-only file system case was not run");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A capture that attaches to nothing (a process that does not use aclprof) fails with one
+/// line and leaves no output directory behind.
+#[test]
+fn a_failed_capture_leaves_nothing_behind() {
+    let mut other = Command::new("sleep").arg("30").spawn().unwrap();
+    let dir = std::env::temp_dir().join(format!("aclprof-capture-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let pid = other.id().to_string();
+    let (ok, _, err) = aclprof(
+        &["capture", &pid, "-d", "1", "-o", dir.to_str().unwrap()],
+        None,
+    );
+    let _ = other.kill();
+    let _ = other.wait();
+    assert!(!ok, "capture of a process without aclprof fails");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!dir.exists(), "{} was left behind", dir.display());
+}
+
+/// Options agree with their help: `top --format` lists and takes table and json only, and
+/// `analyze --pipeline` refuses a format it would otherwise ignore.
+#[test]
+fn formats_are_what_help_says() {
+    let (ok, _, err) = aclprof(&["top", "--format", "xml"], None);
+    assert!(!ok && err.contains("one of: table, json"), "{err}");
+    let (ok, _, err) = aclprof(&["top", "--format", "csv", "--once"], None);
+    assert!(!ok && err.contains("one of: table, json"), "{err}");
+    let (ok, _, err) = aclprof(&["analyze", "-", "--pipeline", "--format", "csv"], None);
+    assert!(
+        !ok && err.contains("--pipeline writes a table or JSON"),
+        "{err}"
+    );
 }

@@ -94,7 +94,15 @@ pub(super) fn inputs(path: &Path) -> Result<Vec<Input>> {
             Input::Raw(path.to_path_buf())
         });
     } else {
-        for d in result_dirs(path)? {
+        let dirs = result_dirs(path).map_err(|mut e| {
+            e.msg = format!(
+                "{}: no PROF_* result directory in it (give a result directory, a folder of \
+                 them, a CANN database, a file of records, or - for standard input)",
+                path.display()
+            );
+            e
+        })?;
+        for d in dirs {
             prof_inputs(&d, &mut v)?;
         }
     }

@@ -138,8 +138,8 @@ pub fn result_dirs(path: &Path) -> std::io::Result<Vec<PathBuf>> {
     dirs.sort();
     if dirs.is_empty() {
         return Err(invalid(format!(
-            "{}: no PROF_* result directory in it (give a result directory, a folder \
-             of them, a file of records, or - for standard input)",
+            "{}: no PROF_* result directory in it (give a result directory or a folder of \
+             them)",
             path.display()
         )));
     }
