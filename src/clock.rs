@@ -95,7 +95,12 @@ fn calendar(secs: u64, local: bool) -> [i32; 6] {
 /// Local time now as `YYYYMMDDhhmmss`, plus `mmm` milliseconds when `millis` (result
 /// directories' and exports' stamps).
 pub fn local_stamp(millis: bool) -> String {
-    let now = std::time::Duration::from_nanos(wall_ns());
+    local_stamp_at(wall_ns(), millis)
+}
+
+/// [`local_stamp`] of the moment `epoch_ns`.
+pub fn local_stamp_at(epoch_ns: u64, millis: bool) -> String {
+    let now = std::time::Duration::from_nanos(epoch_ns);
     let [y, mo, d, h, mi, s] = calendar(now.as_secs(), true);
     let base = format!("{y:04}{mo:02}{d:02}{h:02}{mi:02}{s:02}");
     if millis {

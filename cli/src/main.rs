@@ -109,7 +109,8 @@ enum Cmd {
     /// of each in a folder (for example what a killed process left). Files keep the names
     /// (time stamp) of the export they replace, so links to them stay valid. Given CANN's
     /// database (msprof_*.db, ascend_pytorch_profiler_*.db), make a result directory from
-    /// its first device under -o DIR (default: beside it, in NAME_aclprof/) and export that.
+    /// its first device under -o DIR (default: NAME_aclprof/ in the current directory) and
+    /// export that; exporting it again replaces that result directory.
     /// With --format parquet, write one Parquet dataset for everything in PATH (result
     /// directories, a folder of ranks, a database) to -o DIR instead: tasks, communication,
     /// communication_tasks, memory, api, msproftx and steps, each partitioned by rank
@@ -603,7 +604,8 @@ fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> 
 }
 
 /// The result directories `path` names; a database is first made one under `output`
-/// (default: beside it, `NAME_aclprof/`) and exported.
+/// (default: `NAME_aclprof/` in the current directory) and exported; exporting the same
+/// database again replaces its result directory there.
 fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
     let is_db = path.is_file() && aclprof::formats::layout::is_database(path);
     if path == Path::new("-") || (path.is_file() && !is_db) {
@@ -616,9 +618,10 @@ fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, St
     if path.is_file() && aclprof::formats::layout::is_database(path) {
         let out = match output {
             Some(o) => o.to_path_buf(),
+            // In the current directory: nothing is written beside the user's input.
             None => {
                 let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-                path.with_file_name(format!("{stem}_aclprof"))
+                PathBuf::from(format!("{stem}_aclprof"))
             }
         };
         let r = aclprof::sim::import_db(path, &out, &mut progress_bar("exporting"));

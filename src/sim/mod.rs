@@ -132,10 +132,16 @@ pub fn import_db(
             err(ACL_ERROR_INVALID_FILE, "first task read")
         });
         let base = base.unwrap_or(0);
-        let dir = out.join(format!(
+        // Named by the database's first task, not by now: exporting the same database again
+        // replaces its earlier result directory instead of adding a second copy of its ops
+        // beside it. It is written under a temporary name and renamed into place.
+        let name = format!(
             "PROF_000001_{}_IMPORTED",
-            crate::clock::local_stamp(true)
-        ));
+            crate::clock::local_stamp_at(base, true)
+        );
+        let done = out.join(&name);
+        let dir = out.join(format!(".{name}.{}.partial", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         let dev = m.device;
         let data = dir.join(format!("device_{dev}/data"));
         std::fs::create_dir_all(&data)
@@ -230,9 +236,25 @@ pub fn import_db(
             w.flush()
                 .map_err(|e| crate::error::file_error("cannot write", &data, e))?;
         }
-        crate::filemode::export_quietly_with_progress(&dir, progress)?;
-        Ok(dir)
+        drop(files);
+        if done.exists() {
+            std::fs::remove_dir_all(&done)
+                .map_err(|e| crate::error::file_error("cannot replace", &done, e))?;
+        }
+        std::fs::rename(&dir, &done)
+            .map_err(|e| crate::error::file_error("cannot rename into place", &done, e))?;
+        crate::filemode::export_quietly_with_progress(&done, progress)?;
+        Ok(done)
     })();
     let _ = crate::profiler::model_unload(id);
+    if result.is_err() {
+        // What a failed import had written under its temporary name.
+        let partial = format!(".{}.partial", std::process::id());
+        for e in std::fs::read_dir(out).into_iter().flatten().flatten() {
+            if e.file_name().to_string_lossy().ends_with(&partial) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
     result
 }
