@@ -20,6 +20,9 @@ pub struct Row {
     pub op: Option<(String, u32, u32, u32, u64)>,
     /// When the row's first op started (ns): the op's start, or its group's earliest.
     pub first_ns: u64,
+    /// What turns a single op's start into epoch time ([`Origin::wall_offset`]): the table
+    /// shows it as op_summary does.
+    pub wall_offset: i128,
     pub count: u64,
     /// The Time column: the group's times through [`Func`] (ns; a count for Func::Count).
     pub time: f64,
@@ -235,6 +238,7 @@ struct Kept {
     stream: u32,
     model: u32,
     start: u64,
+    wall_offset: i128,
     cost: Cost,
     shapes: Option<(String, String)>,
 }
@@ -298,6 +302,11 @@ pub struct Origin<'a> {
     pub fp: Option<&'a str>,
     pub bp: Option<&'a str>,
     pub metas: Option<&'a Metas>,
+    /// The epoch minus the records' clock (ns): a result directory's records are stamped
+    /// on the monotonic clock and its session pairs that with the wall clock; 0 for inputs
+    /// whose records are already in epoch time (a database, an imported one) or that carry
+    /// no session (a file of records, standard input).
+    pub wall_offset: i128,
 }
 
 impl Origin<'_> {
@@ -358,6 +367,7 @@ fn origin_of(i: usize, input: &Input) -> Origin<'_> {
             fp,
             bp,
             metas,
+            wall_offset,
             ..
         } => Origin {
             input: i,
@@ -366,6 +376,7 @@ fn origin_of(i: usize, input: &Input) -> Origin<'_> {
             fp: fp.as_deref(),
             bp: bp.as_deref(),
             metas: Some(metas),
+            wall_offset: *wall_offset,
         },
         _ => Origin {
             input: i,
@@ -374,6 +385,7 @@ fn origin_of(i: usize, input: &Input) -> Origin<'_> {
             fp: None,
             bp: None,
             metas: None,
+            wall_offset: 0,
         },
     }
 }
@@ -635,6 +647,7 @@ pub fn analyze_with_progress(
                 key: k.name,
                 op: Some((k.op_type, k.dev, k.stream, k.model, k.start)),
                 first_ns: k.start,
+                wall_offset: k.wall_offset,
                 count: 1,
                 time: k.dur as f64,
                 total_ns: k.dur,
@@ -731,6 +744,7 @@ pub use options::{Choices, Options};
 pub use query::*;
 mod render;
 mod scan;
+pub mod verdict;
 
 pub use discover::*;
 pub use render::*;

@@ -370,6 +370,37 @@ fn analyze_agrees_with_the_result_files() {
     starts.sort_by(f64::total_cmp);
     starts.dedup();
     assert_eq!(starts.len() as u64, EXECUTIONS, "distinct starts: {j}");
+    // ...in op_summary's clock (epoch µs), so an op found in one is found in the other.
+    let mut want_starts: Vec<u64> = summary
+        .iter()
+        .filter(|r| r["Op Name"] == "resnet50/conv1/Conv2D")
+        .map(|r| us(&r["Task Start Time(us)"]))
+        .collect();
+    want_starts.sort_unstable();
+    let (ok, csv, err) = aclprof(
+        &[
+            "analyze",
+            p,
+            "-t",
+            "0",
+            "--name",
+            "^resnet50/conv1/Conv2D$",
+            "--format",
+            "csv",
+        ],
+        None,
+    );
+    assert!(ok, "{err}");
+    let mut lines = csv.lines();
+    let at = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == "Start(us)")
+        .unwrap();
+    let mut got_starts: Vec<u64> = lines.map(|l| us(l.split(',').nth(at).unwrap())).collect();
+    got_starts.sort_unstable();
+    assert_eq!(got_starts, want_starts, "Start(us) as op_summary gives it");
 
     // Filters: --type, --name, --min-time.
     let conv: Vec<_> = per_type(p, &["--type", "Conv2D"], None)
@@ -874,4 +905,62 @@ fn formats_are_what_help_says() {
         !ok && err.contains("--pipeline writes a table or JSON"),
         "{err}"
     );
+}
+
+/// Exporting a database writes into the current directory (never beside the database), and
+/// exporting it again replaces that result directory: analysis of the output counts the
+/// database's ops once.
+#[test]
+fn exporting_a_database_twice_replaces_the_first() {
+    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
+    let dir = std::env::temp_dir().join(format!("aclprof-reexport-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (input, work) = (dir.join("in"), dir.join("work"));
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let db = input.join("msprof_9.db");
+    std::fs::copy(&src, &db).unwrap();
+    let export = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+            .arg("export")
+            .arg(&db)
+            .current_dir(&work)
+            .env("ACLPROF_DEVICE_COUNT", "8") // its ops ran on device 2
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ops_of = |p: &Path| analyze_json(&[p.to_str().unwrap()])["ops"].clone();
+    let once = ops_of(&db);
+    export();
+    export();
+    let made = work.join("msprof_9_aclprof");
+    let profs: Vec<_> = std::fs::read_dir(&made)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        profs.len(),
+        1,
+        "one result directory after two exports: {profs:?}"
+    );
+    assert_eq!(
+        ops_of(&made),
+        once,
+        "the output holds the database's ops once"
+    );
+    let beside: Vec<_> = std::fs::read_dir(&input)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        beside.len(),
+        1,
+        "nothing written beside the database: {beside:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -19,6 +19,8 @@ pub(super) enum Input {
         metas: std::sync::Arc<Metas>,
         /// Its result directory (whose host log holds the session's memory).
         dir: PathBuf,
+        /// The session's epoch minus its records' clock ([`Origin::wall_offset`]).
+        wall_offset: i128,
     },
     Raw(PathBuf),
     /// CANN's database (`msprof_*.db`, `ascend_pytorch_profiler_*.db`): its tasks, made
@@ -42,6 +44,12 @@ pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
         Some(s) => (point(s.fp_point.as_ref()), point(s.bp_point.as_ref())),
         None => (None, None),
     };
+    let wall_offset = session
+        .as_ref()
+        .filter(|s| s.wall_clock_ns != 0 && s.imported_from.is_none())
+        .map_or(0, |s| {
+            s.wall_clock_ns as i128 - s.clock_monotonic_raw as i128
+        });
     for d in crate::error::io("", dir, entries_named(dir, "device_"))? {
         // A device that recorded nothing may have no data directory; any other failure to
         // list it is an error, not fewer ops.
@@ -62,6 +70,7 @@ pub(super) fn prof_inputs(dir: &Path, out: &mut Vec<Input>) -> Result<()> {
             fp: fp.clone(),
             bp: bp.clone(),
             dir: dir.to_path_buf(),
+            wall_offset,
         });
     }
     Ok(())

@@ -84,7 +84,12 @@ pub fn table(r: &Report) -> (Vec<String>, Vec<Vec<String>>) {
                         dev.to_string(),
                         stream.to_string(),
                         model.to_string(),
-                        us(*start as f64),
+                        // In op_summary's clock (epoch), exact: an epoch time in µs has more
+                        // digits than an f64 holds.
+                        {
+                            let t = (*start as i128 + row.wall_offset).max(0);
+                            format!("{}.{:03}", t / 1000, t % 1000)
+                        },
                     ]);
                     c.push(us(row.time));
                 }

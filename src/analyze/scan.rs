@@ -177,6 +177,7 @@ impl Scan {
                     stream: v.stream_id(),
                     model: v.model_id(),
                     start: v.start(),
+                    wall_offset: o.wall_offset,
                     cost,
                     shapes: shapes_of(meta.as_deref()),
                 }));
