@@ -21,7 +21,7 @@ pub const DOMINANT_SHARE: f64 = 0.50;
 /// A step this many times slower than the median step (runs of 3 steps or more).
 pub const SLOW_STEP: f64 = 1.5;
 /// A rank whose op time is this many times the median rank's (clusters of 2 ranks or more).
-pub const SLOW_RANK: f64 = 1.2;
+pub const SLOW_RANK: f64 = aclprof::analyze::verdict::SLOW;
 /// The training thread waits for data (the data pipeline's `wait` spans) over this share of
 /// step time (of the pipeline's span without steps).
 pub const DATA_BOUND: f64 = 0.20;
@@ -54,19 +54,7 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
-/// The middle value (the mean of the two middle ones for an even count); 0 for none.
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
+use aclprof::analyze::verdict::median;
 
 /// The rules that fire for `r`, in the order of the list in docs/design.md.
 pub fn advise(r: &RunStats) -> Vec<Advice> {

@@ -82,24 +82,8 @@ impl Comm {
     /// The link with the lowest bandwidth among those that moved bytes, and its bandwidth
     /// against the median link's; None with fewer than two such links.
     pub fn slowest_link(&self) -> Option<(&Link, f64)> {
-        let mut moved: Vec<&Link> = self
-            .links
-            .iter()
-            .filter(|l| l.bytes > 0 && l.ns > 0)
-            .collect();
-        if moved.len() < 2 {
-            return None;
-        }
-        moved.sort_by(|a, b| a.bandwidth().total_cmp(&b.bandwidth()));
-        let median = crate::advisor::median(moved.iter().map(|l| l.bandwidth()).collect());
-        Some((
-            moved[0],
-            if median > 0.0 {
-                moved[0].bandwidth() / median
-            } else {
-                0.0
-            },
-        ))
+        let links: Vec<(u64, u64)> = self.links.iter().map(|l| (l.bytes, l.ns)).collect();
+        aclprof::analyze::verdict::slowest_link(&links).map(|(i, of)| (&self.links[i], of))
     }
 
     /// rank -> its communication ops' times, over their types.

@@ -378,6 +378,38 @@ aclError aclprofExtDiff(const char *base,
                         char **result);
 
 /**
+ * Which rank of a cluster stands out, by the rule `aclprof report`'s cluster view and
+ * Python's `aclprof.cluster` use: `ranks`, `computingNs` and `waitingNs` hold `n` ranks'
+ * ids, time computing, and time in communication not overlapped with computing (ns).
+ * `*rank` gets the slow rank and `*why` 1 (it computes longest, over 1.2× the median
+ * rank's: the others wait for it) or 2 (no rank computes that long, but it waits in
+ * communication over 1.2× the median rank's); `*why` and `*rank` are 0 when none stands out
+ * (always with fewer than two ranks). Ties go to the lowest rank. Errors: an array NULL
+ * with `n` > 0, or an output NULL or misaligned -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtSlowRank(const uint32_t *ranks,
+                            const uint64_t *computingNs,
+                            const uint64_t *waitingNs,
+                            size_t n,
+                            uint32_t *rank,
+                            uint32_t *why);
+
+/**
+ * Which link of a cluster is slowest, by the rule `aclprof analyze --communication` and
+ * Python's `aclprof.cluster` use: `bytes` and `ns` hold `n` links' bytes moved and transfer
+ * time. `*index` gets the slowest of the links that moved bytes (the lowest bandwidth; ties:
+ * the first) and `*ofMedian` its bandwidth against the median such link's; `*index` is `n`
+ * and `*ofMedian` 0 when fewer than two links moved bytes. Errors as aclprofExtSlowRank's.
+ */
+MSVP_PROF_API
+aclError aclprofExtSlowestLink(const uint64_t *bytes,
+                               const uint64_t *ns,
+                               size_t n,
+                               size_t *index,
+                               double *ofMedian);
+
+/**
  * Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
  */
 MSVP_PROF_API void aclprofExtFreeResult(char *result);

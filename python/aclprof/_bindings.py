@@ -12,6 +12,7 @@ from ctypes import (
     Structure,
     c_char,
     c_char_p,
+    c_double,
     c_int,
     c_int32,
     c_int64,
@@ -737,6 +738,8 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtExport": (c_int, [c_char_p]),
     "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtDiff": (c_int, [c_char_p, c_char_p, c_char_p, POINTER(c_void_p)]),
+    "aclprofExtSlowRank": (c_int, [POINTER(c_uint32), POINTER(c_uint64), POINTER(c_uint64), c_size_t, POINTER(c_uint32), POINTER(c_uint32)]),
+    "aclprofExtSlowestLink": (c_int, [POINTER(c_uint64), POINTER(c_uint64), c_size_t, POINTER(c_size_t), POINTER(c_double)]),
     "aclprofExtFreeResult": (None, [POINTER(c_char)]),
     "aclprofExtWatchAnswer": (c_int, []),
     "aclprofExtMemReport": (c_int, [POINTER(aclprofExtMemEvent)]),
@@ -863,6 +866,8 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtExport": ['profDir'],
     "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
     "aclprofExtDiff": ['base', 'newRun', 'optionsJson', 'result'],
+    "aclprofExtSlowRank": ['ranks', 'computingNs', 'waitingNs', 'n', 'rank', 'why'],
+    "aclprofExtSlowestLink": ['bytes', 'ns', 'n', 'index', 'ofMedian'],
     "aclprofExtFreeResult": ['result'],
     "aclprofExtWatchAnswer": [],
     "aclprofExtMemReport": ['event'],
@@ -998,6 +1003,8 @@ class Library(Protocol):
     def aclprofExtExport(self, profDir: CharP, /) -> int: ...
     def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtDiff(self, base: CharP, newRun: CharP, optionsJson: CharP, result: Ptr[c_void_p], /) -> int: ...
+    def aclprofExtSlowRank(self, ranks: Ptr[c_uint32], computingNs: Ptr[c_uint64], waitingNs: Ptr[c_uint64], n: int, rank: Ptr[c_uint32], why: Ptr[c_uint32], /) -> int: ...
+    def aclprofExtSlowestLink(self, bytes: Ptr[c_uint64], ns: Ptr[c_uint64], n: int, index: Ptr[c_size_t], ofMedian: Ptr[c_double], /) -> int: ...
     def aclprofExtFreeResult(self, result: Ptr[c_char], /) -> None: ...
     def aclprofExtWatchAnswer(self, /) -> int: ...
     def aclprofExtMemReport(self, event: Ptr[aclprofExtMemEvent], /) -> int: ...

@@ -92,6 +92,34 @@ def text_result(name: str, call: Callable[[Library, "OutText"], int]) -> str:
         lib.aclprofExtFreeResult(ctypes.cast(out, ctypes.POINTER(ctypes.c_char)))
 
 
+def slow_rank(ranks: List[int], computing_ns: List[int], waiting_ns: List[int]
+              ) -> Optional[Tuple[int, int]]:
+    """The rank that stands out and why (1: it computes longest, 2: it waits longest), by the
+    library's rule (``aclprofExtSlowRank``, the one the report uses); None when none does."""
+    n = len(ranks)
+    arr = ctypes.c_uint64 * n
+    rank, why = ctypes.c_uint32(), ctypes.c_uint32()
+    lib = load()
+    check("aclprofExtSlowRank", lib.aclprofExtSlowRank(
+        (ctypes.c_uint32 * n)(*ranks), arr(*computing_ns), arr(*waiting_ns), n,
+        ctypes.byref(rank), ctypes.byref(why)))
+    return (rank.value, why.value) if why.value else None
+
+
+def slowest_link(moved: List[Tuple[int, int]]) -> Optional[Tuple[int, float]]:
+    """The index of the slowest of ``moved`` ((bytes, ns) per link) and its bandwidth against
+    the median link's, by the library's rule (``aclprofExtSlowestLink``, the one ``aclprof
+    analyze --communication`` uses); None with fewer than two links that moved bytes."""
+    n = len(moved)
+    arr = ctypes.c_uint64 * n
+    index, of_median = ctypes.c_size_t(), ctypes.c_double()
+    lib = load()
+    check("aclprofExtSlowestLink", lib.aclprofExtSlowestLink(
+        arr(*(b for b, _ in moved)), arr(*(t for _, t in moved)), n, ctypes.byref(index),
+        ctypes.byref(of_median)))
+    return (index.value, of_median.value) if index.value < n else None
+
+
 def analyze_text(path: PathLike, query: Mapping[str, Any]) -> str:
     """What ``aclprofExtAnalyze`` prints for ``path`` and ``query`` (the engine of ``aclprof
     analyze``: its options as JSON)."""

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._common import PathLike
+from ._common import PathLike, slow_rank, slowest_link
 
 #: The tables of the result, in the order they are shown.
 TABLES = ("ranks", "op_types", "communication", "links")
@@ -154,23 +154,23 @@ def combine(figures: Sequence[Dict[str, Any]]) -> Cluster:
             "data_wait_ms": _ms(f["preparing_ns"]),
             "memory_peak_bytes": f["memory_peak_bytes"],
         })
-    if c.ranks:
-        slow = max(c.ranks, key=lambda r: (r["computing_ms"], r["device_ns"]))
+    verdict = slow_rank([int(f["rank"]) for f in figures],
+                        [int(f["computing_ns"]) for f in figures],
+                        [int(f["communication_not_overlapped_ns"]) for f in figures])
+    if verdict is not None:
+        rank, reason = verdict
+        slow = next(r for r in c.ranks if int(r["rank"]) == rank)
         median = statistics.median(r["computing_ms"] for r in c.ranks)
-        others = [r for r in c.ranks if r is not slow]
-        waits = statistics.median(r["communication_not_overlapped_ms"] for r in others) \
-            if others else 0.0
-        if slow["computing_ms"] > median:
+        waits = statistics.median(r["communication_not_overlapped_ms"] for r in c.ranks)
+        if reason == 1:
             why = (f"its computing is the longest: {slow['computing_ms']:.3f} ms, "
-                   f"{100 * (slow['computing_ms'] / median - 1) if median else 0:.1f}% above "
-                   f"the median rank's {median:.3f} ms; the other ranks wait for it in "
-                   f"communication ({waits:.3f} ms not overlapped, median)")
+                   f"{slow['computing_ms'] / median if median else 0:.2f}x the median rank's "
+                   f"{median:.3f} ms; the other ranks wait for it in communication")
         else:
-            slowest_wait = max(c.ranks, key=lambda r: r["communication_not_overlapped_ms"])
-            slow = slowest_wait
-            why = (f"no rank computes longer than the others; rank {slow['rank']} waits longest "
-                   f"in communication ({slow['communication_not_overlapped_ms']:.3f} ms not "
-                   f"overlapped): look at its links")
+            why = (f"it waits in communication for another rank: "
+                   f"{slow['communication_not_overlapped_ms']:.3f} ms not overlapped with "
+                   f"computing, against the median rank's {waits:.3f} ms, while its computing "
+                   f"is no longer than the others': look at its links")
         c.slow_rank = {"rank": slow["rank"], "why": why}
     per_type: Dict[str, List[Tuple[int, int, int]]] = {}
     for f in figures:
@@ -215,11 +215,13 @@ def combine(figures: Sequence[Dict[str, Any]]) -> Cluster:
                         "bytes": size, "time_ms": _ms(ns),
                         "bandwidth_gbps": round(size / ns, 6) if ns else 0.0})
     c.groups = {g: sorted(r) for g, r in members.items() if g}
-    moving = [li for li in c.links if li["bytes"] > 0 and li["time_ms"] > 0]
-    if moving:
-        slow_link = min(moving, key=lambda li: li["bandwidth_gbps"])
-        median_bw = statistics.median(li["bandwidth_gbps"] for li in moving)
-        c.slow_link = dict(slow_link, median_bandwidth_gbps=median_bw)
+    found = slowest_link([(size, ns) for _, (size, ns) in sorted(links.items())])
+    if found is not None:
+        i, of_median = found
+        slow_link = c.links[i]
+        c.slow_link = dict(slow_link, of_median=round(of_median, 6),
+                           median_bandwidth_gbps=round(slow_link["bandwidth_gbps"] / of_median, 6)
+                           if of_median else 0.0)
     return c
 
 

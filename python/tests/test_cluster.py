@@ -180,3 +180,24 @@ def test_no_rank_is_one_clear_error(tmp_path: Path) -> None:
                        capture_output=True, text=True)
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "no rank in the dataset" in r.stderr
+
+
+def test_the_slow_rank_and_link_are_the_librarys_answer() -> None:
+    """One rule, whoever asks: Python gets the library's verdict (the report's), so a rank
+    just above the median (under 1.2x) is not named, as the report would not name it."""
+    from aclprof._common import slow_rank, slowest_link
+    assert slow_rank([0], [100], [0]) is None, "one rank is no cluster"
+    assert slow_rank([0, 1, 2], [100, 100, 150], [50, 60, 0]) == (2, 1)
+    assert slow_rank([0, 1, 2], [100, 110, 105], [10, 30, 10]) == (1, 2)
+    assert slow_rank([0, 1, 2], [100, 110, 105], [10, 11, 10]) is None
+    assert slowest_link([(100, 10)]) is None, "one link is nothing to compare"
+    found = slowest_link([(100, 10), (0, 5), (20, 10), (100, 20)])
+    assert found is not None and found[0] == 2 and abs(found[1] - 0.4) < 1e-9, found
+    # The same as the report's cluster view on the same figures.
+    c = cluster.combine([
+        {"rank": r, "ops": 1, "device_ns": comp, "steps": 1, "computing_ns": comp,
+         "communication_not_overlapped_ns": wait, "overlapped_ns": 0, "free_ns": 0,
+         "preparing_ns": 0, "memory_peak_bytes": 0, "types": {}, "communication": {},
+         "links": {}}
+        for r, comp, wait in [(0, 100, 10), (1, 110, 11), (2, 105, 10)]])
+    assert c.slow_rank is None, c.slow_rank

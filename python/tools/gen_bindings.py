@@ -48,6 +48,8 @@ SCALARS = {
     "uint32_t": "c_uint32",
     "uint64_t": "c_uint64",
     "size_t": "c_size_t",
+    "float": "c_float",
+    "double": "c_double",
 }
 
 VISIBILITY = r"(?:MSVP_PROF_API|ACL_FUNC_VISIBILITY)"

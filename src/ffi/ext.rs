@@ -617,6 +617,75 @@ pub unsafe extern "C" fn aclprofExtDiff(
     )
 }
 
+/// Which rank of a cluster stands out, by the rule `aclprof report`'s cluster view and
+/// Python's `aclprof.cluster` use: `ranks`, `computingNs` and `waitingNs` hold `n` ranks'
+/// ids, time computing, and time in communication not overlapped with computing (ns).
+/// `*rank` gets the slow rank and `*why` 1 (it computes longest, over 1.2× the median
+/// rank's: the others wait for it) or 2 (no rank computes that long, but it waits in
+/// communication over 1.2× the median rank's); `*why` and `*rank` are 0 when none stands out
+/// (always with fewer than two ranks). Ties go to the lowest rank. Errors: an array NULL
+/// with `n` > 0, or an output NULL or misaligned -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtSlowRank(
+    ranks: *const u32,
+    computingNs: *const u64,
+    waitingNs: *const u64,
+    n: usize,
+    rank: *mut u32,
+    why: *mut u32,
+) -> aclError {
+    use crate::analyze::verdict::{slow_rank, RankTime};
+    entry(
+        "aclprofExtSlowRank",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let (rank, why) = (super::out(rank, "rank")?, super::out(why, "why")?);
+            let ids = super::array(ranks, n, "ranks")?;
+            let computing = super::array(computingNs, n, "computingNs")?;
+            let waiting = super::array(waitingNs, n, "waitingNs")?;
+            let times: Vec<RankTime> = (0..n)
+                .map(|i| RankTime {
+                    rank: ids[i],
+                    computing_ns: computing[i],
+                    waiting_ns: waiting[i],
+                })
+                .collect();
+            (*rank, *why) = slow_rank(&times).map_or((0, 0), |s| (s.rank, s.why as u32));
+            Ok(())
+        },
+    )
+}
+
+/// Which link of a cluster is slowest, by the rule `aclprof analyze --communication` and
+/// Python's `aclprof.cluster` use: `bytes` and `ns` hold `n` links' bytes moved and transfer
+/// time. `*index` gets the slowest of the links that moved bytes (the lowest bandwidth; ties:
+/// the first) and `*ofMedian` its bandwidth against the median such link's; `*index` is `n`
+/// and `*ofMedian` 0 when fewer than two links moved bytes. Errors as aclprofExtSlowRank's.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtSlowestLink(
+    bytes: *const u64,
+    ns: *const u64,
+    n: usize,
+    index: *mut usize,
+    ofMedian: *mut f64,
+) -> aclError {
+    entry(
+        "aclprofExtSlowestLink",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            let (index, of) = (
+                super::out(index, "index")?,
+                super::out(ofMedian, "ofMedian")?,
+            );
+            let bytes = super::array(bytes, n, "bytes")?;
+            let ns = super::array(ns, n, "ns")?;
+            let links: Vec<(u64, u64)> = bytes.iter().copied().zip(ns.iter().copied()).collect();
+            (*index, *of) = crate::analyze::verdict::slowest_link(&links).unwrap_or((n, 0.0));
+            Ok(())
+        },
+    )
+}
+
 /// Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtFreeResult(result: *mut c_char) {

@@ -148,6 +148,28 @@ pub(crate) unsafe fn counted_str<'a>(p: *const c_char, len: usize, what: &str) -
     Ok(s)
 }
 
+/// An array argument of `n` elements: NULL only when `n` is 0.
+///
+/// # Safety
+/// `p` is NULL, misaligned, or points to `n` readable `T`s.
+pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&'a [T]> {
+    if n == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(invalid(format!("{what} is NULL")));
+    }
+    if !p.is_aligned() {
+        return Err(invalid(format!("{what} is misaligned")));
+    }
+    if n.checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
+        return Err(invalid(format!("{what}: {n} elements is impossible")));
+    }
+    Ok(std::slice::from_raw_parts(p, n))
+}
+
 /// Converts a C buffer argument of an accessor.
 ///
 /// # Safety

@@ -17,10 +17,6 @@ const MAX_STEPS: usize = 50;
 const HEAT_RANKS: usize = 256;
 const HEAT_STEPS: usize = 200;
 
-/// A slow rank's computing is this many times the median rank's, or its communication not
-/// overlapped this many times, before the view names it.
-const SLOW: f64 = 1.2;
-
 /// (computing, communication not overlapped, free), ns.
 type Split = [u64; 3];
 
@@ -30,50 +26,37 @@ const COLORS: [(&str, &str); 3] = [
     ("#bab0ac", "free"),
 ];
 
-/// The slow rank and why, if one stands out: (rank, reason).
+/// The slow rank and why, if one stands out: (rank, reason). Which rank is the library's
+/// rule ([`aclprof::analyze::verdict::slow_rank`]); the words are the view's.
 pub fn slow_rank(ranks: &BTreeMap<u32, Split>) -> Option<(u32, String)> {
-    if ranks.len() < 2 {
-        return None;
-    }
-    let med = |k: usize| crate::advisor::median(ranks.values().map(|s| s[k] as f64).collect());
-    let top = |k: usize| {
-        ranks
-            .iter()
-            .max_by_key(|(r, s)| (s[k], std::cmp::Reverse(**r)))
-            .map(|(r, s)| (*r, s[k]))
+    use aclprof::analyze::verdict::{RankTime, Why};
+    let times: Vec<RankTime> = ranks
+        .iter()
+        .map(|(&rank, s)| RankTime {
+            rank,
+            computing_ns: s[0],
+            waiting_ns: s[1],
+        })
+        .collect();
+    let s = aclprof::analyze::verdict::slow_rank(&times)?;
+    let why = match s.why {
+        Why::Computes => format!(
+            "its computing is the longest: {} us, {:.2}× the median rank's; the others \
+             wait for it in communication (rank {} longest, {} us not overlapped)",
+            us(s.ns),
+            s.of_median,
+            s.waiter,
+            us(s.waiter_ns)
+        ),
+        Why::Waits => format!(
+            "it waits in communication for another rank: {} us not overlapped with \
+             computing, {:.2}× the median rank's, while its computing is no longer than the \
+             others'",
+            us(s.ns),
+            s.of_median
+        ),
     };
-    let (slow, c) = top(0)?;
-    let (waiter, w) = top(1)?;
-    let (mc, mw) = (med(0), med(1));
-    if mc > 0.0 && c as f64 > SLOW * mc {
-        return Some((
-            slow,
-            format!(
-                "its computing is the longest: {} us, {:.2}× the median rank's; the others \
-                 wait for it in communication (rank {waiter} longest, {} us not overlapped)",
-                us(c),
-                c as f64 / mc,
-                us(w)
-            ),
-        ));
-    }
-    if w > 0 && w as f64 > SLOW * mw {
-        return Some((
-            waiter,
-            format!(
-                "it waits in communication for another rank: {} us not overlapped with \
-                 computing, {:.2}× the median rank's, while its computing is no longer than the \
-                 others'",
-                us(w),
-                if mw > 0.0 {
-                    w as f64 / mw
-                } else {
-                    f64::INFINITY
-                }
-            ),
-        ));
-    }
-    None
+    Some((s.rank, why))
 }
 
 /// The cluster section of a run with several ranks (empty otherwise). `rank_pages`: each
