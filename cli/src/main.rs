@@ -97,15 +97,20 @@ struct AnalyzeArgs {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Rank ops or groups of ops by device time. PATH is a PROF_* result directory, a folder
-    /// of them, a file of raw records (what a subscription wrote), CANN's database
-    /// (msprof_*.db, ascend_pytorch_profiler_*.db), or - for standard input.
+    /// Rank ops, or groups of them, by device time
+    ///
+    /// PATH is a PROF_* result directory, a folder of them, a file of raw records (what a
+    /// subscription wrote), CANN's database (msprof_*.db, ascend_pytorch_profiler_*.db), or
+    /// - for standard input.
     Analyze {
+        /// A result directory, a folder of them, a file of records, a database, or -
         path: PathBuf,
         #[command(flatten)]
         args: AnalyzeArgs,
     },
-    /// Write mindstudio_profiler_output/ again from the raw data of a result directory, or
+    /// Write a run's files again (msprof's layout), or a Parquet dataset of many runs
+    ///
+    /// Writes mindstudio_profiler_output/ again from the raw data of a result directory, or
     /// of each in a folder (for example what a killed process left). Files keep the names
     /// (time stamp) of the export they replace, so links to them stay valid. Given CANN's
     /// database (msprof_*.db, ascend_pytorch_profiler_*.db), make a result directory from
@@ -116,6 +121,7 @@ enum Cmd {
     /// communication_tasks, memory, api, msproftx and steps, each partitioned by rank
     /// (DIR/TABLE/rank=N/*.parquet), for DuckDB, Polars, pyarrow, Spark or Dask.
     Export {
+        /// A result directory, a folder of them, or a database
         #[arg(value_name = "PATH")]
         dir: PathBuf,
         /// Where a database's result directory goes; with --format parquet, the dataset
@@ -125,7 +131,9 @@ enum Cmd {
         #[arg(long, default_value = "msprof", value_parser = ["msprof", "parquet"])]
         format: String,
     },
-    /// Write the report: with -o FILE.html one self-contained page for the run at PATH; with
+    /// Write an HTML report: one page for a run, or a site comparing many
+    ///
+    /// With -o FILE.html one self-contained page for the run at PATH; with
     /// -o DIR a site for the runs in PATH (each entry a result directory, a folder of them,
     /// a database or a file of records): an index of runs, a page per run and a page that
     /// compares any two. A run's page has its timeline (every track, drawn in the page from
@@ -136,29 +144,38 @@ enum Cmd {
     /// free time per device, rank and stream, a per-op table that sorts and fuzzy-searches,
     /// and links to the timeline files.
     Report {
+        /// What analyze takes (a result directory, a folder of them, a file of records, a
+        /// database, or -); for a site, a folder of runs
         path: PathBuf,
         /// The page to write (FILE.html), or the directory of the site
         #[arg(short = 'o', long = "output", default_value = "report.html")]
         output: PathBuf,
     },
-    /// Write the timeline again, as msprof JSON and as a native Perfetto trace (.pftrace),
+    /// Write a run's timeline for Perfetto and MindStudio Insight, and say where it is
+    ///
+    /// Writes the timeline again, as msprof JSON and as a native Perfetto trace (.pftrace),
     /// for a result directory or every one in a folder; prints where they are. Like export,
     /// it rewrites mindstudio_profiler_output/ under the names it had. A database is
     /// exported as `export` does it.
     Timeline {
+        /// A result directory, a folder of them, or a database
         path: PathBuf,
         /// Where a database's result directory goes
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
     },
-    /// Compare two runs: the overall split of device time (computing by class of op type,
+    /// Compare two runs, largest change first
+    ///
+    /// The overall split of device time (computing by class of op type,
     /// communication not overlapped, free), then op types, ops (by name), steps and, when
     /// both recorded it, device memory, each row with base, new, difference and ratio,
     /// largest change first. BASE and NEW are what
     /// analyze takes (a result directory, a folder of them, a file of records, a database).
     #[command(visible_alias = "compare")]
     Diff {
+        /// The run to compare against (what analyze takes; - for standard input)
         base: PathBuf,
+        /// The run compared (what analyze takes; - for standard input)
         new: PathBuf,
         /// Rows per section but the overall one (0: all)
         #[arg(short = 't', long = "top", default_value_t = 20)]
@@ -172,11 +189,14 @@ enum Cmd {
         #[arg(long = "fail-above", value_name = "PCT")]
         fail_above: Option<f64>,
     },
-    /// Watch a running process that uses aclprof (C, Python, aclprof record): ops/s, device
+    /// Watch a running process live, or serve its figures to Prometheus
+    ///
+    /// Watches a running process that uses aclprof (C, Python, aclprof record): ops/s, device
     /// time per op type over the last interval and since attaching, the longest ops, busy
     /// streams and records dropped, refreshed every interval. Without PID, list the
     /// processes that can be watched. Only the process's user (or root) may watch it.
     Top {
+        /// The process to watch; without it, list those that can be watched
         pid: Option<u32>,
         /// Seconds between refreshes
         #[arg(short = 'i', long, default_value_t = 1.0)]
@@ -201,11 +221,13 @@ enum Cmd {
         #[arg(long, requires = "serve", conflicts_with = "pid")]
         all: bool,
     },
-    /// Record every op running processes report for a while, with no restart and no change
+    /// Record running processes for a while, without restarting them
+    ///
+    /// Records every op running processes report for a while, with no restart and no change
     /// to them, into a result directory each (PROF_*, read by analyze, report, export,
     /// msprof-analyze and MindStudio Insight) under DIR. What the capture could not read in
-    /// time is counted there. One viewer (top or capture) watches a process at a time; only
-    /// the process's user (or root) may.
+    /// time is counted there. One viewer (top or capture) watches a process at a time, and
+    /// only the process's user (or root) may capture it.
     Capture {
         /// The processes (see `aclprof top` for those that can be watched)
         pids: Vec<u32>,
@@ -219,8 +241,10 @@ enum Cmd {
         #[arg(short = 'o', long = "output")]
         output: PathBuf,
     },
-    /// Profile an unmodified program (PROFILING_MODE=true) into DIR, then print the
-    /// per-type summary of what it recorded.
+    /// Profile an unmodified program, then summarise what it recorded
+    ///
+    /// Runs the program with PROFILING_MODE=true into DIR, then prints the per-type summary
+    /// of what it recorded, and exits with the program's exit code.
     Record {
         /// The folder the result directories go to
         #[arg(short = 'o', long = "output")]

@@ -964,3 +964,43 @@ fn exporting_a_database_twice_replaces_the_first() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Help a user can scan: the top level gives each command one short line, and every
+/// positional argument of every command is described.
+#[test]
+fn help_lists_commands_in_a_line_and_describes_every_argument() {
+    let (ok, top, err) = aclprof(&["--help"], None);
+    assert!(ok, "{err}");
+    let commands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 8, "{top}");
+    for l in top.lines().filter(|l| l.starts_with("  ")) {
+        assert!(l.len() <= 100, "one short line per command: {l:?}");
+    }
+    for c in &commands {
+        let (ok, help, err) = aclprof(&[c, "--help"], None);
+        assert!(ok, "{c}: {err}");
+        let args: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Arguments:"))
+            .skip(1)
+            .take_while(|l| !l.is_empty() && !l.starts_with("Options:"))
+            .collect();
+        assert!(!args.is_empty(), "{c} has positional arguments: {help}");
+        for (i, l) in args.iter().enumerate() {
+            if l.trim_start().starts_with(['<', '[']) {
+                let described = l.trim().split_once("  ").is_some()
+                    || args.get(i + 1).is_some_and(|n| {
+                        !n.trim().is_empty() && !n.trim_start().starts_with(['<', '['])
+                    });
+                assert!(described, "{c}: argument {l:?} has no description:\n{help}");
+            }
+        }
+    }
+}
