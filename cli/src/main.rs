@@ -6,6 +6,7 @@ mod advisor;
 mod capture;
 mod comm;
 mod databases;
+mod interrupt;
 mod page;
 mod parquet;
 mod serve;
@@ -834,6 +835,7 @@ fn main() -> ExitCode {
         },
         Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
         Cmd::Report { path, output } => {
+            interrupt::clean_up_when_interrupted();
             let input = match spool_stdin(&path) {
                 Ok(i) => i,
                 Err(e) => {

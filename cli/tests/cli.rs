@@ -1004,3 +1004,84 @@ fn help_lists_commands_in_a_line_and_describes_every_argument() {
         }
     }
 }
+
+/// A report's page and timeline appear whole or not at all: a rewrite leaves only its own
+/// timeline files, and an interrupted report leaves neither half a timeline nor anything
+/// under a temporary name.
+#[test]
+fn a_report_is_whole_or_absent() {
+    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
+    let dir = std::env::temp_dir().join(format!("aclprof-whole-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_aclprof"));
+        c.args(args)
+            .current_dir(&dir)
+            .env("ACLPROF_DEVICE_COUNT", "8")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        c
+    };
+    let made = run(&["export", src.to_str().unwrap()]).output().unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let prof = std::fs::read_dir(dir.join("msprof_full_db_msinsight_aclprof"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let prof = prof.to_str().unwrap();
+    // What an earlier, larger report left.
+    let tl = out.join("r.timeline");
+    std::fs::create_dir_all(&tl).unwrap();
+    std::fs::write(tl.join("chunk-99.js"), "stale").unwrap();
+    let page = out.join("r.html");
+    let r = run(&["report", prof, "-o", page.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let index = std::fs::read_to_string(tl.join("index.js")).unwrap();
+    let chunks: usize = index
+        .split("\"chunks\":")
+        .nth(1)
+        .and_then(|s| s.split([',', '}']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(&tl)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let mut want: Vec<String> = (0..chunks).map(|i| format!("chunk-{i}.js")).collect();
+    want.push("index.js".into());
+    want.sort();
+    assert_eq!(files, want, "only this report's timeline files");
+    // Interrupted at whatever point it has reached: exit 130 (or done), and never half.
+    let page = out.join("s.html");
+    let mut child = run(&["report", prof, "-o", page.to_str().unwrap()])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    // SAFETY: signals the child just spawned, which has not been waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.success() || status.code() == Some(130), "{status:?}");
+    assert_eq!(
+        page.exists(),
+        out.join("s.timeline").exists(),
+        "page and timeline together"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".partial-"))
+        .collect();
+    assert!(left.is_empty(), "nothing under a temporary name: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

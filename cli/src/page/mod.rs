@@ -82,7 +82,10 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         .file_stem()
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
     let (html, mut w) = run_page(&stats, page_dir, &stem, &Nav::default())?;
-    std::fs::write(out, &html)
+    // Beside, then renamed: the page appears whole, after its timeline.
+    let staged = crate::interrupt::Staged::beside(out);
+    std::fs::write(staged.path(), &html)
+        .and_then(|()| staged.finish(out))
         .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
     w.pages = 1 + w.rank_pages;
     w.runs = 1;

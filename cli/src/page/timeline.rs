@@ -405,7 +405,18 @@ pub struct Laid {
 /// rank) and writes the page's timeline into directory `dir`. The index carries where the
 /// first device task starts: the op tables count time from the run's first op, so the page
 /// turns a table's start into a timeline position through it.
+/// Writes the timeline of `traces` into the directory `dir`, replacing what was there: it is
+/// written beside under a temporary name, then renamed into place.
 pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
+    let staged = crate::interrupt::Staged::beside(dir);
+    let laid = write_into(traces, staged.path())?;
+    staged
+        .finish(dir)
+        .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", dir.display())))?;
+    Ok(laid)
+}
+
+fn write_into(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
     let (mut names, mut args) = (Table::default(), Table::default());
     let mut read_all = Vec::new();
     for (label, p) in traces {
