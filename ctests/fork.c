@@ -92,8 +92,8 @@ static int child(void) {
     return 0;
 }
 
-static void test_children_of_a_reporting_process(void) {
-    CHECK_EQ(aclprofExtModelLoad("forked", 0, &g_model), ACL_SUCCESS);
+/* A one-op simulated model into g_simModel, for the runtime's calls. */
+static void load_sim_model(void) {
     char desc[] = "/tmp/aclprof-fork-XXXXXX";
     int dfd = mkstemp(desc);
     CHECK(dfd >= 0);
@@ -102,6 +102,11 @@ static void test_children_of_a_reporting_process(void) {
     close(dfd);
     CHECK_EQ(aclprofExtSimModelLoad(desc, &g_simModel), ACL_SUCCESS);
     unlink(desc);
+}
+
+static void test_children_of_a_reporting_process(void) {
+    CHECK_EQ(aclprofExtModelLoad("forked", 0, &g_model), ACL_SUCCESS);
+    load_sim_model();
     int p[2];
     CHECK_EQ(pipe(p), 0);
     static int w;
@@ -290,14 +295,7 @@ static int g_forks;
 static void test_children_under_traffic(void) {
     int forks = g_forks;
     CHECK_EQ(aclprofExtModelLoad("traffic", 0, &g_model), ACL_SUCCESS);
-    char desc[] = "/tmp/aclprof-fork-XXXXXX";
-    int dfd = mkstemp(desc);
-    CHECK(dfd >= 0);
-    const char *json = "{\"name\": \"sim\", \"ops\": [{\"name\": \"a\", \"type\": \"Add\", \"duration_us\": 1}]}";
-    CHECK_EQ(write(dfd, json, strlen(json)), (ssize_t)strlen(json));
-    close(dfd);
-    CHECK_EQ(aclprofExtSimModelLoad(desc, &g_simModel), ACL_SUCCESS);
-    unlink(desc);
+    load_sim_model();
     CHECK_EQ(aclprofExtRingSubscribe(g_model, NULL, 4096, &g_ringFd), ACL_SUCCESS);
     long ringRecords = 0;
     pthread_t t[5];

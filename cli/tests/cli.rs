@@ -805,20 +805,27 @@ fn record_exits_with_the_programs_code() {
     );
 }
 
+/// A fresh folder `aclprof-NAME-PID` under the temp dir, with `in/` holding a copy of the
+/// real CANN database (tests/data/real) as `in/DB`: (the folder, the copy).
+fn with_real_db(name: &str, db: &str) -> (PathBuf, PathBuf) {
+    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
+    let dir = std::env::temp_dir().join(format!("aclprof-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("in")).unwrap();
+    let copy = dir.join("in").join(db);
+    std::fs::copy(&src, &copy).unwrap();
+    (dir, copy)
+}
+
 /// A real CANN database in WAL mode is only ever read: `analyze`, `export --format parquet`
 /// and `report` leave nothing beside it (no `-shm`, no `-wal`), and read it on a read-only
 /// file system too (a read-only bind mount, where the machine allows one).
 #[test]
 fn a_database_is_read_without_writing_beside_it() {
-    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
-    let dir = std::env::temp_dir().join(format!("aclprof-ro-db-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (dir, db) = with_real_db("ro-db", "msprof_1.db");
     let input = dir.join("in");
     let out = dir.join("out");
-    std::fs::create_dir_all(&input).unwrap();
     std::fs::create_dir_all(&out).unwrap();
-    let db = input.join("msprof_1.db");
-    std::fs::copy(&src, &db).unwrap();
     let read_all = |db: &Path, pass: &str| {
         let d = db.to_str().unwrap();
         let out = out.join(pass);
@@ -912,14 +919,9 @@ fn formats_are_what_help_says() {
 /// database's ops once.
 #[test]
 fn exporting_a_database_twice_replaces_the_first() {
-    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
-    let dir = std::env::temp_dir().join(format!("aclprof-reexport-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (dir, db) = with_real_db("reexport", "msprof_9.db");
     let (input, work) = (dir.join("in"), dir.join("work"));
-    std::fs::create_dir_all(&input).unwrap();
     std::fs::create_dir_all(&work).unwrap();
-    let db = input.join("msprof_9.db");
-    std::fs::copy(&src, &db).unwrap();
     let export = || {
         let out = Command::new(env!("CARGO_BIN_EXE_aclprof"))
             .arg("export")
@@ -1010,9 +1012,7 @@ fn help_lists_commands_in_a_line_and_describes_every_argument() {
 /// under a temporary name.
 #[test]
 fn a_report_is_whole_or_absent() {
-    let src = root().join("tests/data/real/msprof_full_db_msinsight.db");
-    let dir = std::env::temp_dir().join(format!("aclprof-whole-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let (dir, src) = with_real_db("whole", "msprof_1.db");
     let out = dir.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let run = |args: &[&str]| {
@@ -1030,7 +1030,7 @@ fn a_report_is_whole_or_absent() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let prof = std::fs::read_dir(dir.join("msprof_full_db_msinsight_aclprof"))
+    let prof = std::fs::read_dir(dir.join("msprof_1_aclprof"))
         .unwrap()
         .next()
         .unwrap()
