@@ -92,6 +92,22 @@ static int child(void) {
     return 0;
 }
 
+/* Forks `forks` children that each run `in_child` and exit with what it returns; each must
+ * exit with 0 (a hang ends in its watchdog's SIGALRM). */
+static void fork_many(int forks, int (*in_child)(void)) {
+    for (int k = 0; k < forks; k++) {
+        pid_t pid = fork();
+        if (pid == 0) _exit(in_child());
+        int status = 0;
+        CHECK_EQ(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "child %d: %s %d\n", k, WIFEXITED(status) ? "exit" : "signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+            CHECK(!"the child held");
+        }
+    }
+}
+
 /* A one-op simulated model into g_simModel, for the runtime's calls. */
 static void load_sim_model(void) {
     char desc[] = "/tmp/aclprof-fork-XXXXXX";
@@ -117,17 +133,7 @@ static void test_children_of_a_reporting_process(void) {
     pthread_create(&rd, NULL, drain, &p[0]);
     for (int i = 0; i < 2; i++) pthread_create(&rep[i], NULL, reporter, NULL);
     pthread_create(&rt, NULL, runtime_user, NULL);
-    for (int k = 0; k < 30; k++) {
-        pid_t pid = fork();
-        if (pid == 0) _exit(child());
-        int status = 0;
-        CHECK_EQ(waitpid(pid, &status, 0), pid);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "child %d: %s %d\n", k, WIFEXITED(status) ? "exit" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-            CHECK(!"the child held");
-        }
-    }
+    fork_many(30, child);
     g_stop = 1;
     void *rtFailed;
     pthread_join(rt, &rtFailed);
@@ -267,20 +273,6 @@ static int traffic_child(void) {
     return 0;
 }
 
-static void fork_many(int forks) {
-    for (int k = 0; k < forks; k++) {
-        pid_t pid = fork();
-        if (pid == 0) _exit(traffic_child());
-        int status = 0;
-        CHECK_EQ(waitpid(pid, &status, 0), pid);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "child %d: %s %d\n", k, WIFEXITED(status) ? "exit" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-            CHECK(!"the child held");
-        }
-    }
-}
-
 static void join_all(pthread_t *t, int n) {
     for (int i = 0; i < n; i++) {
         void *failed;
@@ -304,7 +296,7 @@ static void test_children_under_traffic(void) {
     pthread_create(&t[2], NULL, ring_traffic, &ringRecords);
     pthread_create(&t[3], NULL, runtime_user, NULL);
     pthread_create(&t[4], NULL, reporter, NULL);
-    fork_many(forks);
+    fork_many(forks, traffic_child);
     g_traffic = 1;
     g_stop = 1;
     join_all(t, 3);
@@ -327,7 +319,7 @@ static void test_children_under_traffic(void) {
     pthread_create(&t[1], NULL, mem_traffic, NULL);
     pthread_create(&t[2], NULL, start_stop, cfg);
     pthread_create(&t[3], NULL, runtime_user, NULL);
-    fork_many(forks);
+    fork_many(forks, traffic_child);
     g_traffic = 1;
     g_stop = 1;
     join_all(t, 4);

@@ -326,15 +326,17 @@ impl<T: Send> Global for Mutex<T> {
     }
 
     fn hold(&'static self) -> Release {
-        let mut g = self.lock();
-        let child = self.child;
-        Box::new(move |in_child| {
-            if let (true, Some(f)) = (in_child, child) {
-                f(&mut g);
-            }
-            drop(g);
-        })
+        releaser(self.lock(), self.child)
     }
+}
+
+/// What releases a held lock `g`: in a forked child, after resetting its value with `child`.
+fn releaser<G: DerefMut + 'static>(mut g: G, child: Option<fn(&mut G::Target)>) -> Release {
+    Box::new(move |in_child| {
+        if let (true, Some(f)) = (in_child, child) {
+            f(&mut g);
+        }
+    })
 }
 
 /// A striped set of global mutexes of one rank, never nested with each other; the fork
@@ -453,14 +455,7 @@ impl<T: Send + Sync> Global for RwLock<T> {
     }
 
     fn hold(&'static self) -> Release {
-        let mut g = self.write();
-        let child = self.child;
-        Box::new(move |in_child| {
-            if let (true, Some(f)) = (in_child, child) {
-                f(&mut g);
-            }
-            drop(g);
-        })
+        releaser(self.write(), self.child)
     }
 }
 

@@ -640,7 +640,7 @@ fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, St
             path.display()
         ));
     }
-    if path.is_file() && aclprof::formats::layout::is_database(path) {
+    if is_db {
         let out = match output {
             Some(o) => o.to_path_buf(),
             // In the current directory: nothing is written beside the user's input.
