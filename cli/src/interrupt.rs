@@ -1,6 +1,6 @@
-//! Outputs written under a temporary name beside where they go, then renamed into place, so
-//! a page and its timeline appear whole or not at all; and removed if the command is
-//! interrupted (SIGINT, SIGTERM, SIGHUP) before that.
+//! Outputs written under a temporary name beside where they go, then renamed into place
+//! together, so a page and its timeline appear whole or not at all; and removed if the
+//! command is interrupted (SIGINT, SIGTERM, SIGHUP) before that.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -41,6 +41,8 @@ pub fn clean_up_when_interrupted() {
             let mut sig = 0;
             // SAFETY: waits for one of the signals blocked above.
             if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                // Never between two renames of one set of outputs; held until exit.
+                let _g = COMMITTING.lock().unwrap_or_else(|p| p.into_inner());
                 for p in pending().drain(..) {
                     remove(&p);
                 }
@@ -89,5 +91,62 @@ impl Drop for Staged {
         if !self.done {
             remove(&self.path);
         }
+    }
+}
+
+/// Held while outputs are renamed into place: the signal thread takes it before it cleans
+/// up, so an interruption comes before a set of outputs is renamed or after all of it is.
+static COMMITTING: Mutex<()> = Mutex::new(());
+
+/// Outputs that appear together: each is written under a temporary name beside its target
+/// and all are renamed into place at [`Outputs::commit`], in the order they were staged
+/// (a timeline before the page that loads it).
+#[derive(Default)]
+pub struct Outputs {
+    staged: Vec<(Staged, PathBuf)>,
+}
+
+impl Outputs {
+    /// Where to write what becomes `target` at commit.
+    pub fn stage(&mut self, target: &Path) -> PathBuf {
+        let s = Staged::beside(target);
+        let p = s.path().to_path_buf();
+        self.add(s, target);
+        p
+    }
+
+    /// Adds `s`, already written, to become `target` at commit.
+    pub fn add(&mut self, s: Staged, target: &Path) {
+        self.staged.push((s, target.to_path_buf()));
+    }
+
+    /// The targets, in the order they were staged.
+    pub fn targets(&self) -> impl Iterator<Item = &Path> {
+        self.staged.iter().map(|(_, t)| t.as_path())
+    }
+
+    /// Writes `bytes` to become `target` at commit.
+    pub fn write(&mut self, target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        let p = self.stage(target);
+        std::fs::write(p, bytes)
+    }
+
+    /// Whether `target` is among the outputs.
+    pub fn has(&self, target: &Path) -> bool {
+        self.staged.iter().any(|(_, t)| t == target)
+    }
+
+    /// Renames every output into place, then removes `stale` (what an earlier run of the
+    /// same command wrote and this one does not), all before an interruption takes effect.
+    pub fn commit(self, stale: &[PathBuf]) -> std::io::Result<()> {
+        let _g = COMMITTING.lock().unwrap_or_else(|p| p.into_inner());
+        for (s, target) in self.staged {
+            s.finish(&target)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", target.display())))?;
+        }
+        for p in stale {
+            remove(p);
+        }
+        Ok(())
     }
 }

@@ -1041,6 +1041,9 @@ fn a_report_is_whole_or_absent() {
     let tl = out.join("r.timeline");
     std::fs::create_dir_all(&tl).unwrap();
     std::fs::write(tl.join("chunk-99.js"), "stale").unwrap();
+    std::fs::write(out.join("r-rank-7.html"), "stale").unwrap();
+    std::fs::create_dir_all(out.join("r-rank-7.timeline")).unwrap();
+    std::fs::write(out.join("r-rank-70x.html"), "not the page's").unwrap();
     let page = out.join("r.html");
     let r = run(&["report", prof, "-o", page.to_str().unwrap()])
         .output()
@@ -1062,26 +1065,78 @@ fn a_report_is_whole_or_absent() {
     want.push("index.js".into());
     want.sort();
     assert_eq!(files, want, "only this report's timeline files");
-    // Interrupted at whatever point it has reached: exit 130 (or done), and never half.
-    let page = out.join("s.html");
-    let mut child = run(&["report", prof, "-o", page.to_str().unwrap()])
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(150));
-    // SAFETY: signals the child just spawned, which has not been waited for.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let status = child.wait().unwrap();
-    assert!(status.success() || status.code() == Some(130), "{status:?}");
-    assert_eq!(
-        page.exists(),
-        out.join("s.timeline").exists(),
-        "page and timeline together"
+    assert!(
+        !out.join("r-rank-7.html").exists(),
+        "an earlier report's rank page goes"
     );
+    assert!(!out.join("r-rank-7.timeline").exists());
+    assert!(
+        out.join("r-rank-70x.html").exists(),
+        "what is not the page's stays"
+    );
+    // Interrupted at whatever point it has reached (several points): exit 130 (or done),
+    // and never half.
+    for delay_ms in [10, 60, 150, 300, 600] {
+        let page = out.join(format!("s{delay_ms}.html"));
+        let mut child = run(&["report", prof, "-o", page.to_str().unwrap()])
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        // SAFETY: signals the child just spawned, which has not been waited for.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        assert!(status.success() || status.code() == Some(130), "{status:?}");
+        assert_eq!(
+            page.exists(),
+            out.join(format!("s{delay_ms}.timeline")).exists(),
+            "page and timeline together"
+        );
+    }
     let left: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains(".partial-"))
         .collect();
     assert!(left.is_empty(), "nothing under a temporary name: {left:?}");
+    // A site rewritten for fewer runs keeps only its own pages, and what the user put in
+    // its folder.
+    let runs = dir.join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    std::os::unix::fs::symlink(prof, runs.join("a")).unwrap();
+    std::fs::copy(&src, runs.join("b.db")).unwrap();
+    let site = dir.join("site");
+    std::fs::create_dir_all(&site).unwrap();
+    std::fs::write(site.join("notes.html"), "mine").unwrap();
+    let listing = |d: &std::path::Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    for expect_runs in [2, 1] {
+        let r = run(&[
+            "report",
+            runs.to_str().unwrap(),
+            "-o",
+            site.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        let pages: Vec<String> = listing(&site)
+            .into_iter()
+            .filter(|n| n.starts_with("run-") && n.ends_with(".html"))
+            .collect();
+        assert_eq!(pages.len(), expect_runs, "{pages:?}");
+        assert_eq!(listing(&site.join("diff")).len(), expect_runs - 1);
+        std::fs::remove_file(runs.join("b.db")).ok();
+    }
+    assert!(
+        site.join("notes.html").exists(),
+        "a file the site did not write stays"
+    );
+    assert!(site.join("index.html").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

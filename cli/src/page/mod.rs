@@ -16,6 +16,7 @@ mod timeline;
 use charts::*;
 
 use crate::advisor::{Advice, Target};
+use crate::interrupt::Outputs;
 use aclprof::analyze::{self, Query, Report};
 use aclprof::error::*;
 use aclprof::runstats::{RunStats, StepTime};
@@ -81,16 +82,47 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     let stem = out
         .file_stem()
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
-    let (html, mut w) = run_page(&stats, page_dir, &stem, &Nav::default())?;
-    // Beside, then renamed: the page appears whole, after its timeline.
-    let staged = crate::interrupt::Staged::beside(out);
-    std::fs::write(staged.path(), &html)
-        .and_then(|()| staged.finish(out))
-        .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
+    let mut outs = Outputs::default();
+    let (html, mut w) = run_page(&stats, page_dir, &stem, &Nav::default(), &mut outs)?;
+    let fail = |e: std::io::Error| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display()));
+    outs.write(out, html.as_bytes()).or_else(fail)?;
+    // The page appears with its timeline and rank pages, after them; what an earlier report
+    // to the same page left (its timeline, more ranks' pages) goes.
+    let stale = page_files(page_dir, &stem)
+        .into_iter()
+        .filter(|p| !outs.has(p))
+        .collect::<Vec<_>>();
+    outs.commit(&stale).or_else(fail)?;
     w.pages = 1 + w.rank_pages;
     w.runs = 1;
     w.bytes = html.len();
     Ok(w)
+}
+
+/// What a page named `stem` in `dir` owns besides itself: its timeline and its ranks' pages
+/// with theirs (`<stem>.timeline`, `<stem>-rank-<N>.html`, `<stem>-rank-<N>.timeline`).
+fn page_files(dir: &Path, stem: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let rank_page = |n: &str| {
+        n.strip_prefix(stem)
+            .and_then(|r| r.strip_prefix("-rank-"))
+            .and_then(|r| {
+                r.strip_suffix(".html")
+                    .or_else(|| r.strip_suffix(".timeline"))
+            })
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name();
+            let n = n.to_string_lossy();
+            n == format!("{stem}.timeline") || rank_page(&n)
+        })
+        .map(|e| e.path())
+        .collect()
 }
 
 /// Links a run page shows when it is part of a site.
@@ -173,7 +205,14 @@ fn timelines(path: &Path, page_dir: &Path) -> Result<Vec<(String, PathBuf)>> {
 /// The page of one run, and what it holds. Its file is `<stem>.html` in `page_dir` (the
 /// caller writes it); its timeline goes into `<stem>.timeline/` and, for a cluster of up to
 /// [`RANK_PAGES`] ranks, each rank's own page into `<stem>-rank-<N>.html` beside it.
-fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<(String, Written)> {
+/// The page of one run, and (staged in `outs`) its timeline and its ranks' pages.
+fn run_page(
+    stats: &RunStats,
+    page_dir: &Path,
+    stem: &str,
+    nav: &Nav,
+    outs: &mut Outputs,
+) -> Result<(String, Written)> {
     let timeline_dir = &format!("{stem}.timeline");
     let links = timelines(&stats.path, page_dir)?;
     let traces: Vec<(String, PathBuf)> = {
@@ -205,7 +244,7 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
         None
     } else {
         // A trace that cannot be read costs the page its timeline, not the page.
-        match timeline::write(&traces, &page_dir.join(timeline_dir)) {
+        match timeline::write(&traces, &page_dir.join(timeline_dir), outs) {
             Ok(l) => Some(l),
             Err(e) => {
                 eprintln!("aclprof: the page has no timeline: {}", e.msg);
@@ -222,7 +261,7 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
     )?;
     let advice = crate::advisor::advise(stats);
     let comm = crate::comm::analyze(&stats.path).ok();
-    let rank_pages = rank_pages(stats, page_dir, stem)?;
+    let rank_pages = rank_pages(stats, page_dir, stem, outs)?;
     // Each step as its slowest device saw it.
     let steps: Vec<&StepTime> = stats.slowest_steps().into_iter().map(|(s, _)| s).collect();
     let html = render(&Inputs {
@@ -254,7 +293,12 @@ fn run_page(stats: &RunStats, page_dir: &Path, stem: &str, nav: &Nav) -> Result<
 /// Each rank's own page, for a cluster of 2 to [`RANK_PAGES`] ranks, written beside the
 /// cluster's page as `<stem>-rank-<N>.html` (a rank whose one result directory holds only
 /// it); by rank, each page's file name.
-fn rank_pages(stats: &RunStats, page_dir: &Path, stem: &str) -> Result<BTreeMap<u32, String>> {
+fn rank_pages(
+    stats: &RunStats,
+    page_dir: &Path,
+    stem: &str,
+    outs: &mut Outputs,
+) -> Result<BTreeMap<u32, String>> {
     let mut pages = BTreeMap::new();
     if !(2..=RANK_PAGES).contains(&stats.ranks()) || !stats.path.is_dir() {
         return Ok(pages);
@@ -280,9 +324,9 @@ fn rank_pages(stats: &RunStats, page_dir: &Path, stem: &str) -> Result<BTreeMap<
         };
         let rs = RunStats::with_progress(dir, &mut |_, _| {})?;
         let rstem = format!("{stem}-rank-{rank}");
-        let (html, _) = run_page(&rs, page_dir, &rstem, &nav)?;
+        let (html, _) = run_page(&rs, page_dir, &rstem, &nav, outs)?;
         let file = page_dir.join(format!("{rstem}.html"));
-        std::fs::write(&file, &html)
+        outs.write(&file, html.as_bytes())
             .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", file.display())))?;
         pages.insert(rank, format!("{rstem}.html"));
     }

@@ -6,6 +6,7 @@
 //! and the site.
 
 use super::{esc, run_page, us, Nav, Written};
+use crate::interrupt::Outputs;
 use aclprof::analyze;
 use aclprof::diff::{self, Section};
 use aclprof::error::*;
@@ -148,9 +149,31 @@ fn diff_data(base: &RunStats, new: &RunStats) -> serde_json::Value {
     serde_json::json!({"base": d.base, "new": d.new, "rows": out, "totals": totals})
 }
 
-fn write_file(p: &Path, text: &str) -> Result<()> {
-    std::fs::write(p, text)
+/// The site's list of the files it wrote, so that a rewrite removes what it no longer
+/// writes (pages of runs gone, comparisons of pairs gone) and nothing else in the folder.
+const MANIFEST: &str = ".aclprof-site";
+
+fn write_file(outs: &mut Outputs, p: &Path, text: &str) -> Result<()> {
+    outs.write(p, text.as_bytes())
         .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))
+}
+
+/// What an earlier site in `out` wrote and `outs` does not: the earlier manifest's entries,
+/// each a plain relative path (anything else in it is ignored, never removed).
+fn stale(out: &Path, outs: &Outputs) -> Vec<PathBuf> {
+    let Ok(old) = std::fs::read_to_string(out.join(MANIFEST)) else {
+        return Vec::new();
+    };
+    old.lines()
+        .map(Path::new)
+        .filter(|p| {
+            !p.as_os_str().is_empty()
+                && p.components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        })
+        .map(|p| out.join(p))
+        .filter(|p| !outs.has(p))
+        .collect()
 }
 
 /// Writes the site for the runs under `path` into directory `out`.
@@ -169,6 +192,7 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
         ..Default::default()
     };
     let mut advice_counts = Vec::with_capacity(runs.len());
+    let mut outs = Outputs::default();
     for (i, s) in stats.iter().enumerate() {
         let nav = Nav {
             index: Some("index.html".into()),
@@ -176,8 +200,8 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
                 .then(|| format!("compare.html#{}-{}", i, if i == 0 { 1 } else { 0 })),
             cluster: None,
         };
-        let (html, pw) = run_page(s, out, &slugs[i], &nav)?;
-        write_file(&out.join(format!("{}.html", slugs[i])), &html)?;
+        let (html, pw) = run_page(s, out, &slugs[i], &nav, &mut outs)?;
+        write_file(&mut outs, &out.join(format!("{}.html", slugs[i])), &html)?;
         advice_counts.push(pw.advice);
         w.advice += pw.advice;
         w.pages += 1 + pw.rank_pages;
@@ -195,15 +219,28 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
             "window.ACLPROF_DIFF = window.ACLPROF_DIFF || {{}};\nwindow.ACLPROF_DIFF[\"{i}-{j}\"] = {};\n",
             diff_data(&stats[i], &stats[j])
         );
-        write_file(&out.join("diff").join(format!("{i}-{j}.js")), &js)?;
+        write_file(
+            &mut outs,
+            &out.join("diff").join(format!("{i}-{j}.js")),
+            &js,
+        )?;
         w.bytes += js.len();
     }
     let index = index_page(&stats, &slugs, &advice_counts);
-    write_file(&out.join("index.html"), &index)?;
     let compare = compare_page(&stats, &slugs, &pairs);
-    write_file(&out.join("compare.html"), &compare)?;
+    write_file(&mut outs, &out.join("compare.html"), &compare)?;
+    write_file(&mut outs, &out.join("index.html"), &index)?;
     w.pages += 2;
     w.bytes += index.len() + compare.len();
+    let stale = stale(out, &outs);
+    let list: String = outs
+        .targets()
+        .filter_map(|t| t.strip_prefix(out).ok())
+        .map(|t| format!("{}\n", t.display()))
+        .collect();
+    write_file(&mut outs, &out.join(MANIFEST), &list)?;
+    outs.commit(&stale)
+        .or_else(|e| err(ACL_ERROR_INVALID_FILE, e.to_string()))?;
     Ok(w)
 }
 

@@ -18,6 +18,7 @@
 //!
 //! Pages opened from disk may load scripts beside them but not fetch files, hence scripts.
 
+use crate::interrupt::Outputs;
 use aclprof::error::*;
 use aclprof::filemode::pftrace as pf;
 use std::collections::{BTreeMap, HashMap};
@@ -405,14 +406,12 @@ pub struct Laid {
 /// rank) and writes the page's timeline into directory `dir`. The index carries where the
 /// first device task starts: the op tables count time from the run's first op, so the page
 /// turns a table's start into a timeline position through it.
-/// Writes the timeline of `traces` into the directory `dir`, replacing what was there: it is
-/// written beside under a temporary name, then renamed into place.
-pub fn write(traces: &[(String, PathBuf)], dir: &Path) -> Result<Laid> {
+/// Writes the timeline of `traces` to become the directory `dir` (replacing what was there)
+/// when `outs` are committed.
+pub fn write(traces: &[(String, PathBuf)], dir: &Path, outs: &mut Outputs) -> Result<Laid> {
     let staged = crate::interrupt::Staged::beside(dir);
     let laid = write_into(traces, staged.path())?;
-    staged
-        .finish(dir)
-        .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", dir.display())))?;
+    outs.add(staged, dir);
     Ok(laid)
 }
 
@@ -703,7 +702,13 @@ mod tests {
         std::fs::create_dir_all(&d).unwrap();
         let p = d.join("bad.pftrace");
         std::fs::write(&p, [0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1]).unwrap();
-        let e = write(&[(String::new(), p)], &d.join("out")).err().unwrap();
+        let e = write(
+            &[(String::new(), p)],
+            &d.join("out"),
+            &mut Outputs::default(),
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("not a trace aclprof wrote"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
