@@ -63,11 +63,14 @@ pub const TABLES: &[Table] = &[
             ("block_dim", Int),
             ("input_shapes", Text),
             ("global_task_id", Int),
+            ("kind", Text),
         ],
         sql: "SELECT t.startNs, t.endNs, t.endNs - t.startNs, t.deviceId, t.streamId, t.taskId,
                      t.modelId, COALESCE(n.value, cn.value), COALESCE(ty.value, cty.value),
                      COALESCE(tt.value, ct.value),
-                     c.blockDim, sh.value, t.globalTaskId
+                     c.blockDim, sh.value, t.globalTaskId,
+                     CASE WHEN c.globalTaskId IS NOT NULL THEN 'compute'
+                          WHEN m.globalTaskId IS NOT NULL THEN 'communication' END
               FROM TASK t
               LEFT JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId
               LEFT JOIN STRING_IDS n ON n.id = c.name
@@ -80,6 +83,36 @@ pub const TABLES: &[Table] = &[
               LEFT JOIN COMMUNICATION_OP co ON co.opId = m.opId
               LEFT JOIN STRING_IDS cty ON cty.id = co.opType
               WHERE COALESCE(t.deviceId, ?1) = ?1",
+        host: false,
+    },
+    Table {
+        name: "ops",
+        columns: &[
+            ("start_ns", Int),
+            ("end_ns", Int),
+            ("duration_ns", Int),
+            ("device", Int),
+            ("stream", Int),
+            ("name", Text),
+            ("op_type", Text),
+            ("kind", Text),
+        ],
+        // The ops analysis counts: each compute task, and each communication op once (its
+        // tasks, the waits and copies, are not ops).
+        sql: "SELECT t.startNs, t.endNs, t.endNs - t.startNs, t.deviceId, t.streamId,
+                     n.value, COALESCE(ty.value, n.value), 'compute'
+              FROM TASK t
+              JOIN COMPUTE_TASK_INFO c ON c.globalTaskId = t.globalTaskId
+              LEFT JOIN STRING_IDS n ON n.id = c.name
+              LEFT JOIN STRING_IDS ty ON ty.id = c.opType
+              WHERE COALESCE(t.deviceId, ?1) = ?1
+              UNION ALL
+              SELECT o.startNs, o.endNs, o.endNs - o.startNs, o.deviceId, NULL,
+                     n.value, COALESCE(ty.value, n.value), 'communication'
+              FROM COMMUNICATION_OP o
+              LEFT JOIN STRING_IDS n ON n.id = o.opName
+              LEFT JOIN STRING_IDS ty ON ty.id = o.opType
+              WHERE COALESCE(o.deviceId, ?1) = ?1",
         host: false,
     },
     Table {

@@ -2,8 +2,8 @@
 
 Each rank is read where it is by a Dask worker, from the Parquet dataset ``aclprof export
 --format parquet`` writes (``DIR/<table>/rank=<N>/``; given a folder of result directories
-instead, this converts it first, beside it, with the ``aclprof`` command). Per rank, a worker
-sums its tasks (ops and device time, per op type), its step trace (computing, communication
+instead, this converts it first, into a temporary directory, with the ``aclprof`` command). Per rank, a worker
+sums its ops (count and device time, per op type), its step trace (computing, communication
 not overlapped, overlapped, free, data wait), its communication (per group and op type, and
 per link: bytes, time, bandwidth) and its memory peak, and returns those few figures; the
 client puts the ranks together and names the slow rank, with why, and the slow link.
@@ -24,6 +24,7 @@ Needs the ``cluster`` extra (``dask[distributed]``, ``pyarrow``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import json
@@ -33,9 +34,10 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ._common import PathLike, slow_rank, slowest_link
 
@@ -62,7 +64,8 @@ def rank_figures(dataset: str, rank: int) -> Dict[str, Any]:
     import pyarrow.compute as pc
 
     out: Dict[str, Any] = {"rank": rank}
-    tasks = _read(dataset, "tasks", rank, ["op_type", "duration_ns"])
+    # The ops analysis counts: compute tasks, and each communication op once.
+    tasks = _read(dataset, "ops", rank, ["op_type", "duration_ns"])
     out["ops"] = 0 if tasks is None else tasks.num_rows
     out["device_ns"] = 0 if tasks is None else int(pc.sum(tasks.column("duration_ns")).as_py() or 0)
     types: Dict[str, List[int]] = {}
@@ -234,19 +237,27 @@ def _aclprof_command() -> str:
     return found
 
 
-def dataset_of(path: PathLike) -> Path:
-    """The Parquet dataset at ``path``, or made (once) beside a folder of result directories,
-    as ``<folder>.parquet``."""
+def export_dataset(path: PathLike, out: PathLike) -> Path:
+    """Writes the Parquet dataset of the result directories under ``path`` to ``out``
+    (``aclprof export --format parquet``) and returns ``out``."""
+    r = subprocess.run([_aclprof_command(), "export", "--format", "parquet", str(path), "-o",
+                        str(out)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise ValueError(r.stderr.strip() or f"{path}: cannot make a Parquet dataset of it")
+    return Path(out)
+
+
+@contextlib.contextmanager
+def dataset_of(path: PathLike) -> Iterator[Path]:
+    """The Parquet dataset at ``path``; for a folder of result directories, one made in a
+    temporary directory for as long as the block runs (nothing is written beside the
+    input)."""
     p = Path(path)
     if (p / "tasks").is_dir():
-        return p
-    out = p.parent / (p.name + ".parquet")
-    if not (out / "tasks").is_dir():
-        r = subprocess.run([_aclprof_command(), "export", "--format", "parquet", str(p), "-o",
-                            str(out)], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise ValueError(r.stderr.strip() or f"{p}: cannot make a Parquet dataset of it")
-    return out
+        yield p
+        return
+    with tempfile.TemporaryDirectory(prefix="aclprof-cluster-") as tmp:
+        yield export_dataset(p, Path(tmp) / "dataset")
 
 
 def ranks_of(dataset: Path) -> List[int]:
@@ -261,33 +272,35 @@ def analyze(path: PathLike, scheduler: Optional[str] = None, workers: Optional[i
     """The cluster analysis of the ranks at ``path`` (a Parquet dataset, or a folder of
     result directories), on the Dask cluster at ``scheduler`` (default
     ``DASK_SCHEDULER_ADDRESS``, else a LocalCluster of ``workers`` processes)."""
-    dataset = dataset_of(path).resolve()
-    ranks = ranks_of(dataset)
     try:
         from distributed import Client, LocalCluster
     except ImportError as e:
         raise ImportError("aclprof.cluster runs on Dask, which is not installed: "
                           "pip install \"aclprof[cluster]\" (dask[distributed], pyarrow)") from e
-    scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
-    local = None
-    if scheduler:
-        client = Client(scheduler)
-    else:
-        local = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                             processes=True, dashboard_address=":0")
-        client = Client(local)
-    try:
-        # A few tasks per worker, each of many ranks: a task costs the scheduler about a
-        # millisecond, as much as a small rank's reading.
-        n = max(1, len(client.scheduler_info().get("workers", {})))
-        per = max(1, len(ranks) // (n * 8))
-        chunks = [ranks[i:i + per] for i in range(0, len(ranks), per)]
-        futures = client.map(ranks_figures, [str(dataset)] * len(chunks), chunks, pure=False)
-        figures = [f for part in client.gather(futures) for f in part]
-    finally:
-        client.close()
-        if local is not None:
-            local.close()
+    with dataset_of(path) as dataset:
+        dataset = dataset.resolve()
+        ranks = ranks_of(dataset)
+        scheduler = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+        local = None
+        if scheduler:
+            client = Client(scheduler)
+        else:
+            local = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                 processes=True, dashboard_address=":0")
+            client = Client(local)
+        try:
+            # A few tasks per worker, each of many ranks: a task costs the scheduler about a
+            # millisecond, as much as a small rank's reading.
+            n = max(1, len(client.scheduler_info().get("workers", {})))
+            per = max(1, len(ranks) // (n * 8))
+            chunks = [ranks[i:i + per] for i in range(0, len(ranks), per)]
+            futures = client.map(ranks_figures, [str(dataset)] * len(chunks), chunks,
+                                 pure=False)
+            figures = [f for part in client.gather(futures) for f in part]
+        finally:
+            client.close()
+            if local is not None:
+                local.close()
     return combine(figures)
 
 

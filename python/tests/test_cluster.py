@@ -12,14 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pyarrow as pa
 import pytest
 import pyarrow.parquet as pq
 
 from aclprof import cluster
-from test_parquet import RANKS, SLOW_RANK, analyze, dataset, ranks, ns  # noqa: F401
+from test_parquet import REAL, RANKS, SLOW_RANK, analyze, dataset, ranks, ns  # noqa: F401
 from test_top import aclprof_command
 
 DASK = Path(sys.executable).with_name("dask")
@@ -41,9 +41,12 @@ def test_local_cluster_agrees_with_analyze(ranks: Path, dataset: Path, tmp_path:
     assert all(t["max_rank"] == SLOW_RANK for t in c.op_types), c.op_types
     groups = {(g["group"], g["op_type"]): g for g in c.communication}
     assert [g["ops"] for g in groups.values()] == [5 * RANKS], groups
-    # The folder of result directories itself: converted once, the same figures.
+    # The folder of result directories itself: converted, the same figures, and nothing
+    # written beside it.
+    beside = sorted(p.name for p in ranks.parent.iterdir())
     again = cluster.analyze(ranks, workers=1)
     assert again.to_json() == c.to_json()
+    assert sorted(p.name for p in ranks.parent.iterdir()) == beside
     # Written for msprof-analyze's readers (MindStudio Insight's cluster view).
     out = tmp_path / "out"
     cluster.write(c, out)
@@ -71,6 +74,19 @@ def plant_links(dataset: Path, ranks: int, slow: int) -> None:
             "transport_type": "HCCS", "link_type": "HCCS", "size_bytes": 1_000_000,
             "bandwidth_gbps": None}], schema=schema)
         pq.write_table(t, tasks / f"rank={r}" / "planted.parquet")
+
+
+def test_ops_are_what_analyze_counts_in_a_real_database(tmp_path: Path) -> None:
+    # A real CANN database: its communication tasks (waits, copies) and tasks of other kinds
+    # are not ops; analysis counts its compute tasks and communication ops.
+    db = REAL / "msprof_full_db_msinsight.db"
+    ds = cluster.export_dataset(db, tmp_path / "ds")
+    figures = [cluster.rank_figures(str(ds), r) for r in cluster.ranks_of(ds)]
+    got = [(f["ops"], f["device_ns"]) for f in figures]
+    want = [(r["Count"], ns(r["Sum(us)"])) for r in analyze(db, "rank")]
+    assert got == want and want[0][0] > 0
+    types = {t: tuple(v) for t, v in figures[0]["types"].items()}
+    assert types == {r["Type"]: (r["Count"], ns(r["Sum(us)"])) for r in analyze(db, "type")}
 
 
 def test_a_planted_slow_link_is_named(dataset: Path, tmp_path: Path) -> None:
@@ -145,16 +161,16 @@ BIG_SLOW_RANK = bench_cluster.SLOW_RANK
 
 
 @pytest.fixture(scope="module")
-def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def big(tmp_path_factory: pytest.TempPathFactory) -> Tuple[Path, Path]:
     """2 048 simulated ranks (bench_cluster.make_ranks: 32 processes of 64 devices, each
     device a rank; rank BIG_SLOW_RANK three times slower). The simulator has no link model,
     so the links (each rank to the next, 1 MB) are planted in the dataset, with the one from
     rank 7 to 8 ten times slower."""
     folder = tmp_path_factory.mktemp("big") / "ranks"
     bench_cluster.make_ranks(folder, aclprof_command())
-    ds = cluster.dataset_of(folder)
+    ds = cluster.export_dataset(folder, folder.with_name("dataset"))
     plant_links(ds, BIG_PROCESSES * DEVICES, slow=7)
-    return folder
+    return folder, ds
 
 
 def check_big(c: Dict[str, Any], want: List[Any]) -> None:
@@ -164,12 +180,13 @@ def check_big(c: Dict[str, Any], want: List[Any]) -> None:
 
 
 def test_two_thousand_ranks_on_a_local_cluster_and_on_separate_workers(
-        big: Path, scheduler: str) -> None:
-    want = sorted((r["Rank"], r["Count"], ns(r["Sum(us)"])) for r in analyze(big, "rank"))
+        big: Tuple[Path, Path], scheduler: str) -> None:
+    folder, ds = big
+    want = sorted((r["Rank"], r["Count"], ns(r["Sum(us)"])) for r in analyze(folder, "rank"))
     assert len(want) == BIG_PROCESSES * DEVICES
-    local = json.loads(json.dumps(cluster.analyze(big, workers=2).to_json()))
+    local = json.loads(json.dumps(cluster.analyze(ds, workers=2).to_json()))
     check_big(local, want)
-    for got in from_the_command_line(cluster.dataset_of(big), scheduler):
+    for got in from_the_command_line(ds, scheduler):
         check_big(got, want)
         assert got == local
 

@@ -85,7 +85,7 @@ def dataset(ranks: Path) -> Path:
 def test_duckdb_reads_the_dataset_as_analyze_ranks_the_ranks(ranks: Path, dataset: Path) -> None:
     got = duckdb.sql(
         f"SELECT rank, count(*), sum(duration_ns) FROM read_parquet("
-        f"'{dataset}/tasks/**/*.parquet', hive_partitioning = true) "
+        f"'{dataset}/ops/**/*.parquet', hive_partitioning = true) "
         f"GROUP BY rank ORDER BY sum(duration_ns) DESC").fetchall()
     want = analyze(ranks, "rank")
     assert sorted((int(g[0]), g[1], int(g[2])) for g in got) == sorted(
@@ -99,7 +99,7 @@ def test_duckdb_reads_the_dataset_as_analyze_ranks_the_ranks(ranks: Path, datase
 
 
 def test_polars_reads_the_dataset_as_analyze_groups_types(ranks: Path, dataset: Path) -> None:
-    got = (pl.scan_parquet(str(dataset / "tasks" / "**" / "*.parquet"), hive_partitioning=True)
+    got = (pl.scan_parquet(str(dataset / "ops" / "**" / "*.parquet"), hive_partitioning=True)
            .group_by("op_type").agg(pl.len().alias("n"), pl.col("duration_ns").sum().alias("t"))
            .collect())
     mine = {row["op_type"]: (row["n"], row["t"]) for row in got.iter_rows(named=True)}
