@@ -125,7 +125,11 @@ def execute(s: Snippet, scratch: Path, lib_dir: Path) -> subprocess.CompletedPro
         return run(["sh", "-euc", source], scratch)
     if s.lang == "python":
         venv = "target/bridges-venv" if BRIDGES.search(source) else ".venv"
-        return run([str(ROOT / venv / "bin" / "python"), "-c", source], scratch)
+        # As a user runs it: a script file (a block that starts processes must guard its
+        # main code, which `python -c` would not show).
+        script = scratch / "snippet.py"
+        script.write_text(source)
+        return run([str(ROOT / venv / "bin" / "python"), str(script)], scratch)
     exe = scratch / "snippet"
     (scratch / "snippet.c").write_text(source)
     built = run(["gcc", "-std=gnu99", "-Wall", "-Werror", "-I", str(ROOT / "include"), "-o",
