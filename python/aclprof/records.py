@@ -67,7 +67,9 @@ Buffer = Union[bytes, bytearray, memoryview, np.ndarray]
 
 
 class OpRecord(NamedTuple):
-    """One executed op. Times are nanoseconds on CLOCK_MONOTONIC_RAW."""
+    """One executed op. ``start``, ``end`` and ``duration`` are nanoseconds (``start`` and
+    ``end`` on CLOCK_MONOTONIC_RAW), as ``aclprofGetOp*`` give them; ``aclprof analyze``
+    and the result files show microseconds."""
 
     name: str
     type: str
