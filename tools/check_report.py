@@ -517,6 +517,15 @@ def check_timeline(b, prof):
     check(abs((dd[0] - w[0]) - 0.1 * (w[1] - w[0])) < 1e-6 * (w[1] - w[0]), "timeline: D pans right (%s)" % dd)
     key(b, "s")
     key(b, "a")
+    # The ruler's labels fit, the last one too when its tick is at the right edge: a view
+    # of 8 tick steps (200 us) starting on a tick.
+    t0 = (int(g["start"]) // 200_000) * 200_000
+    b.eval("aclprofTimeline.setView(%d, %d)" % (t0, t0 + 800_000))
+    ruler = b.eval("aclprofTimeline.ruler()")
+    labels = ruler["labels"]
+    check(len(labels) >= 5 and all(0 <= l and r <= ruler["width"] for l, r in labels),
+          "timeline ruler: every label inside the canvas (%d labels, width %s, last %s)"
+          % (len(labels), ruler["width"], labels[-1] if labels else None))
     # A click on a slice selects it: the first op of the run, zoomed to.
     b.eval("aclprofTimeline.setView(%f, %f)" % (g["start"] - 4000, g["start"] + g["dur"] + 4000))
     g = b.eval("aclprofTimeline.geometry()")

@@ -21,6 +21,7 @@
   var found = [], foundAt = -1, foundFor = '';
   var colors = [], dpr = window.devicePixelRatio || 1, pending = false, loaded = 0;
   var api = window.aclprofTimeline = { frameMs: 0 };
+  var ruler = { width: 0, labels: [] };
 
   function load(file) {
     var s = document.createElement('script');
@@ -260,10 +261,14 @@
     ctx.fillStyle = '#333';
     ctx.textBaseline = 'top';
     var step = tickStep(v1 - v0);
+    ruler = { width: W, labels: [] };
     for (var t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
-      var x = px(t, k);
+      var x = px(t, k), label = fmtNs(t), lw = ctx.measureText(label).width;
       ctx.beginPath(); ctx.moveTo(x, rt + 14); ctx.lineTo(x, rt + RULER_H); ctx.stroke();
-      ctx.fillText(fmtNs(t), x + 2, rt + 2);
+      // Right of its tick, or left of it where the right edge would cut it.
+      var lx = x + 2 + lw <= W ? x + 2 : x - 2 - lw;
+      ctx.fillText(label, lx, rt + 2);
+      ruler.labels.push([lx, lx + lw]);
     }
     ctx.fillText(fmtNs(v1 - v0) + ' in view', 4, rt + 2);
     api.frameMs = performance.now() - t0;
@@ -487,6 +492,8 @@
   };
   // For tests and the bench: the view, a selection by search, and the time to draw a frame.
   api.view = function () { return [v0, v1]; };
+  // The ruler's labels as last drawn: [left, right] of each, and the canvas's width.
+  api.ruler = function () { return ruler; };
   api.firstTask = function () { return X.firstTask; };
   api.setView = function (a, b) { v0 = a; v1 = b; clamp(); draw(); };
   api.selected = function () { return sel ? { name: X.names[rows[sel.row].pieces[sel.piece].name[sel.i]], row: sel.row, api: flow !== null } : null; };
