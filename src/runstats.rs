@@ -216,6 +216,63 @@ impl RunStats {
         m.into_values().collect()
     }
 
+    /// Each rank's (computing, communication not overlapped, free), ns, over its devices:
+    /// from its steps when the run has a step trace, else each device from its first op to
+    /// its last. What the cluster view draws and [`RunStats::slow_rank`] decides from.
+    pub fn rank_splits(&self) -> BTreeMap<u32, [u64; 3]> {
+        let mut ranks: BTreeMap<u32, [u64; 3]> = BTreeMap::new();
+        for d in &self.devices {
+            if let Some(rank) = d.rank {
+                ranks.entry(rank).or_default();
+            }
+        }
+        let stepped = self.steps.iter().any(|s| s.rank.is_some());
+        let parts = |t: &mut [u64; 3], c: u64, n: u64, f: u64| {
+            t[0] += c;
+            t[1] += n;
+            t[2] += f;
+        };
+        if stepped {
+            for s in &self.steps {
+                if let Some(rank) = s.rank {
+                    parts(
+                        ranks.entry(rank).or_default(),
+                        s.computing,
+                        s.not_overlapped,
+                        s.free,
+                    );
+                }
+            }
+        } else {
+            for d in &self.devices {
+                if let Some(rank) = d.rank {
+                    parts(
+                        ranks.entry(rank).or_default(),
+                        d.computing,
+                        d.not_overlapped,
+                        d.free,
+                    );
+                }
+            }
+        }
+        ranks
+    }
+
+    /// The rank that stands out, by the one rule ([`analyze::verdict::slow_rank`]) every
+    /// consumer uses: the report, the assistant, `analyze --communication`, Python's cluster.
+    pub fn slow_rank(&self) -> Option<analyze::verdict::SlowRank> {
+        let times: Vec<analyze::verdict::RankTime> = self
+            .rank_splits()
+            .into_iter()
+            .map(|(rank, s)| analyze::verdict::RankTime {
+                rank,
+                computing_ns: s[0],
+                waiting_ns: s[1],
+            })
+            .collect();
+        analyze::verdict::slow_rank(&times)
+    }
+
     /// The overall split, in a fixed order: E2E, computing and its classes, communication
     /// not overlapped, free; each (name, ops, ns), summed over devices (free time has no
     /// ops).

@@ -20,7 +20,8 @@ pub const TRANSDATA_SHARE: f64 = 0.05;
 pub const DOMINANT_SHARE: f64 = 0.50;
 /// A step this many times slower than the median step (runs of 3 steps or more).
 pub const SLOW_STEP: f64 = 1.5;
-/// A rank whose op time is this many times the median rank's (clusters of 2 ranks or more).
+/// A rank whose computing (or waiting) is this many times the median rank's (clusters of
+/// 2 ranks or more): the library's rule, [`aclprof::runstats::RunStats::slow_rank`].
 pub const SLOW_RANK: f64 = aclprof::analyze::verdict::SLOW;
 /// The training thread waits for data (the data pipeline's `wait` spans) over this share of
 /// step time (of the pipeline's span without steps).
@@ -328,40 +329,46 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         }
     }
 
-    let mut ranks: BTreeMap<u32, u64> = BTreeMap::new();
-    for d in &r.devices {
-        if let Some(rank) = d.rank {
-            *ranks.entry(rank).or_default() += d.op_time;
-        }
-    }
-    if ranks.len() >= 2 {
-        let med = median(ranks.values().map(|&t| t as f64).collect());
-        let slow: Vec<(u32, u64)> = ranks
-            .iter()
-            .filter(|(_, &t)| t as f64 > SLOW_RANK * med)
-            .map(|(&r, &t)| (r, t))
-            .collect();
-        if med > 0.0 && !slow.is_empty() {
-            out.push(Advice {
-                rule: "slow-rank",
-                title: "A rank is slower than the others".into(),
-                evidence: format!(
-                    "{} of {} ranks have over {SLOW_RANK}× the median rank's op time \
-                     ({:.3} us): {}",
-                    slow.len(),
-                    ranks.len(),
-                    med / 1e3,
-                    slow.iter()
-                        .map(|(r, t)| format!("rank {r} {:.3} us", *t as f64 / 1e3))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+    if let Some(s) = r.slow_rank() {
+        use aclprof::analyze::verdict::Why;
+        let (title, evidence, what_to_do) = match s.why {
+            Why::Computes => (
+                "A rank is slower than the others",
+                format!(
+                    "rank {} computes {:.3} us, {:.2}× the median rank's (over {SLOW_RANK}×); \
+                     the others wait for it in communication (rank {} longest, {:.3} us)",
+                    s.rank,
+                    s.ns as f64 / 1e3,
+                    s.of_median,
+                    s.waiter,
+                    s.waiter_ns as f64 / 1e3
                 ),
-                what_to_do: "Every rank waits for the slowest at each collective: check \
-                             that device's health and clocks, its data shard, and whether \
-                             it runs extra work (logging, evaluation).",
-                targets: slow.iter().map(|s| Target::Rank(s.0)).collect(),
-            });
-        }
+                "Every rank waits for the slowest at each collective: check that device's \
+                 health and clocks, its data shard, and whether it runs extra work (logging, \
+                 evaluation).",
+            ),
+            Why::Waits => (
+                "A rank waits for the others",
+                format!(
+                    "rank {} waits {:.3} us in communication not overlapped with computing, \
+                     {:.2}× the median rank's (over {SLOW_RANK}×), while no rank computes \
+                     much longer",
+                    s.rank,
+                    s.ns as f64 / 1e3,
+                    s.of_median
+                ),
+                "No rank computes too long, so the wait is in the communication itself: \
+                 check the links from this rank (aclprof analyze --communication names the \
+                 slowest) and the collectives' sizes.",
+            ),
+        };
+        out.push(Advice {
+            rule: "slow-rank",
+            title: title.into(),
+            evidence,
+            what_to_do,
+            targets: vec![Target::Rank(s.rank)],
+        });
     }
     out
 }
@@ -449,6 +456,7 @@ mod tests {
             e2e: 1_000_000,
             free,
             not_overlapped: nov,
+            computing: 1_000_000 - free - nov,
             op_time: types.iter().map(|t| t.1).sum(),
             ..Default::default()
         });
@@ -538,12 +546,27 @@ mod tests {
             let mut d = r.devices[0].clone();
             d.rank = Some(rank);
             if rank == 2 {
-                d.op_time *= 2;
+                d.computing *= 2;
             }
             r.devices.push(d);
         }
         assert_eq!(rules(&r), ["slow-rank"]);
         assert_eq!(advise(&r)[0].targets, [Target::Rank(2)]);
+        // The same rule as the report's cluster view: no rank computes longer, one waits.
+        let c = r.devices[0].computing;
+        for d in &mut r.devices {
+            d.computing = c;
+            d.not_overlapped = if d.rank == Some(3) { 50_000 } else { 10_000 };
+        }
+        let a = advise(&r);
+        assert_eq!(a.iter().map(|a| a.rule).collect::<Vec<_>>(), ["slow-rank"]);
+        assert_eq!(a[0].targets, [Target::Rank(3)]);
+        assert_eq!(a[0].title, "A rank waits for the others");
+        assert_eq!(
+            r.slow_rank().map(|s| s.rank),
+            Some(3),
+            "the library's answer"
+        );
     }
 
     #[test]

@@ -27,18 +27,10 @@ const COLORS: [(&str, &str); 3] = [
 ];
 
 /// The slow rank and why, if one stands out: (rank, reason). Which rank is the library's
-/// rule ([`aclprof::analyze::verdict::slow_rank`]); the words are the view's.
-pub fn slow_rank(ranks: &BTreeMap<u32, Split>) -> Option<(u32, String)> {
-    use aclprof::analyze::verdict::{RankTime, Why};
-    let times: Vec<RankTime> = ranks
-        .iter()
-        .map(|(&rank, s)| RankTime {
-            rank,
-            computing_ns: s[0],
-            waiting_ns: s[1],
-        })
-        .collect();
-    let s = aclprof::analyze::verdict::slow_rank(&times)?;
+/// rule ([`RunStats::slow_rank`]); the words are the view's.
+pub fn slow_rank(r: &RunStats) -> Option<(u32, String)> {
+    use aclprof::analyze::verdict::Why;
+    let s = r.slow_rank()?;
     let why = match s.why {
         Why::Computes => format!(
             "its computing is the longest: {} us, {:.2}× the median rank's; the others \
@@ -71,12 +63,7 @@ pub fn cluster_section(r: &RunStats, rank_pages: &BTreeMap<u32, String>) -> Stri
         c[1] += s.not_overlapped;
         c[2] += s.free;
     }
-    let mut ranks: BTreeMap<u32, Split> = BTreeMap::new();
-    for d in &r.devices {
-        if let Some(rank) = d.rank {
-            ranks.entry(rank).or_default();
-        }
-    }
+    let ranks: BTreeMap<u32, Split> = r.rank_splits();
     if ranks.len() < 2 {
         return String::new();
     }
@@ -87,25 +74,7 @@ pub fn cluster_section(r: &RunStats, rank_pages: &BTreeMap<u32, String>) -> Stri
         v
     };
     let from_steps = !cells.is_empty();
-    if from_steps {
-        for (&(rank, _), c) in &cells {
-            let t = ranks.entry(rank).or_default();
-            for k in 0..3 {
-                t[k] += c[k];
-            }
-        }
-    } else {
-        // No steps: the whole run, each device from its first op to its last.
-        for d in &r.devices {
-            if let Some(rank) = d.rank {
-                let t = ranks.entry(rank).or_default();
-                t[0] += d.computing;
-                t[1] += d.not_overlapped;
-                t[2] += d.free;
-            }
-        }
-    }
-    let slow = slow_rank(&ranks);
+    let slow = slow_rank(r);
     let mut h = String::from(r#"<section id="cluster"><h2>Cluster</h2>"#);
     let _ = write!(
         h,
@@ -468,8 +437,20 @@ mod tests {
 
     #[test]
     fn the_slow_rank_is_the_one_computing_longest_else_the_one_waiting_longest() {
-        let m = |v: &[Split]| -> BTreeMap<u32, Split> {
-            v.iter().enumerate().map(|(i, s)| (i as u32, *s)).collect()
+        // Ranks without a step trace: each device's whole run.
+        let m = |v: &[Split]| RunStats {
+            devices: v
+                .iter()
+                .enumerate()
+                .map(|(i, s)| aclprof::runstats::DeviceTime {
+                    rank: Some(i as u32),
+                    computing: s[0],
+                    not_overlapped: s[1],
+                    free: s[2],
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
         };
         let (r, why) = slow_rank(&m(&[[100, 50, 0], [300, 0, 0], [100, 60, 0]])).unwrap();
         assert_eq!(r, 1);
