@@ -28,7 +28,8 @@ _MAX_NAME_LEN = 256
 _MARK_NAME_TRUNCATED = 1
 _MARK_TYPE_TRUNCATED = 2
 
-# (field, numpy type, byte offset): src/record.rs, little-endian.
+# (field, numpy type, byte offset), little-endian: src/formats/record.rs's layout, which a
+# test there checks this against.
 _LAYOUT = [
     ("signature", "<u4", 0),
     ("model_id", "<u4", 4),

@@ -45,6 +45,9 @@ pub const OFF_DURATION: usize = 24;
 pub const OFF_START: usize = 32;
 pub const OFF_END: usize = 40;
 pub const OFF_EXEC_TIME: usize = 48;
+/// CANN's cube and vector FLOP counts: zero here (an op's cost is in its metadata).
+pub const OFF_CUBE_FOPS: usize = 56;
+pub const OFF_VECTOR_FOPS: usize = 64;
 pub const OFF_DEV_ID: usize = 72;
 pub const OFF_SIM_OP: usize = 76;
 pub const OFF_TYPE_LEN: usize = 80;
@@ -410,6 +413,71 @@ impl<'a> View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Python's copy of the layout (`python/aclprof/records.py`, a numpy dtype that decodes
+    /// records without the library) is this one, field for field.
+    #[test]
+    fn the_python_layout_is_this_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/python/aclprof/records.py");
+        let py = std::fs::read_to_string(path).unwrap();
+        let start = py.find("_LAYOUT = [").expect("records.py has _LAYOUT");
+        let body = &py[start..start + py[start..].find("\n]").unwrap()];
+        // (name, numpy type, offset) tuples, one per line.
+        let fields: Vec<(String, String, usize)> = body
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim().strip_prefix('(')?.strip_suffix("),")?;
+                let mut p = l.splitn(3, ", ");
+                let name = p.next()?.trim_matches('"').to_string();
+                let ty = p
+                    .next()?
+                    .trim_start_matches('f')
+                    .trim_matches('"')
+                    .to_string();
+                Some((name, ty, p.next()?.trim().parse().ok()?))
+            })
+            .collect();
+        let want: Vec<(&str, String, usize)> = vec![
+            ("signature", "<u4".into(), OFF_SIGNATURE),
+            ("model_id", "<u4".into(), OFF_MODEL_ID),
+            ("flag", "<u4".into(), OFF_FLAG),
+            ("thread_id", "<u4".into(), OFF_THREAD_ID),
+            ("op_index", "<u8".into(), OFF_OP_INDEX),
+            ("duration", "<u8".into(), OFF_DURATION),
+            ("start", "<u8".into(), OFF_START),
+            ("end", "<u8".into(), OFF_END),
+            ("execution_time", "<u8".into(), OFF_EXEC_TIME),
+            ("cube_fops", "<u8".into(), OFF_CUBE_FOPS),
+            ("vector_fops", "<u8".into(), OFF_VECTOR_FOPS),
+            ("device_id", "<u4".into(), OFF_DEV_ID),
+            ("type_len", "<u2".into(), OFF_TYPE_LEN),
+            ("name_len", "<u2".into(), OFF_NAME_LEN),
+            ("name_full_len", "<u4".into(), OFF_NAME_FULL_LEN),
+            ("pid", "<u4".into(), OFF_PID),
+            ("stream_id", "<u4".into(), OFF_STREAM_ID),
+            ("version", "u1".into(), OFF_VERSION),
+            ("marks", "u1".into(), OFF_MARKS),
+            ("type", "S{_MAX_TYPE_LEN + 1}".into(), OFF_TYPE),
+            ("name", "S{_MAX_NAME_LEN + 1}".into(), OFF_NAME),
+        ];
+        let got: Vec<(&str, String, usize)> = fields
+            .iter()
+            .map(|(n, t, o)| (n.as_str(), t.clone(), *o))
+            .collect();
+        assert_eq!(got, want, "{path}");
+        for (name, v) in [
+            ("_MAX_TYPE_LEN", MAX_TYPE_LEN),
+            ("_MAX_NAME_LEN", MAX_NAME_LEN),
+            ("_MARK_NAME_TRUNCATED", MARK_NAME_TRUNCATED.into()),
+            ("_MARK_TYPE_TRUNCATED", MARK_TYPE_TRUNCATED.into()),
+            ("RECORD_SIZE", RECORD_SIZE),
+        ] {
+            assert!(
+                py.contains(&format!("\n{name} = {v}\n")),
+                "{path}: {name} = {v}"
+            );
+        }
+    }
 
     #[test]
     fn encoding_over_an_old_record_equals_encoding_into_zeros() {
