@@ -199,7 +199,7 @@ pub fn run(
         match r {
             Ok(Ok(c)) => {
                 any_ops |= c.ops > 0;
-                println!(
+                outln!(
                     "{}: process {}: {} ops captured{}{}{}",
                     c.dir.display(),
                     c.pid,

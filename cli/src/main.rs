@@ -2,6 +2,18 @@
 //! directory or its timeline, and profile an unmodified program. The work is done by the library (`aclprof::analyze`,
 //! `aclprof::filemode`); this file only reads arguments and prints.
 
+/// Writes to standard output like `print!`, but a write that fails (a full disk, a closed
+/// descriptor) ends the command with one line and exit 1 instead of a panic.
+macro_rules! out {
+    ($($t:tt)*) => { $crate::write_out(format_args!($($t)*)) };
+}
+
+/// [`out!`] with a newline, like `println!`.
+macro_rules! outln {
+    () => { $crate::write_out(format_args!("\n")) };
+    ($($t:tt)*) => { $crate::write_out(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 mod advisor;
 mod capture;
 mod comm;
@@ -367,7 +379,24 @@ struct RecordSwitches<'a> {
     host_sys_usage: Option<&'a str>,
 }
 
+/// `aclprof record`: the folders it makes for `output` go again if they hold nothing when it
+/// ends (the program could not start, or wrote no result directory).
 fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
+    // Deepest first: the folders create_dir_all is about to make.
+    let made: Vec<PathBuf> = output
+        .ancestors()
+        .take_while(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    let r = record_into(output, sw, command);
+    for d in &made {
+        // Fails, leaving it, when it is not empty.
+        let _ = std::fs::remove_dir(d);
+    }
+    r
+}
+
+fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
     std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let before = prof_dirs(&out);
@@ -471,8 +500,8 @@ fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<Exit
         ..Default::default()
     };
     for d in &new {
-        println!("{}", d.display());
-        print!("{}", run_analyze(d, &q, Format::Table)?);
+        outln!("{}", d.display());
+        out!("{}", run_analyze(d, &q, Format::Table)?);
     }
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }
@@ -506,11 +535,19 @@ fn top(
     let Some(pid) = pid else {
         // SAFETY: geteuid has no preconditions.
         let procs = aclprof::watch::list(unsafe { libc::geteuid() });
+        if format == Format::Json {
+            let v: Vec<serde_json::Value> = procs
+                .iter()
+                .map(|p| serde_json::json!({"pid": p.pid, "command": p.command}))
+                .collect();
+            outln!("{}", serde_json::Value::from(v));
+            return Ok(ExitCode::SUCCESS);
+        }
         if procs.is_empty() {
-            println!("No process to watch: none that uses aclprof is running as this user.");
+            outln!("No process to watch: none that uses aclprof is running as this user.");
         }
         for p in procs {
-            println!("{:>8}  {}", p.pid, p.command);
+            outln!("{:>8}  {}", p.pid, p.command);
         }
         return Ok(ExitCode::SUCCESS);
     };
@@ -528,13 +565,19 @@ fn top(
         if once {
             return;
         }
+        // JSON is one object per line; a table on a terminal is redrawn in place, in a pipe
+        // one view follows another after a blank line.
         let text = match format {
             Format::Json => format!("{}\n", top::json(pid, w, total, dropped)),
-            _ => top::text(pid, &command, w, total, dropped),
+            _ if live => format!(
+                "\x1b[H\x1b[2J{}",
+                top::text(pid, &command, w, total, dropped)
+            ),
+            _ => format!("\n{}", top::text(pid, &command, w, total, dropped)),
         };
-        // A terminal is redrawn in place; a pipe gets one view after another.
-        let _ = write!(out, "{}{text}", if live { "\x1b[H\x1b[2J" } else { "\n" });
-        let _ = out.flush();
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            output_failed(&e);
+        }
     };
     let attached = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
     eprintln!("aclprof: watching process {pid} ({command})");
@@ -548,8 +591,8 @@ fn top(
         // One view: of everything seen (--duration may span several intervals).
         if let Some((_, total, dropped)) = last {
             match format {
-                Format::Json => println!("{}", top::json(pid, &total, &total, dropped)),
-                _ => print!("{}", top::text(pid, &command, &total, &total, dropped)),
+                Format::Json => outln!("{}", top::json(pid, &total, &total, dropped)),
+                _ => out!("{}", top::text(pid, &command, &total, &total, dropped)),
             }
         }
     }
@@ -576,7 +619,7 @@ fn diff(
     let mut d = aclprof::diff::diff(&read(base)?, &read(new)?);
     let regressed = fail_above.map(|p| d.regressions(p)).unwrap_or_default();
     d.cut(top);
-    print!("{}", aclprof::diff::render(&d, format));
+    out!("{}", aclprof::diff::render(&d, format));
     if regressed.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -603,7 +646,7 @@ fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String
     let t = std::time::Instant::now();
     let w = parquet::export(path, out, &mut |_| {}).map_err(|e| e.msg)?;
     let tasks = w.rows.get("tasks").copied().unwrap_or(0);
-    println!(
+    outln!(
         "{}: {} ranks, {} files; {}",
         out.display(),
         w.ranks.len(),
@@ -667,7 +710,7 @@ fn export(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
     for d in result_dirs_of(path, output)? {
         let s = export_one(&d)?;
         let ops: u64 = s.ops.values().sum();
-        println!(
+        outln!(
             "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
             d.display(),
             s.stamp,
@@ -686,11 +729,11 @@ fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
     for d in result_dirs_of(path, output)? {
         let s = export_one(&d)?;
         let out = d.join("mindstudio_profiler_output");
-        println!(
+        outln!(
             "{}\t(Perfetto: ui.perfetto.dev, trace_processor; nanosecond timestamps)",
             out.join(format!("msprof_{}.pftrace", s.stamp)).display()
         );
-        println!(
+        outln!(
             "{}\t(MindStudio Insight, msprof-analyze, chrome://tracing)",
             out.join(format!("msprof_{}.json", s.stamp)).display()
         );
@@ -747,12 +790,31 @@ fn spool_stdin(path: &Path) -> Result<Input, String> {
     Ok(input)
 }
 
+/// What [`out!`] and [`outln!`] do.
+fn write_out(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        output_failed(&e);
+    }
+}
+
+fn output_failed(e: &std::io::Error) -> ! {
+    eprintln!("aclprof: cannot write the output: {e}");
+    std::process::exit(1)
+}
+
 fn main() -> ExitCode {
     // Like other command-line tools, end quietly when the reader of our output goes away
     // (`aclprof analyze ... | head`) rather than panic on EPIPE.
     // SAFETY: restores the default action of one signal before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
+    // Help and usage errors, reported like every other output.
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        if let Err(w) = e.print() {
+            output_failed(&w);
+        }
+        std::process::exit(e.exit_code())
+    });
     let r = match cli.cmd {
         Cmd::Analyze { args, .. }
             if args.pipeline && !matches!(args.format, Format::Table | Format::Json) =>
@@ -763,7 +825,7 @@ fn main() -> ExitCode {
             aclprof::pipeline::analysis::events_of(&path)
                 .map(|ev| {
                     let a = aclprof::pipeline::analysis::analyze(&ev);
-                    print!(
+                    out!(
                         "{}",
                         aclprof::pipeline::analysis::render(&a, args.format == Format::Json)
                     );
@@ -773,7 +835,7 @@ fn main() -> ExitCode {
         }
         Cmd::Analyze { path, args } if args.communication => comm::analyze(&path)
             .map(|c| {
-                print!("{}", comm::render(&c, args.format));
+                out!("{}", comm::render(&c, args.format));
                 ExitCode::SUCCESS
             })
             .map_err(|e| e.msg),
@@ -781,7 +843,7 @@ fn main() -> ExitCode {
             use aclprof::analyze::memory;
             memory::events_of(&path)
                 .map(|(ev, steps)| {
-                    print!(
+                    out!(
                         "{}",
                         memory::render(&memory::analyze(&ev, &steps), args.format)
                     );
@@ -793,7 +855,7 @@ fn main() -> ExitCode {
             .query()
             .and_then(|q| run_analyze(&path, &q, args.format))
             .map(|text| {
-                print!("{text}");
+                out!("{text}");
                 ExitCode::SUCCESS
             }),
         Cmd::Export {
@@ -847,7 +909,7 @@ fn main() -> ExitCode {
             progress_done();
             r.map(|w| {
                 if page::is_site(&output) {
-                    println!(
+                    outln!(
                         "{}: {} runs, {} ops; {} pages, {:.1} MB",
                         output.join("index.html").display(),
                         w.runs,
@@ -856,7 +918,7 @@ fn main() -> ExitCode {
                         w.bytes as f64 / 1e6
                     );
                 } else {
-                    println!(
+                    outln!(
                         "{}: {} ops ({} in the table), {} op types, {} steps, a timeline of {} \
                          slices on {} tracks; {:.1} MB",
                         output.display(),
@@ -893,6 +955,10 @@ fn main() -> ExitCode {
             &command,
         ),
     };
+    // What is still buffered goes out now, where a failure can be reported.
+    if let Err(e) = std::io::Write::flush(&mut std::io::stdout()) {
+        output_failed(&e);
+    }
     r.unwrap_or_else(|e| {
         eprintln!("aclprof: {e}");
         ExitCode::FAILURE

@@ -803,6 +803,56 @@ fn record_exits_with_the_programs_code() {
         code == 1 && err.contains("wrote no result directory"),
         "{code} {err}"
     );
+    // Nothing recorded, nothing left: not the folder, nor the folders made for it.
+    let deep = out.join("a/b");
+    let (code, _, err) = aclprof_code(
+        &[
+            "record",
+            "-o",
+            deep.to_str().unwrap(),
+            "--",
+            "/nonexistent/program",
+        ],
+        b"",
+    );
+    assert!(code == 1 && err.contains("cannot run"), "{code} {err}");
+    assert!(!out.exists(), "{} was left behind", out.display());
+}
+
+/// A failed write of the output (a full disk) is one line and exit 1, not a panic; `top`'s
+/// JSON is JSON in every mode.
+#[test]
+fn a_failed_write_is_one_line_and_json_is_json() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    let db = root().join("tests/data/real/msprof_full_db_msinsight.db");
+    for args in [
+        vec!["analyze", db.to_str().unwrap()],
+        vec!["analyze", "--help"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_aclprof"))
+            .args(&args)
+            .current_dir(std::env::temp_dir())
+            .stdout(full.try_clone().unwrap())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.lines().count() == 1 && err.contains("cannot write the output"),
+            "{args:?}: {err}"
+        );
+    }
+    let (ok, out, _) = aclprof(&["top", "--format", "json"], None);
+    assert!(ok);
+    assert!(
+        serde_json::from_str::<serde_json::Value>(&out)
+            .unwrap()
+            .is_array(),
+        "{out}"
+    );
 }
 
 /// A fresh folder `aclprof-NAME-PID` under the temp dir, with `in/` holding a copy of the
