@@ -755,6 +755,16 @@ impl Input {
             Input::Path(p) | Input::Spooled { file: p, .. } => p,
         }
     }
+
+    /// An error about the input as the user gave it: the spooled copy is "standard input".
+    fn named(&self, e: String) -> String {
+        match self {
+            Input::Path(_) => e,
+            Input::Spooled { file, .. } => {
+                e.replace(&file.display().to_string(), "standard input")
+            }
+        }
+    }
 }
 
 impl Drop for Input {
@@ -892,7 +902,8 @@ fn main() -> ExitCode {
             (Ok(_), Ok(_)) if base == Path::new("-") && new == Path::new("-") => {
                 Err("standard input can be read once: give - for one of the runs".into())
             }
-            (Ok(b), Ok(n)) => diff(b.path(), n.path(), top, format, fail_above),
+            (Ok(b), Ok(n)) => diff(b.path(), n.path(), top, format, fail_above)
+                .map_err(|e| n.named(b.named(e))),
             (Err(e), _) | (_, Err(e)) => Err(e),
         },
         Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
@@ -905,7 +916,11 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let r = page::write(input.path(), &output, &mut progress_bar("reading"));
+            let r = page::write(input.path(), &output, &mut progress_bar("reading"))
+                .map_err(|mut e| {
+                    e.msg = input.named(e.msg);
+                    e
+                });
             progress_done();
             r.map(|w| {
                 if page::is_site(&output) {

@@ -761,9 +761,24 @@ fn input_without_records_is_one_clear_error() {
             );
         }
     }
-    let (code, _, err) = aclprof_code(&["analyze", "-"], b"");
+    for args in [
+        vec!["analyze", "-"],
+        vec!["report", "-", "-o", "/dev/null"],
+        vec!["diff", "-", "-"],
+    ] {
+        let (code, _, err) = aclprof_code(&args, b"");
+        assert!(
+            code == 1 && err.lines().count() == 1 && !err.contains("aclprof-"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            err.contains("standard input is empty") || err.contains("can be read once"),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, _, err) = aclprof_code(&["report", "-", "-o", "/dev/null"], b"hi\n");
     assert!(
-        code == 1 && err.contains("standard input is empty"),
+        code == 1 && err.starts_with("aclprof: standard input is 3 bytes long"),
         "{err}"
     );
     let prof = dir.to_str().unwrap();
