@@ -343,6 +343,17 @@ pub fn each_op(
     Ok(corrupt)
 }
 
+/// Whether the result directories at `path` hold any op record (their files' sizes, not
+/// read); `Err` says, in one line, why `path` is not a run.
+pub fn holds_records(path: &Path) -> Result<bool> {
+    Ok(expected_records(&inputs(path)?) > 0)
+}
+
+/// Why the result directories at `path` hold no op record, in one line.
+pub fn why_no_records(path: &Path) -> String {
+    no_records(path, 0)
+}
+
 /// How many records the inputs' files hold (databases and standard input count 0).
 fn expected_records(inputs: &[Input]) -> u64 {
     let size = |p: &PathBuf| std::fs::metadata(p).map_or(0, |m| m.len());

@@ -643,9 +643,20 @@ fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String
             out.display()
         ));
     }
-    let t = std::time::Instant::now();
+    if path.is_dir() {
+        refuse_without_records(path)?;
+    }
+    let made = !out.exists();
     let w = parquet::export(path, out, &mut |_| {}).map_err(|e| e.msg)?;
-    let tasks = w.rows.get("tasks").copied().unwrap_or(0);
+    if w.rows.get("tasks").copied().unwrap_or(0) == 0 {
+        if made {
+            let _ = std::fs::remove_dir_all(out);
+        }
+        return Err(format!(
+            "{}: no tasks in it, so no dataset (nothing was recorded)",
+            path.display()
+        ));
+    }
     outln!(
         "{}: {} ranks, {} files; {}",
         out.display(),
@@ -656,10 +667,6 @@ fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String
             .map(|(t, n)| format!("{t} {n}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    eprintln!(
-        "aclprof: {tasks} tasks in {:.2} s",
-        t.elapsed().as_secs_f64()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -701,7 +708,19 @@ fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, St
     if output.is_some() {
         return Err("-o is for a database; a result directory is exported in place".into());
     }
-    analyze::result_dirs(path).map_err(|e| e.msg)
+    let dirs = analyze::result_dirs(path).map_err(|e| e.msg)?;
+    refuse_without_records(path)?;
+    Ok(dirs)
+}
+
+/// Checked before anything is written: an export of a run that holds no op record would
+/// replace its files with empty ones.
+fn refuse_without_records(path: &Path) -> Result<(), String> {
+    if analyze::holds_records(path).map_err(|e| e.msg)? {
+        Ok(())
+    } else {
+        Err(analyze::why_no_records(path))
+    }
 }
 
 /// Re-exports every result directory in `path` (one, or a folder of them, as `timeline`
@@ -760,9 +779,7 @@ impl Input {
     fn named(&self, e: String) -> String {
         match self {
             Input::Path(_) => e,
-            Input::Spooled { file, .. } => {
-                e.replace(&file.display().to_string(), "standard input")
-            }
+            Input::Spooled { file, .. } => e.replace(&file.display().to_string(), "standard input"),
         }
     }
 }
@@ -902,8 +919,9 @@ fn main() -> ExitCode {
             (Ok(_), Ok(_)) if base == Path::new("-") && new == Path::new("-") => {
                 Err("standard input can be read once: give - for one of the runs".into())
             }
-            (Ok(b), Ok(n)) => diff(b.path(), n.path(), top, format, fail_above)
-                .map_err(|e| n.named(b.named(e))),
+            (Ok(b), Ok(n)) => {
+                diff(b.path(), n.path(), top, format, fail_above).map_err(|e| n.named(b.named(e)))
+            }
             (Err(e), _) | (_, Err(e)) => Err(e),
         },
         Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
@@ -916,11 +934,12 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let r = page::write(input.path(), &output, &mut progress_bar("reading"))
-                .map_err(|mut e| {
+            let r = page::write(input.path(), &output, &mut progress_bar("reading")).map_err(
+                |mut e| {
                     e.msg = input.named(e.msg);
                     e
-                });
+                },
+            );
             progress_done();
             r.map(|w| {
                 if page::is_site(&output) {

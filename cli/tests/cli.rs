@@ -782,8 +782,32 @@ fn input_without_records_is_one_clear_error() {
         "{err}"
     );
     let prof = dir.to_str().unwrap();
-    let (code, _, err) = aclprof_code(&["analyze", prof], b"");
-    assert!(code == 1 && err.lines().count() == 1, "{code} {err}");
+    let pq = dir.join("dataset");
+    for args in [
+        vec!["analyze", prof],
+        vec!["export", prof],
+        vec!["timeline", prof],
+        vec![
+            "export",
+            "--format",
+            "parquet",
+            prof,
+            "-o",
+            pq.to_str().unwrap(),
+        ],
+    ] {
+        let (code, _, err) = aclprof_code(&args, b"");
+        assert!(
+            code == 1 && err.lines().count() == 1 && err.contains("no "),
+            "{args:?}: {code} {err}"
+        );
+    }
+    assert!(!pq.exists(), "no empty dataset left behind");
+    assert!(
+        !dir.join("PROF_000001_20260101000000000_00000001AAAAAAAA/mindstudio_profiler_output")
+            .exists(),
+        "nothing exported"
+    );
     // export and timeline take the same inputs, and say what is wrong with others.
     let file = dir.join("empty.bin");
     for cmd in ["export", "timeline"] {
