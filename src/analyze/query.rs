@@ -131,6 +131,16 @@ impl Query {
 
     /// `--name`: a regular expression over op names.
     pub fn name_regex(re: &str) -> std::result::Result<regex::bytes::Regex, String> {
-        regex::bytes::Regex::new(re).map_err(|e| format!("name {re:?}: {e}"))
+        regex::bytes::Regex::new(re).map_err(|e| {
+            // The regex crate draws the pattern with a caret under the fault, over several
+            // lines; an error here is one line: the fault's description.
+            let text = e.to_string();
+            let why = text
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("error: "))
+                .unwrap_or_else(|| text.lines().next().unwrap_or_default());
+            format!("name {re:?}: not a regular expression: {why}")
+        })
     }
 }

@@ -495,3 +495,13 @@ fn order_by_takes_headings_and_the_aggregate_key() {
     );
     assert_eq!(keys(None, "Start(us)"), keys(None, "start"));
 }
+
+#[test]
+fn a_bad_name_pattern_is_one_line() {
+    for re in ["(", "[a-", "a{2,1}", "\\"] {
+        let e = Query::name_regex(re).unwrap_err();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("not a regular expression: "), "{e}");
+    }
+    assert!(Query::name_regex("^conv").is_ok());
+}
