@@ -1194,8 +1194,6 @@ fn a_report_is_whole_or_absent() {
     std::os::unix::fs::symlink(prof, runs.join("a")).unwrap();
     std::fs::copy(&src, runs.join("b.db")).unwrap();
     let site = dir.join("site");
-    std::fs::create_dir_all(&site).unwrap();
-    std::fs::write(site.join("notes.html"), "mine").unwrap();
     let listing = |d: &std::path::Path| {
         let mut v: Vec<String> = std::fs::read_dir(d)
             .unwrap()
@@ -1221,11 +1219,73 @@ fn a_report_is_whole_or_absent() {
         assert_eq!(pages.len(), expect_runs, "{pages:?}");
         assert_eq!(listing(&site.join("diff")).len(), expect_runs - 1);
         std::fs::remove_file(runs.join("b.db")).ok();
+        std::fs::write(site.join("notes.html"), "mine").unwrap();
     }
     assert!(
         site.join("notes.html").exists(),
         "a file the site did not write stays"
     );
     assert!(site.join("index.html").exists());
+    // Where a report is not written: over its input, into a pipe, into a folder of other
+    // files, inside its input; and it is written through a symbolic link.
+    let input = dir.join("records.bin");
+    std::fs::write(&input, vec![0u8; 512]).unwrap();
+    let fifo = dir.join("fifo.html");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let others = dir.join("others");
+    std::fs::create_dir_all(&others).unwrap();
+    std::fs::write(others.join("mine.txt"), "mine").unwrap();
+    let inside = format!("{prof}/site");
+    let input_s = input.to_str().unwrap();
+    for (what, args, says) in [
+        (
+            "its input",
+            ["report", input_s, "-o", input_s],
+            "is the report's input",
+        ),
+        (
+            "a pipe",
+            ["report", prof, "-o", fifo.to_str().unwrap()],
+            "not a regular file",
+        ),
+        (
+            "a folder of others",
+            ["report", prof, "-o", others.to_str().unwrap()],
+            "holds other files",
+        ),
+        (
+            "inside its input",
+            ["report", prof, "-o", &inside],
+            "inside the report's input",
+        ),
+    ] {
+        let r = run(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(
+            r.status.code() == Some(1) && err.lines().count() == 1 && err.contains(says),
+            "{what}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        vec![0u8; 512],
+        "the input is untouched"
+    );
+    assert!(!std::path::Path::new(&inside).exists());
+    assert_eq!(std::fs::read_dir(&others).unwrap().count(), 1);
+    let real = out.join("real.html");
+    let link = out.join("link.html");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let r = run(&["report", prof, "-o", link.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&real).unwrap().contains("<html"));
     let _ = std::fs::remove_dir_all(&dir);
 }

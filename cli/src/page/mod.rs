@@ -71,6 +71,7 @@ pub fn is_site(out: &Path) -> bool {
 /// Writes the report for `path` to `out`: one page (`out` ends in `.html`), or a site in the
 /// directory `out` with a page per run under `path` (see [`site::runs_in`]).
 pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Written> {
+    let out = &writable(path, out)?;
     if is_site(out) {
         return site::write(path, out, progress);
     }
@@ -97,6 +98,55 @@ pub fn write(path: &Path, out: &Path, progress: &mut dyn FnMut(u64, u64)) -> Res
     w.runs = 1;
     w.bytes = html.len();
     Ok(w)
+}
+
+/// Where the report for `path` goes when asked to go to `out`: through a symbolic link to
+/// where it points. Refused: a special file (a pipe, a device), the input itself, a site
+/// inside the input, and a site in a folder that holds other files and no earlier site.
+fn writable(path: &Path, out: &Path) -> Result<PathBuf> {
+    let refuse = |why: &str| err(ACL_ERROR_INVALID_PARAM, format!("{}: {why}", out.display()));
+    let real = |p: &Path| std::fs::canonicalize(p).ok();
+    let target = match std::fs::symlink_metadata(out) {
+        Ok(m) if m.file_type().is_symlink() => match real(out) {
+            Some(t) => t,
+            // A link to what does not exist yet: where it points.
+            None => match std::fs::read_link(out) {
+                Ok(t) => out.parent().unwrap_or(Path::new(".")).join(t),
+                Err(e) => return refuse(&e.to_string()),
+            },
+        },
+        _ => out.to_path_buf(),
+    };
+    // Where it would be, resolved, whether or not it exists yet.
+    let resolved = real(&target).or_else(|| {
+        let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
+        Some(real(parent.unwrap_or(Path::new(".")))?.join(target.file_name()?))
+    });
+    if let (Some(i), Some(o)) = (real(path), resolved) {
+        if i == o {
+            return refuse("is the report's input; give the report another name");
+        }
+        if is_site(&target) && o.starts_with(&i) {
+            return refuse("is inside the report's input; nothing is written into an input");
+        }
+    }
+    let Ok(m) = std::fs::metadata(&target) else {
+        return Ok(target);
+    };
+    if !m.is_file() && !m.is_dir() {
+        return refuse("not a regular file or a folder; the report is written as files");
+    }
+    if m.is_dir() && !target.join(site::MANIFEST).exists() {
+        let mut entries = std::fs::read_dir(&target)
+            .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", out.display())))?;
+        if entries.next().is_some() {
+            return refuse(
+                "a folder that holds other files; a report site goes into a new or empty \
+                 folder, or one an earlier report made (give a .html name for one page)",
+            );
+        }
+    }
+    Ok(target)
 }
 
 /// What a page named `stem` in `dir` owns besides itself: its timeline and its ranks' pages

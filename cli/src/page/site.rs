@@ -151,7 +151,7 @@ fn diff_data(base: &RunStats, new: &RunStats) -> serde_json::Value {
 
 /// The site's list of the files it wrote, so that a rewrite removes what it no longer
 /// writes (pages of runs gone, comparisons of pairs gone) and nothing else in the folder.
-const MANIFEST: &str = ".aclprof-site";
+pub const MANIFEST: &str = ".aclprof-site";
 
 fn write_file(outs: &mut Outputs, p: &Path, text: &str) -> Result<()> {
     outs.write(p, text.as_bytes())
