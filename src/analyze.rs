@@ -88,15 +88,21 @@ enum Col {
     Flops,
     Memory,
     Bandwidth,
+    /// The per-op listing's own columns.
+    OpType,
+    Device,
+    Stream,
+    Model,
 }
 
-/// The order a query asks for: "+col" ascending (MegEngine's profile_analyze); numbers
-/// otherwise descending; start and the key always ascending.
+/// The order a query asks for: "+col" ascending (MegEngine's profile_analyze), "-col"
+/// descending; by default numbers descending, and start, names and ids ascending.
 fn order_of(q: &Query) -> Result<(Col, bool)> {
     let asked = q.order_by.as_deref().unwrap_or("time");
-    let (ascending, col) = match asked.strip_prefix('+') {
-        Some(c) => (true, c),
-        None => (false, asked),
+    let (dir, col) = match (asked.strip_prefix('+'), asked.strip_prefix('-')) {
+        (Some(c), _) => (Some(true), c),
+        (_, Some(c)) => (Some(false), c),
+        _ => (None, asked),
     };
     // A column as the table heads it ("Mean(us)", "Share(%)") or as a word ("mean").
     let col = col
@@ -106,6 +112,12 @@ fn order_of(q: &Query) -> Result<(Col, bool)> {
         .trim()
         .to_ascii_lowercase();
     let key_title = q.by.map_or("name", |k| k.title()).to_ascii_lowercase();
+    if q.by.is_none() && col == "count" {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            "--order-by \"count\": every op counts 1; order groups by it with --aggregate-by",
+        );
+    }
     let col = match col.as_str() {
         "time" | "duration" => Col::Time,
         "count" => Col::Count,
@@ -125,18 +137,30 @@ fn order_of(q: &Query) -> Result<(Col, bool)> {
         {
             Col::Key
         }
+        "type" | "op_type" if q.by.is_none() => Col::OpType,
+        "device" if q.by.is_none() => Col::Device,
+        "stream" if q.by.is_none() => Col::Stream,
+        "model" if q.by.is_none() => Col::Model,
         other => {
+            let why = if matches!(other, "type" | "op_type" | "device" | "stream" | "model") {
+                "a column of the per-op listing; with --aggregate-by, order by the key"
+            } else {
+                "not a column (time, count, total, share, mean, min, max, start, name, \
+                 computation, flops, memory, bandwidth, the --aggregate-by key, or without it \
+                 type, device, stream and model; a heading as the table writes it, such as \
+                 \"Mean(us)\", works too)"
+            };
             return err(
                 ACL_ERROR_INVALID_PARAM,
-                format!(
-                    "--order-by {other:?}: not a column (time, count, total, share, mean, min, \
-                     max, start, name, computation, flops, memory, bandwidth or the --aggregate-by \
-                     key; a heading as the table writes it, such as \"Mean(us)\", works too)"
-                ),
-            )
+                format!("--order-by {other:?}: {why}"),
+            );
         }
     };
-    Ok((col, ascending || matches!(col, Col::Start | Col::Key)))
+    let by_default = matches!(
+        col,
+        Col::Start | Col::Key | Col::OpType | Col::Device | Col::Stream | Col::Model
+    );
+    Ok((col, dir.unwrap_or(by_default)))
 }
 
 /// Where a single op ranks for the top-N list under the query's order: the list keeps the
@@ -149,15 +173,27 @@ enum Rank {
     Asc(std::cmp::Reverse<u64>),
     /// Names, in byte order.
     Name(std::cmp::Reverse<Vec<u8>>),
+    /// Names, in reverse byte order.
+    NameDesc(Vec<u8>),
 }
 
 impl Rank {
     fn of(col: Col, ascending: bool, v: &View<'_>, cost: &Cost) -> Rank {
+        let text = |b: Option<&[u8]>| {
+            let b = b.unwrap_or_default().to_vec();
+            if ascending {
+                Rank::Name(std::cmp::Reverse(b))
+            } else {
+                Rank::NameDesc(b)
+            }
+        };
         let n = match col {
             Col::Start => Some(v.start()),
-            Col::Key => {
-                return Rank::Name(std::cmp::Reverse(v.name().unwrap_or_default().to_vec()))
-            }
+            Col::Key => return text(v.name()),
+            Col::OpType => return text(v.op_type()),
+            Col::Device => Some(v.dev_id().into()),
+            Col::Stream => Some(v.stream_id().into()),
+            Col::Model => Some(v.model_id().into()),
             Col::Computation | Col::Flops | Col::Memory | Col::Bandwidth => {
                 cost.value(col, v.duration()).map(|x| x as u64)
             }
@@ -713,9 +749,10 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
         Col::Max => rows.sort_by(num(|r| r.max_ns as f64)),
         // Groups in the order of their first op; ties (and ops) then by key, so the order
         // never depends on how the groups were gathered.
-        Col::Start => {
-            rows.sort_by(|a, b| a.first_ns.cmp(&b.first_ns).then_with(|| a.key.cmp(&b.key)))
-        }
+        Col::Start => rows.sort_by(|a, b| {
+            let o = a.first_ns.cmp(&b.first_ns);
+            if ascending { o } else { o.reverse() }.then_with(|| a.key.cmp(&b.key))
+        }),
         Col::Computation | Col::Flops | Col::Memory | Col::Bandwidth => {
             // Rows whose cost is unknown come last either way.
             let v = |r: &Row| {
@@ -739,11 +776,20 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
         }
         Col::Key => {
             // Numeric keys (device, stream, model, rank) in numeric order.
-            rows.sort_by(|a, b| match (a.key.parse::<u64>(), b.key.parse::<u64>()) {
-                (Ok(x), Ok(y)) => x.cmp(&y),
-                _ => a.key.cmp(&b.key),
+            rows.sort_by(|a, b| {
+                let o = match (a.key.parse::<u64>(), b.key.parse::<u64>()) {
+                    (Ok(x), Ok(y)) => x.cmp(&y),
+                    _ => a.key.cmp(&b.key),
+                };
+                if ascending {
+                    o
+                } else {
+                    o.reverse()
+                }
             })
         }
+        // Refused with --aggregate-by (order_of): only single ops have them.
+        Col::OpType | Col::Device | Col::Stream | Col::Model => {}
     }
 }
 

@@ -50,11 +50,13 @@ struct AnalyzeArgs {
     /// How a group's times become its time column: sum, mean, max, min or count
     #[arg(long = "aggregate", default_value = "sum", value_parser = parse_func)]
     aggregate: Func,
-    /// Column to sort by (descending for numbers; +COLUMN ascending): time, count, total,
-    /// share, mean, min, max, start, name, the --aggregate-by key, or, for ops that carry
-    /// their cost, computation (FLOPs), flops (per second), memory (bytes; in a run that
-    /// recorded memory, the device memory each op allocated while it ran) or bandwidth
-    #[arg(long = "order-by")]
+    /// Column to sort by, by name or heading ("Mean(us)"); numbers descending, start, names
+    /// and ids ascending, +COLUMN ascending, -COLUMN descending: time, count, total, share,
+    /// mean, min, max, start, name, the --aggregate-by key; without it type, device, stream
+    /// and model; for ops that carry their cost, computation (FLOPs), flops (per second),
+    /// memory (bytes; in a run that recorded memory, the device memory each op allocated
+    /// while it ran) or bandwidth
+    #[arg(long = "order-by", allow_hyphen_values = true)]
     order_by: Option<String>,
     /// Leave out ops shorter than this many microseconds
     #[arg(long = "min-time", default_value_t = 0.0)]

@@ -494,6 +494,46 @@ fn order_by_takes_headings_and_the_aggregate_key() {
         ["conv1", "conv2", "fc", "relu1", "relu2"]
     );
     assert_eq!(keys(None, "Start(us)"), keys(None, "start"));
+    // The per-op listing's headings, and -COLUMN descending.
+    assert_eq!(
+        keys(None, "Type"),
+        ["conv1", "conv2", "fc", "relu1", "relu2"]
+    );
+    assert_eq!(
+        keys(None, "-type"),
+        ["relu1", "relu2", "fc", "conv1", "conv2"]
+    );
+    assert_eq!(
+        keys(None, "Device"),
+        ["conv1", "relu1", "fc", "conv2", "relu2"]
+    );
+    assert_eq!(keys(None, "-Stream")[..2], ["conv2", "relu2"]);
+    assert_eq!(
+        keys(None, "-name"),
+        ["relu2", "relu1", "fc", "conv2", "conv1"]
+    );
+    assert_eq!(
+        keys(Some(Key::Type), "-type"),
+        ["Relu", "MatMulV2", "Conv2D"]
+    );
+    // (Equal values keep the order the ops were reported in.)
+    assert_eq!(
+        keys(None, "-start"),
+        ["relu2", "fc", "relu1", "conv1", "conv2"]
+    );
+    // What orders nothing is refused, saying why.
+    for (by, order, says) in [
+        (None, "count", "every op counts 1"),
+        (Some(Key::Type), "device", "a column of the per-op listing"),
+    ] {
+        let q = Query {
+            by,
+            order_by: Some(order.into()),
+            ..Default::default()
+        };
+        let e = analyze(&p, &q).unwrap_err();
+        assert!(e.msg.contains(says), "{order}: {}", e.msg);
+    }
 }
 
 #[test]
