@@ -48,7 +48,12 @@ struct AnalyzeArgs {
     #[arg(long = "aggregate-by", value_parser = parse_key)]
     aggregate_by: Option<Key>,
     /// How a group's times become its time column: sum, mean, max, min or count
-    #[arg(long = "aggregate", default_value = "sum", value_parser = parse_func)]
+    #[arg(
+        long = "aggregate",
+        default_value = "sum",
+        value_parser = parse_func,
+        requires = "aggregate_by"
+    )]
     aggregate: Func,
     /// Column to sort by, by name or heading ("Mean(us)"); numbers descending, start, names
     /// and ids ascending, +COLUMN ascending, -COLUMN descending: time, count, total, share,
@@ -229,7 +234,7 @@ enum Cmd {
         /// op durations per model, device and op type; records dropped) at
         /// http://[ADDR:]PORT/metrics instead of showing the view; loopback unless ADDR is
         /// given; port 0 picks a free one
-        #[arg(long, value_name = "[ADDR:]PORT")]
+        #[arg(long, value_name = "[ADDR:]PORT", conflicts_with_all = ["once", "format", "duration"])]
         serve: Option<String>,
         /// With --serve: every process of this user that can be watched, and those that
         /// start later

@@ -1001,6 +1001,28 @@ fn formats_are_what_help_says() {
         !ok && err.contains("--pipeline writes a table or JSON"),
         "{err}"
     );
+    // Options that would be ignored together are refused together.
+    for (args, says) in [
+        (
+            vec!["top", "1", "--once", "--serve", "0"],
+            "cannot be used with",
+        ),
+        (
+            vec!["top", "1", "--serve", "0", "--format", "json"],
+            "cannot be used with",
+        ),
+        (
+            vec!["analyze", "-", "--aggregate", "mean"],
+            "--aggregate-by",
+        ),
+        (
+            vec!["analyze", "-", "--min-time", "100", "--max-time", "1"],
+            "no op could be kept",
+        ),
+    ] {
+        let (ok, _, err) = aclprof(&args, Some(b""));
+        assert!(!ok && err.contains(says), "{args:?}: {err}");
+    }
 }
 
 /// Exporting a database writes into the current directory (never beside the database), and

@@ -90,16 +90,27 @@ impl Options {
             }
             None => None,
         };
+        let min_time_ns = Query::time_ns(&option("min_time"), self.min_time_us)?;
+        let max_time_ns = match self.max_time_us {
+            Some(t) => Query::time_ns(&option("max_time"), t)?,
+            None => u64::MAX,
+        };
+        if min_time_ns > max_time_ns {
+            return Err(format!(
+                "{} {} is above {} {}: no op could be kept",
+                option("min_time"),
+                self.min_time_us,
+                option("max_time"),
+                self.max_time_us.unwrap_or_default()
+            ));
+        }
         Ok(Query {
             top: self.top,
             by: self.aggregate_by,
             func: self.aggregate,
             order_by: self.order_by.clone(),
-            min_time_ns: Query::time_ns(&option("min_time"), self.min_time_us)?,
-            max_time_ns: match self.max_time_us {
-                Some(t) => Query::time_ns(&option("max_time"), t)?,
-                None => u64::MAX,
-            },
+            min_time_ns,
+            max_time_ns,
             types: self.types.clone(),
             name,
             device: self.device,
