@@ -137,8 +137,9 @@ enum Cmd {
     /// its first device under -o DIR (default: NAME_aclprof/ in the current directory) and
     /// export that; exporting it again replaces that result directory.
     /// With --format parquet, write one Parquet dataset for everything in PATH (result
-    /// directories, a folder of ranks, a database) to -o DIR instead: tasks, communication,
-    /// communication_tasks, memory, api, msproftx and steps, each partitioned by rank
+    /// directories, a folder of ranks, a database) to -o DIR instead: ops (what analyze
+    /// counts), tasks, communication, communication_tasks, memory, api, msproftx and steps,
+    /// each partitioned by rank
     /// (DIR/TABLE/rank=N/*.parquet), for DuckDB, Polars, pyarrow, Spark or Dask.
     Export {
         /// A result directory, a folder of them, or a database
