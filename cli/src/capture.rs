@@ -175,7 +175,7 @@ pub fn run(
     if attached.is_empty() {
         return Err("no process to capture: none of them could be attached".into());
     }
-    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    crate::make_output_dir(output)?;
     eprintln!(
         "aclprof: capturing {} for {:.1} s",
         attached

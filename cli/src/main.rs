@@ -25,6 +25,7 @@ mod serve;
 mod top;
 
 use aclprof::analyze::{self, Format, Func, Key, Query};
+use aclprof::formats::text::count;
 use aclprof::logging::{progress_bar, progress_done};
 use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
@@ -404,8 +405,22 @@ fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<Exit
     r
 }
 
+/// Makes the folder `dir` (and those above it), or says in one line why it cannot be.
+fn make_output_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        if dir.exists() && !dir.is_dir() {
+            format!(
+                "{}: exists and is not a folder; give a folder for the results",
+                dir.display()
+            )
+        } else {
+            format!("{}: {e}", dir.display())
+        }
+    })
+}
+
 fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
-    std::fs::create_dir_all(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    make_output_dir(output)?;
     let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
     let before = prof_dirs(&out);
     let out_text = out.to_str().ok_or_else(|| {
@@ -666,10 +681,10 @@ fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String
         ));
     }
     outln!(
-        "{}: {} ranks, {} files; {}",
+        "{}: {}, {}; {}",
         out.display(),
-        w.ranks.len(),
-        w.files,
+        count(w.ranks.len() as u64, "rank", "ranks"),
+        count(w.files as u64, "file", "files"),
         w.rows
             .iter()
             .map(|(t, n)| format!("{t} {n}"))
@@ -709,9 +724,15 @@ fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, St
         };
         let r = aclprof::sim::import_db(path, &out, &mut progress_bar("exporting"));
         progress_done();
-        return r
-            .map(|d| vec![d])
-            .map_err(|e| format!("{}: {}", path.display(), e.msg));
+        return r.map(|d| vec![d]).map_err(|e| {
+            // Named once: the library's message may already start with it.
+            let name = path.display().to_string();
+            if e.msg.contains(&name) {
+                e.msg
+            } else {
+                format!("{name}: {}", e.msg)
+            }
+        });
     }
     if output.is_some() {
         return Err("-o is for a database; a result directory is exported in place".into());
@@ -952,24 +973,30 @@ fn main() -> ExitCode {
             r.map(|w| {
                 if page::is_site(&output) {
                     outln!(
-                        "{}: {} runs, {} ops; {} pages, {:.1} MB",
+                        "{}: {}, {}; {}, {:.1} MB",
                         output.join("index.html").display(),
-                        w.runs,
-                        w.ops,
-                        w.pages,
+                        count(w.runs as u64, "run", "runs"),
+                        count(w.ops, "op", "ops"),
+                        count(w.pages as u64, "page", "pages"),
                         w.bytes as f64 / 1e6
                     );
                 } else {
+                    let timeline = if w.timeline_tracks == 0 {
+                        "no timeline (the input has no trace: a result directory has)".into()
+                    } else {
+                        format!(
+                            "a timeline of {} on {}",
+                            count(w.timeline_slices as u64, "slice", "slices"),
+                            count(w.timeline_tracks as u64, "track", "tracks")
+                        )
+                    };
                     outln!(
-                        "{}: {} ops ({} in the table), {} op types, {} steps, a timeline of {} \
-                         slices on {} tracks; {:.1} MB",
+                        "{}: {} ({} in the table), {}, {}, {timeline}; {:.1} MB",
                         output.display(),
-                        w.ops,
+                        count(w.ops, "op", "ops"),
                         w.table_ops,
-                        w.types,
-                        w.steps,
-                        w.timeline_slices,
-                        w.timeline_tracks,
+                        count(w.types as u64, "op type", "op types"),
+                        count(w.steps as u64, "step", "steps"),
                         w.bytes as f64 / 1e6
                     );
                 }

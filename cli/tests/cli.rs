@@ -749,11 +749,14 @@ fn input_without_records_is_one_clear_error() {
         ),
         ("msprof_1.json", b"[{\"ph\": \"X\"}]".to_vec(), "is JSON"),
     ];
+    // A page that is never written: every input here is refused.
+    let page = dir.join("never.html");
+    let page = page.to_str().unwrap();
     for (name, bytes, says) in &files {
         let p = dir.join(name);
         std::fs::write(&p, bytes).unwrap();
         let p = p.to_str().unwrap();
-        for args in [vec!["analyze", p], vec!["report", p, "-o", "/dev/null"]] {
+        for args in [vec!["analyze", p], vec!["report", p, "-o", page]] {
             let (code, out, err) = aclprof_code(&args, b"");
             assert!(
                 code == 1 && err.lines().count() == 1 && err.contains(says) && out.is_empty(),
@@ -763,7 +766,7 @@ fn input_without_records_is_one_clear_error() {
     }
     for args in [
         vec!["analyze", "-"],
-        vec!["report", "-", "-o", "/dev/null"],
+        vec!["report", "-", "-o", page],
         vec!["diff", "-", "-"],
     ] {
         let (code, _, err) = aclprof_code(&args, b"");
@@ -776,7 +779,7 @@ fn input_without_records_is_one_clear_error() {
             "{args:?}: {err}"
         );
     }
-    let (code, _, err) = aclprof_code(&["report", "-", "-o", "/dev/null"], b"hi\n");
+    let (code, _, err) = aclprof_code(&["report", "-", "-o", page], b"hi\n");
     assert!(
         code == 1 && err.starts_with("aclprof: standard input is 3 bytes long"),
         "{err}"

@@ -245,12 +245,16 @@ pub fn render(r: &Report, format: Format) -> String {
                 i == 0 || (r.by.is_none() && i == 1)
             }));
             let shown = rows.len();
-            let what = if r.by.is_some() { "groups" } else { "ops" };
+            let what = if r.by.is_some() {
+                ("group", "groups")
+            } else {
+                ("op", "ops")
+            };
             let _ = writeln!(
                 o,
-                "{shown} of {} {what}; {} ops, {} us in all{}",
-                r.groups,
-                r.ops,
+                "{shown} of {}; {}, {} us in all{}",
+                crate::formats::text::count(r.groups as u64, what.0, what.1),
+                crate::formats::text::count(r.ops, "op", "ops"),
                 us(r.total_ns as f64),
                 if r.corrupt > 0 {
                     format!("; {}", corrupt_skipped(r.corrupt))

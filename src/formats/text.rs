@@ -98,3 +98,9 @@ pub fn csv_field(s: &str) -> String {
     push_csv_field(&mut o, s);
     o
 }
+
+/// `n` and its noun, singular for one: "1 run", "3 runs".
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -107,9 +107,15 @@ pub struct SimModel {
 }
 
 fn bad<T>(path: &Path, why: impl std::fmt::Display) -> Result<T> {
+    // A database is a run to replay, not a description someone wrote.
+    let what = if crate::formats::layout::is_database(path) {
+        ""
+    } else {
+        "model description "
+    };
     err(
         ACL_ERROR_INVALID_FILE,
-        format!("model description {}: {why}", path.display()),
+        format!("{what}{}: {why}", path.display()),
     )
 }
 
