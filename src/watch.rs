@@ -266,16 +266,68 @@ fn answer() {
     };
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
+    // The tap is made here, before this call returns to the program: every op it reports
+    // from now on is in the ring the first viewer gets, however long it takes to connect.
+    let first = match Tap::make() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            log::warn!("aclprof: aclprof top cannot watch this process: {e}");
+            None
+        }
+    };
+    let first = std::sync::Arc::new(std::sync::Mutex::new(first));
+    let kept = first.clone();
     let spawned = std::thread::Builder::new()
         .name("aclprof-watch".into())
         .spawn(move || {
-            serve(&listener, uid);
+            serve(&listener, uid, &first);
+            // No viewer came for it (or none was let in).
+            if let Some(t) = first.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                t.remove();
+            }
             let _ = std::fs::remove_file(&path);
             RUNNING.store(false, Ordering::Release);
         });
     if let Err(e) = spawned {
         log::warn!("aclprof: aclprof top cannot watch this process: no thread: {e}");
+        if let Some(t) = kept.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            t.remove();
+        }
         RUNNING.store(false, Ordering::Release);
+    }
+}
+
+/// A ring every op of the process goes to, besides its own destinations, while a viewer
+/// reads it (the ring drops what the viewer misses, counted in it).
+struct Tap {
+    ring: std::sync::Arc<crate::transport::ring::Ring>,
+    sub: std::sync::Arc<crate::transport::Sub>,
+}
+
+/// The tap made when the process answered, for the first viewer let in.
+type FirstTap = std::sync::Arc<std::sync::Mutex<Option<Tap>>>;
+
+impl Tap {
+    fn make() -> std::result::Result<Tap, String> {
+        let ring = std::sync::Arc::new(
+            crate::transport::ring::Ring::create(None, RING_RECORDS).map_err(|e| e.msg)?,
+        );
+        let sub = crate::transport::Sub::start(
+            0,
+            u32::MAX,
+            crate::transport::Dest::Ring(ring.clone()),
+            0,
+            crate::settings::OnFull::Drop,
+        )
+        .map_err(|e| e.msg)?;
+        crate::hotpath::set_tap(Some(sub.clone()));
+        Ok(Tap { ring, sub })
+    }
+
+    /// Stops routing ops to the ring; what it delivered and dropped.
+    fn remove(self) -> crate::transport::Counts {
+        crate::hotpath::set_tap(None);
+        self.sub.close(Duration::from_millis(200))
     }
 }
 
@@ -293,7 +345,7 @@ extern "C" fn remove_files() {
 
 /// Accepts viewers until none is left: after the first has come and gone, or when none
 /// came in [`FIRST_VIEWER`].
-fn serve(listener: &UnixListener, uid: u32) {
+fn serve(listener: &UnixListener, uid: u32, first: &FirstTap) {
     let started = Instant::now();
     let mut served = false;
     loop {
@@ -312,10 +364,13 @@ fn serve(listener: &UnixListener, uid: u32) {
             CONNECTIONS.fetch_add(1, Ordering::AcqRel);
             // Each connection in a thread of its own, so a second viewer is answered (and
             // told another is watching) while the first is attached.
+            let first = first.clone();
             let spawned = std::thread::Builder::new()
                 .name("aclprof-viewer".into())
                 .spawn(move || {
-                    let r = crate::panic::guard("aclprof watcher", Ok(()), || viewer(conn, uid));
+                    let r = crate::panic::guard("aclprof watcher", Ok(()), || {
+                        viewer(conn, uid, &first)
+                    });
                     if let Err(e) = r {
                         log::warn!("aclprof: watcher: {e}");
                     }
@@ -400,7 +455,7 @@ fn send_fd(s: &UnixStream, line: &[u8], fd: i32) -> std::io::Result<()> {
 
 /// Serves one viewer: checks it, taps every op into a ring it reads, and removes the tap
 /// when it leaves.
-fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
+fn viewer(conn: UnixStream, uid: u32, first: &FirstTap) -> std::result::Result<(), String> {
     let (peer_uid, peer_pid) = peer(&conn).map_err(|e| format!("SO_PEERCRED: {e}"))?;
     let mut w = &conn;
     if !may_attach(uid, peer_uid) {
@@ -443,32 +498,29 @@ fn viewer(conn: UnixStream, uid: u32) -> std::result::Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let r = session(&conn, peer_uid, peer_pid);
+    let made = first.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let r = session(&conn, peer_uid, peer_pid, made);
     VIEWER.store(0, Ordering::Release);
     r
 }
 
-/// One viewer's session, from making its ring to its leaving.
-fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Result<(), String> {
-    let ring = std::sync::Arc::new(
-        crate::transport::ring::Ring::create(None, RING_RECORDS).map_err(|e| e.msg)?,
-    );
-    let fd = ring.fd();
-    let sub = crate::transport::Sub::start(
-        0,
-        u32::MAX,
-        crate::transport::Dest::Ring(ring),
-        0,
-        crate::settings::OnFull::Drop,
-    )
-    .map_err(|e| e.msg)?;
+/// One viewer's session, from its ring (the one made when the process answered, for the
+/// first viewer, else a new one) to its leaving.
+fn session(
+    conn: &UnixStream,
+    peer_uid: u32,
+    peer_pid: i32,
+    made: Option<Tap>,
+) -> std::result::Result<(), String> {
     // Ops go to the ring before the viewer has it: everything after its attach returns is
     // in the ring.
-    crate::hotpath::set_tap(Some(sub.clone()));
+    let tap = match made {
+        Some(t) => t,
+        None => Tap::make()?,
+    };
     let line = format!("OK {PROTOCOL} {} {RING_RECORDS}\n", std::process::id());
-    if let Err(e) = send_fd(conn, line.as_bytes(), fd) {
-        crate::hotpath::set_tap(None);
-        let _ = sub.close(Duration::ZERO);
+    if let Err(e) = send_fd(conn, line.as_bytes(), tap.ring.fd()) {
+        tap.remove();
         return Err(format!("sending the ring: {e}"));
     }
     log::info!("aclprof: watcher attached (pid {peer_pid}, uid {peer_uid})");
@@ -496,8 +548,8 @@ fn session(conn: &UnixStream, peer_uid: u32, peer_pid: i32) -> std::result::Resu
             }
         }
     }
-    crate::hotpath::set_tap(None);
-    let c = sub.close(Duration::from_millis(200));
+    let sub = tap.sub.clone();
+    let c = tap.remove();
     log::info!(
         "aclprof: watcher left (pid {peer_pid}): {} ops shown, {} dropped",
         c.delivered,

@@ -1,15 +1,17 @@
 //! `aclprof top PID --serve [ADDR:]PORT`: Prometheus metrics of running processes. Each
 //! process is read through the watcher's ring (as `top` reads it) by a thread of its own,
-//! which adds each op to counters; a small HTTP server answers `GET /metrics` from those
-//! counters. A scrape takes only this process's lock: the watched program never waits for
-//! it (its ring drops what this reader misses, counted in `aclprof_records_dropped_total`).
+//! which adds each op to counters; hyper answers `GET /metrics` with those counters encoded
+//! by `prometheus-client` (classic text, or OpenMetrics when asked). A scrape takes only this
+//! process's lock: the watched program never waits for it (its ring drops what this reader
+//! misses, counted in `aclprof_records_dropped_total`).
 
 use aclprof::formats::record::{View, RECORD_SIZE};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,11 +33,13 @@ const BUCKETS: [u64; 12] = [
 /// Op types kept apart per process; ops of further types count under `op_type="other"`,
 /// so a program that invents types cannot grow the exporter (or Prometheus) without bound.
 const MAX_TYPES: usize = 256;
-/// A request is cut off when larger than this or slower than [`REQUEST_TIMEOUT`].
+/// A request's head is refused (431) when larger than this, and its connection closed
+/// when the head is not all there [`REQUEST_TIMEOUT`] after the connection was accepted.
 const MAX_REQUEST: usize = 8192;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-/// Connections served at once; more are closed at once.
-const MAX_CONNECTIONS: usize = 16;
+/// A connection (Prometheus keeps one open between scrapes) ends after this long; the
+/// client opens another.
+const CONNECTION_LIMIT: Duration = Duration::from_secs(60);
 
 /// One (model, device, op type)'s figures.
 #[derive(Default)]
@@ -135,140 +139,146 @@ fn read(pid: u32, attached: aclprof::watch::Attached, all: Processes) {
     }
 }
 
-/// A label value, escaped as the text format asks.
-fn label(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// The metrics, encoded by the Prometheus project's client library at each scrape from
+/// the counters the readers keep (no copy of them between scrapes).
+struct Metrics(Processes);
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("aclprof's metrics")
+    }
 }
 
-/// The metrics in Prometheus's text format (0.0.4).
-fn render(all: &BTreeMap<u32, Process>) -> String {
-    let mut o = String::new();
-    let head = |o: &mut String, name: &str, ty: &str, help: &str| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {ty}");
-    };
-    head(
-        &mut o,
-        "aclprof_process_info",
-        "gauge",
-        "A process watched: 1 while it runs, 0 once it ended; its command line.",
-    );
-    for (pid, p) in all {
-        let _ = writeln!(
-            o,
-            "aclprof_process_info{{pid=\"{pid}\",command=\"{}\"}} {}",
-            label(&p.command),
-            u8::from(!p.ended)
-        );
-    }
-    head(
-        &mut o,
-        "aclprof_records_dropped_total",
-        "counter",
-        "Op records this exporter could not read in time (the process never waits for it).",
-    );
-    for (pid, p) in all {
-        let _ = writeln!(
-            o,
-            "aclprof_records_dropped_total{{pid=\"{pid}\"}} {}",
-            p.dropped
-        );
-    }
-    for (name, help, value) in [
-        (
-            "aclprof_device_memory_allocated_bytes",
-            "Device memory in use, per device and pool (operator, application, model).",
-            (|t: &aclprof::watch::PoolTotals| t.allocated)
-                as fn(&aclprof::watch::PoolTotals) -> u64,
-        ),
-        (
-            "aclprof_device_memory_reserved_bytes",
-            "Device memory held from the device, per device and pool.",
-            |t: &aclprof::watch::PoolTotals| t.reserved,
-        ),
-    ] {
-        head(&mut o, name, "gauge", help);
-        for (pid, p) in all {
-            for t in &p.memory {
-                let _ = writeln!(
-                    o,
-                    "{name}{{pid=\"{pid}\",device=\"{}\",pool=\"{}\"}} {}",
-                    t.device,
-                    label(&t.pool),
-                    value(t)
-                );
+impl Collector for Metrics {
+    fn encode(&self, mut e: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let all = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let pid_label = |pid: &u32| vec![("pid", pid.to_string())];
+        let mut m = e.encode_descriptor(
+            "aclprof_process_info",
+            "A process watched: 1 while it runs, 0 once it ended; its command line.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (pid, p) in all.iter() {
+            let mut l = pid_label(pid);
+            l.push(("command", p.command.clone()));
+            m.encode_family(&l)?.encode_gauge(&u64::from(!p.ended))?;
+        }
+        let mut m = e.encode_descriptor(
+            "aclprof_records_dropped",
+            "Op records this exporter could not read in time (the process never waits for it).",
+            None,
+            MetricType::Counter,
+        )?;
+        for (pid, p) in all.iter() {
+            m.encode_family(&pid_label(pid))?
+                .encode_counter::<NoLabelSet, _, u64>(&p.dropped, None)?;
+        }
+        type Pool = aclprof::watch::PoolTotals;
+        for (name, help, value) in [
+            (
+                "aclprof_device_memory_allocated_bytes",
+                "Device memory in use, per device and pool (operator, application, model).",
+                (|t: &Pool| t.allocated) as fn(&Pool) -> u64,
+            ),
+            (
+                "aclprof_device_memory_reserved_bytes",
+                "Device memory held from the device, per device and pool.",
+                |t: &Pool| t.reserved,
+            ),
+        ] {
+            let mut m = e.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for (pid, p) in all.iter() {
+                for t in &p.memory {
+                    let mut l = pid_label(pid);
+                    l.push(("device", t.device.to_string()));
+                    l.push(("pool", t.pool.clone()));
+                    m.encode_family(&l)?.encode_gauge(&value(t))?;
+                }
             }
         }
-    }
-    let each = |o: &mut String, f: &dyn Fn(&mut String, &str, &Series)| {
-        for (pid, p) in all {
-            for ((ty, (model, device)), s) in p
-                .series
+        // (pid, model, device, op type) and its figures, in a fixed order.
+        let series = || {
+            all.iter().flat_map(|(pid, p)| {
+                p.series.iter().flat_map(move |(ty, m)| {
+                    m.iter().map(move |(&(model, device), s)| {
+                        let l = vec![
+                            ("pid", pid.to_string()),
+                            ("model", model.to_string()),
+                            ("device", device.to_string()),
+                            ("op_type", ty.clone()),
+                        ];
+                        (l, s)
+                    })
+                })
+            })
+        };
+        let mut m = e.encode_descriptor(
+            "aclprof_ops",
+            "Ops reported since the exporter attached, by process, model, device and op type.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (l, s) in series() {
+            m.encode_family(&l)?
+                .encode_counter::<NoLabelSet, _, u64>(&s.ops, None)?;
+        }
+        let mut m = e.encode_descriptor(
+            "aclprof_op_device_seconds",
+            "Device time of the ops reported since the exporter attached, in seconds.",
+            None,
+            MetricType::Counter,
+        )?;
+        for (l, s) in series() {
+            m.encode_family(&l)?
+                .encode_counter::<NoLabelSet, _, u64>(&seconds(s.device_ns), None)?;
+        }
+        let mut m = e.encode_descriptor(
+            "aclprof_op_duration_seconds",
+            "Durations of the ops reported since the exporter attached, in seconds.",
+            None,
+            MetricType::Histogram,
+        )?;
+        for (l, s) in series() {
+            let buckets: Vec<(f64, u64)> = s
+                .buckets
                 .iter()
-                .flat_map(|(ty, m)| m.iter().map(move |(k, s)| ((ty, k), s)))
-            {
-                let labels = format!(
-                    "pid=\"{pid}\",model=\"{model}\",device=\"{device}\",op_type=\"{}\"",
-                    label(ty)
-                );
-                f(o, &labels, s);
-            }
+                .enumerate()
+                .map(|(i, &n)| (BUCKETS.get(i).map_or(f64::INFINITY, |&b| b as f64 / 1e9), n))
+                .collect();
+            m.encode_family(&l)?.encode_histogram::<NoLabelSet>(
+                seconds(s.device_ns),
+                s.ops,
+                &buckets,
+                None,
+            )?;
         }
-    };
-    head(
-        &mut o,
-        "aclprof_ops_total",
-        "counter",
-        "Ops reported since the exporter attached, by process, model, device and op type.",
-    );
-    each(&mut o, &|o, l, s| {
-        let _ = writeln!(o, "aclprof_ops_total{{{l}}} {}", s.ops);
-    });
-    head(
-        &mut o,
-        "aclprof_op_device_seconds_total",
-        "counter",
-        "Device time of the ops reported since the exporter attached, in seconds.",
-    );
-    each(&mut o, &|o, l, s| {
-        let _ = writeln!(
-            o,
-            "aclprof_op_device_seconds_total{{{l}}} {}",
-            seconds(s.device_ns)
-        );
-    });
-    head(
-        &mut o,
-        "aclprof_op_duration_seconds",
-        "histogram",
-        "Durations of the ops reported since the exporter attached, in seconds.",
-    );
-    each(&mut o, &|o, l, s| {
-        let mut cum = 0;
-        for (i, n) in s.buckets.iter().enumerate() {
-            cum += n;
-            let le = BUCKETS
-                .get(i)
-                .map_or("+Inf".to_string(), |&b| format!("{:e}", b as f64 / 1e9));
-            let _ = writeln!(
-                o,
-                "aclprof_op_duration_seconds_bucket{{{l},le=\"{le}\"}} {cum}"
-            );
-        }
-        let _ = writeln!(
-            o,
-            "aclprof_op_duration_seconds_sum{{{l}}} {}",
-            seconds(s.device_ns)
-        );
-        let _ = writeln!(o, "aclprof_op_duration_seconds_count{{{l}}} {}", s.ops);
-    });
-    o
+        Ok(())
+    }
 }
 
-/// Nanoseconds as seconds, exactly (no float rounding in the text).
-fn seconds(ns: u64) -> String {
-    format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
+/// Nanoseconds as seconds.
+fn seconds(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// The metrics as text: Prometheus's classic format, or OpenMetrics when asked; and its
+/// content type.
+fn render(registry: &Registry, openmetrics: bool) -> (String, &'static str) {
+    let mut text = String::new();
+    if openmetrics {
+        let _ = prometheus_client::encoding::text::encode(&mut text, registry);
+        (
+            text,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )
+    } else {
+        let _ = prometheus_client::encoding::prometheus_text::encode(&mut text, registry);
+        (
+            text,
+            prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+        )
+    }
 }
 
 /// `PORT` or `ADDR:PORT` (loopback unless an address is given).
@@ -280,63 +290,92 @@ fn address(s: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("--serve: PORT or ADDRESS:PORT, not {s:?}"))
 }
 
-/// Serves `GET /metrics` on `listener` until the process ends.
-fn serve(listener: TcpListener, all: Processes) {
-    let busy = Arc::new(AtomicUsize::new(0));
-    for conn in listener.incoming() {
-        let Ok(conn) = conn else { continue };
-        if busy.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-            busy.fetch_sub(1, Ordering::AcqRel);
-            continue; // (dropped: closed)
-        }
-        let (all, busy) = (all.clone(), busy.clone());
-        let spawned = std::thread::Builder::new()
-            .name("metrics".into())
-            .spawn(move || {
-                answer(conn, &all);
-                busy.fetch_sub(1, Ordering::AcqRel);
+/// Serves `GET /metrics` on `listener` until the process ends: hyper's HTTP/1 on one
+/// thread of tokio, so an idle or half-sent connection costs a small task, not a thread,
+/// and none of them delays a scrape. Each connection must send a request's head within
+/// [`REQUEST_TIMEOUT`] of being accepted (and of its last answer), at most
+/// [`MAX_REQUEST`] bytes of it, and ends after [`CONNECTION_LIMIT`].
+fn serve(listener: std::net::TcpListener, registry: Arc<Registry>) -> Result<(), String> {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("--serve: {e}"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("--serve: {e}"))?;
+    rt.block_on(async move {
+        let listener =
+            tokio::net::TcpListener::from_std(listener).map_err(|e| format!("--serve: {e}"))?;
+        loop {
+            let stream = match listener.accept().await {
+                Ok((s, _)) => s,
+                // Out of descriptors (or memory): the connections held end in time; a scrape
+                // waits for one, it is never refused for good.
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            };
+            let registry = registry.clone();
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let registry = registry.clone();
+                    async move {
+                        let (status, ctype, body) = answer(&req, &registry);
+                        hyper::Response::builder()
+                            .status(status)
+                            .header(hyper::header::CONTENT_TYPE, ctype)
+                            .body(Full::new(Bytes::from(body)))
+                    }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(REQUEST_TIMEOUT)
+                    .max_header_size(MAX_REQUEST)
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                let _ = tokio::time::timeout(CONNECTION_LIMIT, conn).await;
             });
-        if spawned.is_err() {
-            // (the connection went with the closure)
         }
-    }
+    })
 }
 
-/// Reads one request (cut off when too large or too slow) and answers it.
-fn answer(mut conn: TcpStream, all: &Processes) {
-    let _ = conn.set_read_timeout(Some(REQUEST_TIMEOUT));
-    let _ = conn.set_write_timeout(Some(REQUEST_TIMEOUT));
-    let deadline = std::time::Instant::now() + REQUEST_TIMEOUT;
-    let mut req = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-        if req.len() > MAX_REQUEST || std::time::Instant::now() >= deadline {
-            return;
-        }
-        match conn.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => req.extend_from_slice(&buf[..n]),
-        }
-    }
-    let line = req.split(|&b| b == b'\r').next().unwrap_or_default();
-    let mut parts = line.split(|&b| b == b' ');
-    let (method, path) = (parts.next(), parts.next());
-    let path = path.map(|p| p.split(|&b| b == b'?').next().unwrap_or_default());
-    let (status, ctype, body) = if method == Some(b"GET") && path == Some(b"/metrics") {
-        let text = render(&all.lock().unwrap_or_else(|p| p.into_inner()));
-        ("200 OK", "text/plain; version=0.0.4; charset=utf-8", text)
+/// The answer to one request: (status, content type, body).
+fn answer<B>(req: &hyper::Request<B>, registry: &Registry) -> (u16, &'static str, String) {
+    if req.method() == hyper::Method::GET && req.uri().path() == "/metrics" {
+        // Prometheus asks for OpenMetrics first when it can read it.
+        let openmetrics = req
+            .headers()
+            .get_all(hyper::header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("application/openmetrics-text"));
+        let (text, ctype) = render(registry, openmetrics);
+        (200, ctype, text)
     } else {
         (
-            "404 Not Found",
+            404,
             "text/plain; charset=utf-8",
             "only GET /metrics is served here\n".to_string(),
         )
+    }
+}
+
+/// Raises this process's limit of open descriptors to the hard limit: each connection
+/// held open by a client is one.
+fn raise_open_files_limit() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    let _ = write!(
-        conn,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
+    // SAFETY: get/setrlimit with a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
 }
 
 /// `top --serve`: attaches to the process (or, with `all`, to every watchable one, looking
@@ -346,6 +385,7 @@ pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<(), String> {
     if pid.is_none() && !all {
         return Err("--serve: name the process (PID), or --all".into());
     }
+    raise_open_files_limit();
     let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--serve {addr}: {e}"))?;
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let procs: Processes = Default::default();
@@ -395,8 +435,9 @@ pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<(), String> {
             "process {p}"
         ))
     );
-    serve(listener, procs);
-    Ok(())
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Metrics(procs)));
+    serve(listener, Arc::new(registry))
 }
 
 #[cfg(test)]
@@ -404,10 +445,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seconds_are_exact_and_labels_escaped() {
-        assert_eq!(seconds(1_500_000_001), "1.500000001");
-        assert_eq!(seconds(42), "0.000000042");
-        assert_eq!(label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    fn labels_are_escaped_and_both_formats_written() {
+        let mut p = Process::new("a\"b\\c\nd".into());
+        p.dropped = 3;
+        let procs: Processes = Arc::new(Mutex::new(BTreeMap::from([(7, p)])));
+        let mut r = Registry::default();
+        r.register_collector(Box::new(Metrics(procs)));
+        let (text, ctype) = render(&r, false);
+        assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+        assert!(
+            text.contains("aclprof_process_info{pid=\"7\",command=\"a\\\"b\\\\c\\nd\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# TYPE aclprof_records_dropped_total counter"),
+            "{text}"
+        );
+        assert!(
+            text.contains("aclprof_records_dropped_total{pid=\"7\"} 3"),
+            "{text}"
+        );
+        let (text, ctype) = render(&r, true);
+        assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+        assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
     #[test]
@@ -433,7 +493,12 @@ mod tests {
         assert_eq!(p.series.len(), MAX_TYPES + 1);
         let other = &p.series["other"][&(0, 0)];
         assert_eq!(other.ops, 10);
-        let text = render(&BTreeMap::from([(1, p)]));
-        assert!(text.contains("aclprof_op_duration_seconds_bucket{pid=\"1\",model=\"0\",device=\"0\",op_type=\"T0\",le=\"1e-6\"} 1"), "{text}");
+        let mut r = Registry::default();
+        r.register_collector(Box::new(Metrics(Arc::new(Mutex::new(BTreeMap::from([(
+            1, p,
+        )]))))));
+        let (text, _) = render(&r, false);
+        assert!(text.contains("aclprof_op_duration_seconds_bucket{pid=\"1\",model=\"0\",device=\"0\",op_type=\"T0\",le=\"1e-06\"} 1"), "{text}");
+        assert!(text.contains("aclprof_op_duration_seconds_count{pid=\"1\",model=\"0\",device=\"0\",op_type=\"other\"} 10"), "{text}");
     }
 }

@@ -1,7 +1,8 @@
 //! `aclprof top PID --serve`: a real Prometheus server (Debian's, installed by
 //! scripts/prometheus) scrapes a running C program's metrics, and what it stored agrees
 //! with what the program reported (its own file-mode op_summary); the HTTP server answers
-//! only `GET /metrics` and cuts off oversized and slow requests without holding up scrapes.
+//! only `GET /metrics`, cuts off oversized and slow requests, and answers a scrape while
+//! thousands of idle and half-sent connections are held.
 
 use super::*;
 use std::io::{BufRead, Read, Write};
@@ -43,6 +44,42 @@ fn get(addr: &str, path: &str) -> (u32, String) {
         addr,
         format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes(),
     )
+}
+
+/// Connections held open at once by the hostile client: half idle, half with a request
+/// begun and never finished.
+const HELD: usize = 6000;
+
+/// Opens `n` connections to `addr` (as many as this process's descriptors allow, its limit
+/// raised to the hard one), every second one with half a request sent.
+fn hold_connections(addr: &str, n: usize) -> Vec<TcpStream> {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: get/setrlimit with a valid struct.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut l);
+        l.rlim_cur = l.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+    }
+    let n = n.min((l.rlim_cur as usize).saturating_sub(256));
+    let mut held = Vec::with_capacity(n);
+    for i in 0..n {
+        let Ok(mut c) = TcpStream::connect(addr) else {
+            break;
+        };
+        if i % 2 == 1 {
+            let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+        }
+        held.push(c);
+    }
+    assert!(
+        held.len() >= n.min(2000),
+        "only {} connections opened",
+        held.len()
+    );
+    held
 }
 
 /// A PromQL instant query's result: each series' labels and value.
@@ -168,11 +205,28 @@ fn prometheus_scrapes_what_the_program_reported() {
     assert!(rest.is_empty(), "a request never finished was answered");
     let mut big = b"GET /metrics HTTP/1.0\r\nX: ".to_vec();
     big.extend(std::iter::repeat_n(b'a', 64 * 1024));
-    assert_eq!(
-        http(&addr, &big),
-        (0, String::new()),
-        "an oversized request"
+    let (code, body) = http(&addr, &big);
+    assert!(
+        (code == 431 || code == 0) && !body.contains("aclprof_"),
+        "an oversized request: {code} {body}"
     );
+    // OpenMetrics when Prometheus asks for it.
+    let (code, body) = http(
+        &addr,
+        b"GET /metrics HTTP/1.0\r\nAccept: application/openmetrics-text;version=1.0.0\r\n\r\n",
+    );
+    assert!(code == 200 && body.ends_with("# EOF\n"), "{code} {body}");
+
+    // Thousands of idle and half-sent connections (another local process holding them, or
+    // any host that reaches a --serve on a public address) cost no scrape its answer.
+    let held = hold_connections(&addr, HELD);
+    assert_eq!(
+        get(&addr, "/metrics").0,
+        200,
+        "a scrape while {} connections are held",
+        held.len()
+    );
+    drop(held);
 
     // Prometheus scrapes it every second.
     let prom_port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -289,6 +343,77 @@ fn prometheus_scrapes_what_the_program_reported() {
     let _ = server.wait();
     let _ = exporter.kill();
     let _ = exporter.wait();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+/// The sum of a metric's samples in the exporter's text.
+fn sum_of(text: &str, metric: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A program idle in its own code while the exporter asks answers at its first call, the
+/// first op of its executions: every op from there on reaches the exporter (or is counted
+/// as dropped), none of those reported while the exporter connects is lost.
+#[test]
+fn every_op_after_the_answer_is_counted() {
+    const EXECUTIONS: u64 = 200;
+    const OPS: u64 = 125;
+    let work = fresh_dir("answer-work");
+    let sockets = fresh_dir("answer-sockets");
+    let target = WatchTarget::start(
+        &work,
+        &sockets,
+        EXECUTIONS,
+        OPS,
+        &[("WATCH_TARGET_QUIET", "1")],
+    );
+    let pid = target.pid;
+    let mut exporter = Command::new(common::aclprof_bin())
+        .args(["top", &pid.to_string(), "--serve", "127.0.0.1:0"])
+        .env("ACLPROF_WATCH_DIR", &sockets)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The exporter has asked; the program has not answered (it makes no call while idle).
+    until("the exporter asks", || {
+        sockets.join(format!("{pid}.attach")).exists().then_some(())
+    });
+    // The executions start at once; the exporter connects while they run.
+    std::fs::write(work.join("GO"), "").unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(exporter.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .rsplit("http://")
+        .next()
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    wait_for_file(&work.join("DONE"));
+    let result = std::panic::catch_unwind(|| {
+        // Each op counted once, or counted as dropped if the exporter connected so late
+        // that the ring (4 096 records from the answer on) filled first: never missing.
+        let want = (EXECUTIONS * OPS) as f64;
+        let seen =
+            |t: &str| sum_of(t, "aclprof_ops_total") + sum_of(t, "aclprof_records_dropped_total");
+        let text = until("the exporter has read every op", || {
+            let (code, text) = get(&addr, "/metrics");
+            (code == 200 && seen(&text) >= want).then_some(text)
+        });
+        assert_eq!(seen(&text), want, "{text}");
+        assert!(sum_of(&text, "aclprof_ops_total") > 0.0, "{text}");
+    });
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    let (ok, text) = target.stop();
+    assert!(ok, "{text}");
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
