@@ -392,12 +392,10 @@ fn columns(c: &rusqlite::Connection, table: &str) -> Vec<String> {
 /// (tests/data/real/SOURCES.md), in order, except where CANN's newest published schema
 /// (1.2.0, which we follow; docs/compatibility.md) renamed or appended columns.
 fn same_columns_as_cann(ours: &rusqlite::Connection) {
+    // As every reader of a user's database opens it: nothing is written beside it (a plain
+    // read-only connection to a WAL database would leave -shm and -wal files).
     let real = |f: &str| {
-        rusqlite::Connection::open_with_flags(
-            common::root().join("tests/data/real").join(f),
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .unwrap()
+        aclprof::sim::open_read_only(&common::root().join("tests/data/real").join(f)).unwrap()
     };
     let torch = real("ascend_pytorch_profiler_level2_910B_msinsight.db");
     let insight = real("msprof_full_db_msinsight.db");
