@@ -43,7 +43,7 @@ fn rank_of(pid: u32) -> Option<u32> {
 /// under `root`, then exports it.
 pub fn capture(
     pid: u32,
-    attached: aclprof::watch::Attached,
+    attached: crate::watch::Attached,
     duration: Duration,
     root: &Path,
     index: u64,
@@ -147,7 +147,7 @@ pub fn run(
     let pids = if all {
         let me = std::process::id();
         // SAFETY: geteuid has no preconditions.
-        let found: Vec<u32> = aclprof::watch::list(unsafe { libc::geteuid() })
+        let found: Vec<u32> = crate::watch::list(unsafe { libc::geteuid() })
             .into_iter()
             .map(|w| w.pid)
             .filter(|&p| p != me)
@@ -166,7 +166,7 @@ pub fn run(
     // nothing behind.
     let mut attached = Vec::new();
     for &pid in &pids {
-        match aclprof::watch::attach(pid) {
+        match crate::watch::attach(pid) {
             Ok(a) => attached.push((pid, a)),
             Err(e) if all => eprintln!("aclprof: {}", e.msg),
             Err(e) => return Err(e.msg),

@@ -23,6 +23,7 @@ mod page;
 mod parquet;
 mod serve;
 mod top;
+mod watch;
 
 use aclprof::analyze::{self, Format, Func, Key, Query};
 use aclprof::formats::text::count;
@@ -557,7 +558,7 @@ fn top(
     }
     let Some(pid) = pid else {
         // SAFETY: geteuid has no preconditions.
-        let procs = aclprof::watch::list(unsafe { libc::geteuid() });
+        let procs = crate::watch::list(unsafe { libc::geteuid() });
         if format == Format::Json {
             let v: Vec<serde_json::Value> = procs
                 .iter()
@@ -580,7 +581,7 @@ fn top(
         None if once => Some(interval),
         None => None,
     };
-    let command = aclprof::watch::command_of(pid);
+    let command = crate::watch::command_of(pid);
     let live = !once && std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
     use std::io::Write as _;
@@ -602,7 +603,7 @@ fn top(
             output_failed(&e);
         }
     };
-    let attached = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
+    let attached = crate::watch::attach(pid).map_err(|e| e.msg)?;
     eprintln!("aclprof: watching process {pid} ({command})");
     let mut last = None;
     let end = top::watch(attached, interval, duration, &mut |w, t, d| {

@@ -59,7 +59,7 @@ struct Process {
     pub dropped: u64,
     pub ended: bool,
     /// The device memory pools' totals, asked of the process every second.
-    memory: Vec<aclprof::watch::PoolTotals>,
+    memory: Vec<crate::watch::PoolTotals>,
 }
 
 impl Process {
@@ -99,7 +99,7 @@ impl Process {
 type Processes = Arc<Mutex<BTreeMap<u32, Process>>>;
 
 /// Reads process `pid`'s ring into its counters until it ends.
-fn read(pid: u32, attached: aclprof::watch::Attached, all: Processes) {
+fn read(pid: u32, attached: crate::watch::Attached, all: Processes) {
     let reader = &attached.reader;
     let mut asked = std::time::Instant::now() - Duration::from_secs(1);
     loop {
@@ -174,7 +174,7 @@ impl Collector for Metrics {
             m.encode_family(&pid_label(pid))?
                 .encode_counter::<NoLabelSet, _, u64>(&p.dropped, None)?;
         }
-        type Pool = aclprof::watch::PoolTotals;
+        type Pool = crate::watch::PoolTotals;
         for (name, help, value) in [
             (
                 "aclprof_device_memory_allocated_bytes",
@@ -390,8 +390,8 @@ pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<(), String> {
     let bound = listener.local_addr().map_err(|e| e.to_string())?;
     let procs: Processes = Default::default();
     let attach = |pid: u32, procs: &Processes| -> Result<(), String> {
-        let a = aclprof::watch::attach(pid).map_err(|e| e.msg)?;
-        let command = aclprof::watch::command_of(pid);
+        let a = crate::watch::attach(pid).map_err(|e| e.msg)?;
+        let command = crate::watch::command_of(pid);
         procs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -411,7 +411,7 @@ pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<(), String> {
                 let mut said = std::collections::HashSet::new();
                 loop {
                     // SAFETY: geteuid has no preconditions.
-                    for w in aclprof::watch::list(unsafe { libc::geteuid() }) {
+                    for w in crate::watch::list(unsafe { libc::geteuid() }) {
                         let known = procs
                             .lock()
                             .unwrap_or_else(|p| p.into_inner())

@@ -140,7 +140,7 @@ pub enum End {
 /// attach, records dropped so far)` after each, until `duration` (if any) has passed or
 /// the process ends. Detaches when done.
 pub fn watch(
-    attached: aclprof::watch::Attached,
+    attached: crate::watch::Attached,
     interval: Duration,
     duration: Option<Duration>,
     show: &mut dyn FnMut(&Window, &Window, u64),
