@@ -128,10 +128,10 @@ pub fn each_verified<'a>(
         }
         let v = View(rec.try_into().unwrap());
         if strings && (v.name().is_none() || v.op_type().is_none()) {
-            let e = crate::error::Error {
-                code: ACL_ERROR_INVALID_PARAM,
-                msg: format!("record {n}'s string fields are malformed"),
-            };
+            let e = crate::error::Error::new(
+                ACL_ERROR_INVALID_PARAM,
+                format!("record {n}'s string fields are malformed"),
+            );
             return Err((n, e));
         }
         f(n, v);

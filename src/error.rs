@@ -30,14 +30,33 @@ pub fn file_error(what: &str, p: &std::path::Path, e: impl fmt::Display) -> Erro
 
 /// An I/O result about file `p`, its error as [`file_error`] words it.
 pub fn io<T>(what: &str, p: &std::path::Path, r: std::io::Result<T>) -> Result<T> {
-    r.map_err(|e| file_error(what, p, e))
+    r.map_err(|e| file_error(what, p, &e).caused_by(e))
 }
 
-/// A failure: CANN's code plus the explanation given to the user.
-#[derive(Clone, PartialEq, Eq)]
+/// A failure: CANN's code plus the explanation given to the user, and the error that caused
+/// it when there was one (an I/O or SQLite error): [`std::error::Error::source`] gives it to
+/// callers that walk the chain. Two errors are equal when their code and words are.
+#[derive(Clone)]
 pub struct Error {
     pub code: Code,
     pub msg: String,
+    pub source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl PartialEq for Error {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.msg == other.msg
+    }
+}
+
+impl Eq for Error {}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
 }
 
 impl fmt::Debug for Error {
@@ -59,7 +78,14 @@ impl Error {
         Error {
             code,
             msg: msg.into(),
+            source: None,
         }
+    }
+
+    /// The same failure, caused by `e` (kept as its [`std::error::Error::source`]).
+    pub fn caused_by(mut self, e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(std::sync::Arc::new(e));
+        self
     }
 }
 
@@ -113,5 +139,26 @@ mod tests {
         std::thread::spawn(|| assert_eq!(last_message(), ""))
             .join()
             .unwrap();
+    }
+
+    #[test]
+    fn a_file_error_keeps_its_cause() {
+        use std::error::Error as _;
+        let p = std::path::Path::new("/nonexistent/aclprof");
+        let e = io("cannot read", p, std::fs::read(p)).unwrap_err();
+        assert_eq!(e.code, ACL_ERROR_INVALID_FILE);
+        assert!(
+            e.msg.starts_with("cannot read /nonexistent/aclprof: "),
+            "{}",
+            e.msg
+        );
+        let cause = e.source().expect("the I/O error is kept");
+        let io = cause.downcast_ref::<std::io::Error>().unwrap();
+        assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+        assert_eq!(
+            e,
+            Error::new(e.code, e.msg.clone()),
+            "equal by code and words"
+        );
     }
 }
