@@ -227,31 +227,18 @@ impl RunStats {
             }
         }
         let stepped = self.steps.iter().any(|s| s.rank.is_some());
-        let parts = |t: &mut [u64; 3], c: u64, n: u64, f: u64| {
-            t[0] += c;
-            t[1] += n;
-            t[2] += f;
-        };
-        if stepped {
-            for s in &self.steps {
-                if let Some(rank) = s.rank {
-                    parts(
-                        ranks.entry(rank).or_default(),
-                        s.computing,
-                        s.not_overlapped,
-                        s.free,
-                    );
-                }
-            }
+        let parts: Vec<(Option<u32>, [u64; 3])> = if stepped {
+            let split = |s: &StepTime| [s.computing, s.not_overlapped, s.free];
+            self.steps.iter().map(|s| (s.rank, split(s))).collect()
         } else {
-            for d in &self.devices {
-                if let Some(rank) = d.rank {
-                    parts(
-                        ranks.entry(rank).or_default(),
-                        d.computing,
-                        d.not_overlapped,
-                        d.free,
-                    );
+            let split = |d: &DeviceTime| [d.computing, d.not_overlapped, d.free];
+            self.devices.iter().map(|d| (d.rank, split(d))).collect()
+        };
+        for (rank, p) in parts {
+            if let Some(rank) = rank {
+                let t = ranks.entry(rank).or_default();
+                for (t, p) in t.iter_mut().zip(p) {
+                    *t += p;
                 }
             }
         }

@@ -207,6 +207,11 @@ def test_the_slow_rank_and_link_are_the_librarys_answer() -> None:
     assert slow_rank([0, 1, 2], [100, 100, 150], [50, 60, 0]) == (2, 1)
     assert slow_rank([0, 1, 2], [100, 110, 105], [10, 30, 10]) == (1, 2)
     assert slow_rank([0, 1, 2], [100, 110, 105], [10, 11, 10]) is None
+    # The edge cases, as the library's own tests have them: two ranks, all equal, none.
+    assert slow_rank([0, 1], [100, 130], [0, 0]) is None
+    assert slow_rank([0, 1], [100, 200], [0, 0]) == (1, 1)
+    assert slow_rank([0, 1, 2], [100, 100, 100], [5, 5, 5]) is None
+    assert slow_rank([0, 1], [0, 0], [0, 0]) is None
     assert slowest_link([(100, 10)]) is None, "one link is nothing to compare"
     found = slowest_link([(100, 10), (0, 5), (20, 10), (100, 20)])
     assert found is not None and found[0] == 2 and abs(found[1] - 0.4) < 1e-9, found

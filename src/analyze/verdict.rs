@@ -139,6 +139,15 @@ mod tests {
             slow_rank(&[r(0, 100, 10), r(1, 110, 11), r(2, 105, 10)]),
             None
         );
+        // Two ranks: the median is their mean, so one stands out at over 1.5× the other.
+        assert_eq!(slow_rank(&[r(0, 100, 0), r(1, 130, 0)]), None);
+        assert_eq!(
+            slow_rank(&[r(0, 100, 0), r(1, 200, 0)]).map(|s| s.rank),
+            Some(1)
+        );
+        // All equal, or nothing measured: nobody.
+        assert_eq!(slow_rank(&[r(0, 100, 5), r(1, 100, 5), r(2, 100, 5)]), None);
+        assert_eq!(slow_rank(&[r(0, 0, 0), r(1, 0, 0)]), None);
         // Ties: the lowest rank.
         let s = slow_rank(&[r(3, 300, 0), r(1, 300, 0), r(2, 100, 0), r(4, 100, 0)]).unwrap();
         assert_eq!(s.rank, 1);

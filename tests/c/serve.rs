@@ -46,6 +46,31 @@ fn get(addr: &str, path: &str) -> (u32, String) {
     )
 }
 
+/// `aclprof top PID --serve` on a port of its choosing, for the watch files in `sockets`.
+fn exporter(pid: u32, sockets: &Path) -> std::process::Child {
+    Command::new(common::aclprof_bin())
+        .args(["top", &pid.to_string(), "--serve", "127.0.0.1:0"])
+        .env("ACLPROF_WATCH_DIR", sockets)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The address the exporter serves at, from the line it says once it has attached.
+fn serving_at(exporter: &mut std::process::Child, pid: u32) -> String {
+    let mut line = String::new();
+    std::io::BufReader::new(exporter.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim()
+        .strip_prefix(&format!(
+            "aclprof: serving metrics of process {pid} on http://"
+        ))
+        .and_then(|a| a.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string()
+}
+
 /// Connections held open at once by the hostile client: half idle, half with a request
 /// begun and never finished.
 const HELD: usize = 6000;
@@ -163,24 +188,8 @@ fn prometheus_scrapes_what_the_program_reported() {
     let pid = target.pid;
 
     // The exporter, on a port of its choosing.
-    let mut exporter = Command::new(common::aclprof_bin())
-        .args(["top", &pid.to_string(), "--serve", "127.0.0.1:0"])
-        .env("ACLPROF_WATCH_DIR", &sockets)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(exporter.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix(&format!(
-            "aclprof: serving metrics of process {pid} on http://"
-        ))
-        .and_then(|a| a.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let mut exporter = exporter(pid, &sockets);
+    let addr = serving_at(&mut exporter, pid);
 
     // Only GET /metrics; a slow request does not hold up a scrape, and is cut off; so is an
     // oversized one.
@@ -373,29 +382,14 @@ fn every_op_after_the_answer_is_counted() {
         &[("WATCH_TARGET_QUIET", "1")],
     );
     let pid = target.pid;
-    let mut exporter = Command::new(common::aclprof_bin())
-        .args(["top", &pid.to_string(), "--serve", "127.0.0.1:0"])
-        .env("ACLPROF_WATCH_DIR", &sockets)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut exporter = exporter(pid, &sockets);
     // The exporter has asked; the program has not answered (it makes no call while idle).
     until("the exporter asks", || {
         sockets.join(format!("{pid}.attach")).exists().then_some(())
     });
     // The executions start at once; the exporter connects while they run.
     std::fs::write(work.join("GO"), "").unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(exporter.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .rsplit("http://")
-        .next()
-        .and_then(|a| a.strip_suffix("/metrics"))
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    let addr = serving_at(&mut exporter, pid);
     wait_for_file(&work.join("DONE"));
     let result = std::panic::catch_unwind(|| {
         // Each op counted once, or counted as dropped if the exporter connected so late
