@@ -22,10 +22,7 @@ import ctypes
 import hashlib
 import logging
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -99,35 +96,40 @@ def _ext_dir() -> Path:
 
 
 def _build_ext() -> Path:
-    """The compiled path for this torch, built if not cached (raises if it cannot be)."""
-    tdir = Path(torch.__file__).parent
-    abi = int(torch._C._GLIBCXX_USE_CXX11_ABI)
-    flags = ["-O2", "-DNDEBUG", "-std=c++20", "-shared", "-fPIC",
-             f"-D_GLIBCXX_USE_CXX11_ABI={abi}"]
+    """The compiled path for this torch, built with PyTorch's own extension builder
+    (``torch.utils.cpp_extension``: its include paths, ABI flag and libraries, ninja, and a
+    lock so that two processes never build into one directory at once) if not cached;
+    raises if it cannot be built."""
+    from torch.utils import cpp_extension
+
+    flags = ["-O2", "-DNDEBUG", "-std=c++20"]
     key = hashlib.sha256(b"\0".join([
-        _SOURCE.read_bytes(), torch.__version__.encode(), str(tdir).encode(),
+        _SOURCE.read_bytes(), torch.__version__.encode(), torch.__file__.encode(),
         " ".join(flags).encode(), sys.version.encode()])).hexdigest()[:16]
-    so = _ext_dir() / f"aclprof_torch_{key}.so"
+    build = _ext_dir() / key
+    so = build / "aclprof_torch.so"
     if so.exists():
         return so
-    cxx = os.environ.get("CXX") or shutil.which("c++") or shutil.which("g++")
-    if not cxx:
-        raise OSError("no C++ compiler (c++, g++ or $CXX)")
-    so.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=so.parent)
-    os.close(fd)
-    lib = tdir / "lib"
-    cmd = [cxx, *flags, f"-I{tdir / 'include'}", f"-I{tdir / 'include/torch/csrc/api/include'}",
-           str(_SOURCE), "-o", tmp, f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}"]
+    build.mkdir(parents=True, exist_ok=True)
+    # The builder runs ninja from PATH: the one pip installed beside this Python is found
+    # too, for the time of the build only.
+    path = os.environ.get("PATH")
+    bindir = str(Path(sys.executable).parent)
+    os.environ["PATH"] = bindir + os.pathsep + path if path else bindir
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            last = (r.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise OSError(f"{cxx} failed: {last}")
-        os.replace(tmp, so)  # whole or not at all, if two processes build at once
+        cpp_extension.load(name="aclprof_torch", sources=[str(_SOURCE)], extra_cflags=flags,
+                           build_directory=str(build), is_python_module=False,
+                           verbose=False)
+    except Exception as e:  # the builder raises several kinds; one line says which
+        last = (str(e).strip().splitlines() or [type(e).__name__])[-1]
+        raise OSError(f"torch.utils.cpp_extension could not build it: {last}") from e
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        if path is None:
+            del os.environ["PATH"]
+        else:
+            os.environ["PATH"] = path
+    if not so.exists():
+        raise OSError(f"torch.utils.cpp_extension built no {so}")
     return so
 
 

@@ -161,6 +161,14 @@ def test_nobody_listening_reports_nothing_until_a_subscription_starts(
         prof.close()
 
 
+def test_the_compiled_path_is_built_by_torchs_extension_builder() -> None:
+    """Here (a C++ compiler, and ninja from the torch extra) the compiled path must build:
+    a skip of the comparison below must never hide a build that broke."""
+    ext = aclprof.torch._ext()
+    assert ext is not None, "torch.utils.cpp_extension did not build the compiled path"
+    assert Path(ext._name).name == "aclprof_torch.so", ext._name
+
+
 def test_the_compiled_path_and_the_dispatch_mode_report_the_same_ops(
         net: torch.nn.Module) -> None:
     """Where no compiler is found the Python dispatch mode reports instead: the same ops,
