@@ -76,6 +76,28 @@ def plant_links(dataset: Path, ranks: int, slow: int) -> None:
         pq.write_table(t, tasks / f"rank={r}" / "planted.parquet")
 
 
+def test_the_report_analyze_and_the_cluster_name_the_same_rank_and_link(
+        ranks: Path, dataset: Path, tmp_path: Path) -> None:
+    """The three that judge a cluster, on the same ranks: the report's cluster view,
+    `aclprof analyze --communication` and aclprof.cluster on Dask."""
+    import re
+    page = tmp_path / "r.html"
+    subprocess.run([aclprof_command(), "report", str(ranks), "-o", str(page)], check=True,
+                   capture_output=True)
+    m = re.search(r'id="slow-rank" data-rank="(\d+)"', page.read_text())
+    comm = json.loads(subprocess.run(
+        [aclprof_command(), "analyze", str(ranks), "--communication", "--format", "json"],
+        check=True, capture_output=True, text=True).stdout)
+    c = cluster.analyze(dataset, workers=1)
+    assert m is not None and c.slow_rank is not None
+    assert int(m.group(1)) == c.slow_rank["rank"] == SLOW_RANK
+    link = comm["slowest_link"]
+    assert (link is None) == (c.slow_link is None), (link, c.slow_link)
+    if link is not None and c.slow_link is not None:
+        assert (link["src_rank"], link["dst_rank"]) == (c.slow_link["src_rank"],
+                                                        c.slow_link["dst_rank"])
+
+
 def test_ops_are_what_analyze_counts_in_a_real_database(tmp_path: Path) -> None:
     # A real CANN database: its communication tasks (waits, copies) and tasks of other kinds
     # are not ops; analysis counts its compute tasks and communication ops.
