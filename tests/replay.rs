@@ -64,9 +64,7 @@ fn expected(path: &Path) -> Expected {
         device: 0,
     };
     if path.extension().unwrap() == "db" {
-        let c =
-            rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .unwrap();
+        let c = aclprof::sim::open_read_only(path).unwrap();
         e.device = c
             .query_row("SELECT min(deviceId) FROM TASK", [], |r| r.get(0))
             .unwrap();
@@ -143,8 +141,7 @@ fn expected(path: &Path) -> Expected {
 /// tasks, and communication ops (one row each in COMMUNICATION_OP, as kernel_details has
 /// them).
 fn db_ops(path: &Path) -> Vec<(String, String, String, u64)> {
-    let c = rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
+    let c = aclprof::sim::open_read_only(path).unwrap();
     let dev = "(SELECT min(deviceId) FROM TASK)";
     let sql = format!(
         "SELECT o.value, k.value, n.value, t.endNs - t.startNs FROM TASK t \
@@ -258,8 +255,7 @@ fn metric_of(what: &str) -> u32 {
 /// A database's PMU values (TASK_PMU_INFO) by name, each as op_summary shows it (times, in
 /// ns there, as µs with 3 decimals), sorted.
 fn db_pmu(p: &Path) -> BTreeMap<String, Vec<String>> {
-    let c = rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
+    let c = aclprof::sim::open_read_only(p).unwrap();
     let mut st = c
         .prepare("SELECT s.value, p.value FROM TASK_PMU_INFO p JOIN STRING_IDS s ON s.id = p.name")
         .unwrap();
@@ -586,11 +582,7 @@ fn real_profiles_replay_exactly() {
         if input.extension().is_some_and(|x| x == "db") {
             // A replayed database's input shapes, types and formats reach ours.
             let tensors = |p: &Path| -> Vec<String> {
-                let c = rusqlite::Connection::open_with_flags(
-                    p,
-                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-                )
-                .unwrap();
+                let c = aclprof::sim::open_read_only(p).unwrap();
                 let mut st = c
                     .prepare(
                         "SELECT coalesce(a.value, '') || '|' || coalesce(b.value, '') || '|' || \
@@ -713,9 +705,7 @@ fn a_database_s_operator_memory_is_replayed_without_loss() {
     // (name, type, size, time, total allocated, total reserved, component, device)
     type Row = (String, i64, i64, i64, i64, i64, String, i64);
     let rows = |p: &Path| -> Vec<Row> {
-        let c =
-            rusqlite::Connection::open_with_flags(p, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-                .unwrap();
+        let c = aclprof::sim::open_read_only(p).unwrap();
         let mut st = c
             .prepare(
                 "SELECT n.value, m.type, m.size, m.timestampNs, m.totalAllocate, m.totalReserve, \

@@ -580,8 +580,7 @@ fn analyze_agrees_with_the_result_files() {
 #[test]
 fn analyze_and_report_read_a_real_database() {
     let db = root().join("tests/data/real/ascend_pytorch_profiler_level2_910B_msinsight.db");
-    let c = rusqlite::Connection::open_with_flags(&db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .unwrap();
+    let c = aclprof::sim::open_read_only(&db).unwrap();
     let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut stmt = c
         .prepare(
