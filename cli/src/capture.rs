@@ -175,7 +175,7 @@ pub fn run(
     if attached.is_empty() {
         return Err("no process to capture: none of them could be attached".into());
     }
-    crate::make_output_dir(output)?;
+    crate::record::make_output_dir(output)?;
     eprintln!(
         "aclprof: capturing {} for {:.1} s",
         attached

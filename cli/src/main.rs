@@ -18,9 +18,12 @@ mod advisor;
 mod capture;
 mod comm;
 mod databases;
+mod exports;
+mod input;
 mod interrupt;
 mod page;
 mod parquet;
+mod record;
 mod serve;
 mod top;
 mod watch;
@@ -32,6 +35,10 @@ use clap::{Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use exports::{export, export_parquet, timeline};
+use input::spool_stdin;
+use record::{record, RecordSwitches};
 
 #[derive(Parser)]
 #[command(name = "aclprof", version, about = "Look at what aclprof recorded", long_about = None)]
@@ -339,7 +346,7 @@ impl AnalyzeArgs {
     }
 }
 
-fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
+pub(crate) fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
     let r = analyze::analyze_with_progress(path, q, &mut progress_bar("reading"));
     progress_done();
     r.map(|r| {
@@ -373,169 +380,6 @@ fn unknown_cost_order(q: &Query, r: &analyze::Report) -> Option<String> {
              rows are in the order they were read"
         )
     })
-}
-
-/// PROF_* directories directly under `dir`.
-fn prof_dirs(dir: &Path) -> Vec<PathBuf> {
-    aclprof::formats::layout::entries_named(dir, "PROF_").unwrap_or_default()
-}
-
-/// What `record` turns on beside the defaults.
-struct RecordSwitches<'a> {
-    aic_metrics: Option<&'a str>,
-    memory: bool,
-    runtime_api: bool,
-    host_sys: Option<&'a str>,
-    host_sys_usage: Option<&'a str>,
-}
-
-/// `aclprof record`: the folders it makes for `output` go again if they hold nothing when it
-/// ends (the program could not start, or wrote no result directory).
-fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
-    // Deepest first: the folders create_dir_all is about to make.
-    let made: Vec<PathBuf> = output
-        .ancestors()
-        .take_while(|p| !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err())
-        .map(Path::to_path_buf)
-        .collect();
-    let r = record_into(output, sw, command);
-    for d in &made {
-        // Fails, leaving it, when it is not empty.
-        let _ = std::fs::remove_dir(d);
-    }
-    r
-}
-
-/// Makes the folder `dir` (and those above it), or says in one line why it cannot be.
-fn make_output_dir(dir: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| {
-        if dir.exists() && !dir.is_dir() {
-            format!(
-                "{}: exists and is not a folder; give a folder for the results",
-                dir.display()
-            )
-        } else {
-            format!("{}: {e}", dir.display())
-        }
-    })
-}
-
-fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
-    make_output_dir(output)?;
-    let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
-    let before = prof_dirs(&out);
-    let out_text = out.to_str().ok_or_else(|| {
-        format!(
-            "{}: the output path must be UTF-8 (it is passed in PROFILING_OPTIONS, JSON)",
-            out.display()
-        )
-    })?;
-    let mut options =
-        serde_json::json!({"output": out_text, "task_trace": "on", "training_trace": "on"});
-    if let Some(m) = sw.aic_metrics {
-        options["aic_metrics"] = m.into();
-    }
-    if sw.memory {
-        options["task_memory"] = "on".into();
-        options["sys_hardware_mem_freq"] = "50".into();
-    }
-    if sw.runtime_api {
-        options["runtime_api"] = "on".into();
-    }
-    if let Some(items) = sw.host_sys {
-        options["host_sys"] = items.into();
-    }
-    if let Some(items) = sw.host_sys_usage {
-        options["host_sys_usage"] = items.into();
-    }
-    // Checked here: the program would only log a bad option and run unprofiled.
-    let text = options.to_string();
-    aclprof::init::env_mode_config(&text, 1, aclprof::init::Unknown::Refuse).map_err(|e| e.msg)?;
-    aclprof::init::env_mode_settings(&text, aclprof::init::Unknown::Refuse).map_err(|e| e.msg)?;
-    // The program finds this build's library first (beside this binary, or lib/ beside bin/).
-    let mut libs: Vec<PathBuf> = Vec::new();
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|e| e.parent().map(Path::to_path_buf))
-    {
-        libs.push(dir.join("../lib"));
-        libs.push(dir);
-    }
-    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
-        // (An empty entry would mean the working directory to the loader.)
-        libs.extend(std::env::split_paths(&old).filter(|p| !p.as_os_str().is_empty()));
-    }
-    let ld = std::env::join_paths(libs).map_err(|e| e.to_string())?;
-    // Marks the result directories this run writes: other processes (a cluster's other
-    // ranks) may write theirs into the same folder meanwhile.
-    let token = format!(
-        "{}.{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos())
-    );
-    let status = std::process::Command::new(&command[0])
-        .args(&command[1..])
-        .env("ACLPROF_RECORD", &token)
-        .env("PROFILING_MODE", "true")
-        .env("PROFILING_OPTIONS", options.to_string())
-        .env("LD_LIBRARY_PATH", ld)
-        // The export when the program exits shows its progress where this command would.
-        .env(
-            "ACLPROF_PROGRESS",
-            if std::io::stderr().is_terminal() {
-                "1"
-            } else {
-                "0"
-            },
-        )
-        .status()
-        .map_err(|e| format!("cannot run {:?}: {e}", command[0]))?;
-    let new: Vec<PathBuf> = prof_dirs(&out)
-        .into_iter()
-        .filter(|p| !before.contains(p) && recorded_by(p, &token))
-        .collect();
-    // The program's own exit status, as a shell gives it (128 + the signal that ended it).
-    let code = {
-        use std::os::unix::process::ExitStatusExt;
-        match (status.code(), status.signal()) {
-            (Some(c), _) => c,
-            (None, Some(sig)) => 128 + sig,
-            _ => 1,
-        }
-    };
-    if new.is_empty() {
-        eprintln!(
-            "aclprof: {} wrote no result directory: is it linked against aclprof (libascendcl \
-             or libaclprof) and does it run a model? ({status})",
-            command[0]
-        );
-        // A program that failed says why with its own code; one that succeeded without
-        // profiling anything is ours to fail.
-        return Ok(ExitCode::from(if code == 0 {
-            1
-        } else {
-            code.clamp(1, 255) as u8
-        }));
-    }
-    let q = Query {
-        by: Some(Key::Type),
-        ..Default::default()
-    };
-    for d in &new {
-        outln!("{}", d.display());
-        out!("{}", run_analyze(d, &q, Format::Table)?);
-    }
-    Ok(ExitCode::from(code.clamp(0, 255) as u8))
-}
-
-/// Whether result directory `dir` was written by the run `record` marked with `token`.
-fn recorded_by(dir: &Path, token: &str) -> bool {
-    std::fs::read(dir.join(aclprof::formats::layout::SESSION_FILE))
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .is_some_and(|v| v["record"] == token)
 }
 
 fn seconds(what: &str, s: f64) -> Result<std::time::Duration, String> {
@@ -654,197 +498,6 @@ fn diff(
         );
     }
     Ok(ExitCode::from(REGRESSED))
-}
-
-/// `export --format parquet`: the dataset of everything in `path`, at `output`.
-fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
-    let Some(out) = output else {
-        return Err("--format parquet: say where the dataset goes with -o DIR".into());
-    };
-    if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
-        return Err(format!(
-            "{}: exists and is not empty; the dataset goes into a new or empty directory",
-            out.display()
-        ));
-    }
-    if path.is_dir() {
-        refuse_without_records(path)?;
-    }
-    let made = !out.exists();
-    let w = parquet::export(path, out, &mut |_| {}).map_err(|e| e.msg)?;
-    if w.rows.get("tasks").copied().unwrap_or(0) == 0 {
-        if made {
-            let _ = std::fs::remove_dir_all(out);
-        }
-        return Err(format!(
-            "{}: no tasks in it, so no dataset (nothing was recorded)",
-            path.display()
-        ));
-    }
-    outln!(
-        "{}: {}, {}; {}",
-        out.display(),
-        count(w.ranks.len() as u64, "rank", "ranks"),
-        count(w.files as u64, "file", "files"),
-        w.rows
-            .iter()
-            .map(|(t, n)| format!("{t} {n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Re-exports one result directory, with a progress bar on a terminal.
-fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> {
-    let r = aclprof::filemode::export_quietly_with_progress(dir, &mut progress_bar("exporting"));
-    progress_done();
-    r.map_err(|e| e.msg)
-}
-
-/// The result directories `path` names; a database is first made one under `output`
-/// (default: `NAME_aclprof/` in the current directory) and exported; exporting the same
-/// database again replaces its result directory there.
-fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
-    let is_db = path.is_file() && aclprof::formats::layout::is_database(path);
-    if path == Path::new("-") || (path.is_file() && !is_db) {
-        return Err(format!(
-            "{}: timeline and export read a result directory, a folder of them or a CANN \
-             database; op records alone are read by analyze, report and diff",
-            path.display()
-        ));
-    }
-    if is_db {
-        let out = match output {
-            Some(o) => o.to_path_buf(),
-            // In the current directory: nothing is written beside the user's input.
-            None => {
-                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-                PathBuf::from(format!("{stem}_aclprof"))
-            }
-        };
-        let r = aclprof::sim::import_db(path, &out, &mut progress_bar("exporting"));
-        progress_done();
-        return r.map(|d| vec![d]).map_err(|e| {
-            // Named once: the library's message may already start with it.
-            let name = path.display().to_string();
-            if e.msg.contains(&name) {
-                e.msg
-            } else {
-                format!("{name}: {}", e.msg)
-            }
-        });
-    }
-    if output.is_some() {
-        return Err("-o is for a database; a result directory is exported in place".into());
-    }
-    let dirs = analyze::result_dirs(path).map_err(|e| e.msg)?;
-    refuse_without_records(path)?;
-    Ok(dirs)
-}
-
-/// Checked before anything is written: an export of a run that holds no op record would
-/// replace its files with empty ones.
-fn refuse_without_records(path: &Path) -> Result<(), String> {
-    if analyze::holds_records(path).map_err(|e| e.msg)? {
-        Ok(())
-    } else {
-        Err(analyze::why_no_records(path))
-    }
-}
-
-/// Re-exports every result directory in `path` (one, or a folder of them, as `timeline`
-/// takes).
-fn export(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
-    for d in result_dirs_of(path, output)? {
-        let s = export_one(&d)?;
-        let ops: u64 = s.ops.values().sum();
-        outln!(
-            "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
-            d.display(),
-            s.stamp,
-            if s.corrupt > 0 {
-                format!(", {}", analyze::corrupt_skipped(s.corrupt))
-            } else {
-                String::new()
-            }
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Re-exports every result directory in `path` and names its two timeline files.
-fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
-    for d in result_dirs_of(path, output)? {
-        let s = export_one(&d)?;
-        let out = d.join("mindstudio_profiler_output");
-        outln!(
-            "{}\t(Perfetto: ui.perfetto.dev, trace_processor; nanosecond timestamps)",
-            out.join(format!("msprof_{}.pftrace", s.stamp)).display()
-        );
-        outln!(
-            "{}\t(MindStudio Insight, msprof-analyze, chrome://tracing)",
-            out.join(format!("msprof_{}.json", s.stamp)).display()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A command's input: the path given, or for `-` standard input copied into a file named
-/// `stdin` in a temporary folder of its own (removed when this is dropped), for the
-/// commands that read their input more than once.
-enum Input {
-    Path(PathBuf),
-    Spooled { dir: PathBuf, file: PathBuf },
-}
-
-impl Input {
-    fn path(&self) -> &Path {
-        match self {
-            Input::Path(p) | Input::Spooled { file: p, .. } => p,
-        }
-    }
-
-    /// An error about the input as the user gave it: the spooled copy is "standard input".
-    fn named(&self, e: String) -> String {
-        match self {
-            Input::Path(_) => e,
-            Input::Spooled { file, .. } => e.replace(&file.display().to_string(), "standard input"),
-        }
-    }
-}
-
-impl Drop for Input {
-    fn drop(&mut self) {
-        if let Input::Spooled { dir, .. } = self {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
-fn spool_stdin(path: &Path) -> Result<Input, String> {
-    use std::os::unix::fs::DirBuilderExt;
-    if path != Path::new("-") {
-        return Ok(Input::Path(path.to_path_buf()));
-    }
-    let mut n = 0u32;
-    let dir = loop {
-        let d = std::env::temp_dir().join(format!("aclprof-{}-{n}", std::process::id()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&d) {
-            Ok(()) => break d,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-            Err(e) => return Err(format!("{}: {e}", d.display())),
-        }
-    };
-    let file = dir.join("stdin");
-    let input = Input::Spooled {
-        dir,
-        file: file.clone(),
-    };
-    let mut f = std::fs::File::create(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-    std::io::copy(&mut std::io::stdin().lock(), &mut f)
-        .map_err(|e| format!("standard input: {e}"))?;
-    Ok(input)
 }
 
 /// What [`out!`] and [`outln!`] do.
