@@ -75,6 +75,16 @@ static void test_accessors(void) {
         CHECK_EQ(aclprofGetOpFlag(buf, len, bad_index[i]), ACL_SUBSCRIBE_NONE);
         CHECK(aclprofGetOpAttriValue(buf, len, bad_index[i], ACL_SUBSCRIBE_ATTRI_THREADID) == NULL);
     }
+    /* out-pointers are checked as every out-pointer is, NULL and alignment, on the fast path
+       too (record 0 is this thread's last verified record after the first call) */
+    static uint64_t words[4];
+    size_t *crooked = (size_t *)(void *)((char *)words + 1);
+    CHECK_EQ(aclprofGetOpTypeLen(buf, len, 0, &sz), ACL_SUCCESS);
+    CHECK_EQ(aclprofGetOpTypeLen(buf, len, 0, crooked), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofGetOpNameLen(buf, len, 0, crooked), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofGetOpDescSize(crooked), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(aclprofGetOpNum(buf, len, (uint32_t *)(void *)((char *)words + 1)), ACL_ERROR_INVALID_PARAM);
+    CHECK_EQ(words[0] | words[1], 0); /* nothing written */
     /* NULLs */
     CHECK_EQ(aclprofGetOpTypeLen(NULL, len, 0, &sz), ACL_ERROR_INVALID_PARAM);
     CHECK_EQ(aclprofGetOpTypeLen(buf, len, 0, NULL), ACL_ERROR_INVALID_PARAM);

@@ -6,6 +6,9 @@
 //! `src/layers.md`; a submodule not named is in its parent's layer). Top first:
 //!
 #![doc = include_str!("layers.md")]
+// Unsafety is explicit: an `unsafe fn`'s body is not one big unsafe block, and every unsafe
+// block says why it holds (docs/design.md, "The C boundary").
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod accessor;
 pub(crate) mod agg;

@@ -1,6 +1,8 @@
 //! `aclprof`: analyze what aclprof recorded, write an HTML report, re-export a result
 //! directory or its timeline, and profile an unmodified program. The work is done by the library (`aclprof::analyze`,
 //! `aclprof::filemode`); this file only reads arguments and prints.
+// Unsafety is explicit, as in the library (docs/design.md, "The C boundary").
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 /// Writes to standard output like `print!`, but a write that fails (a full disk, a closed
 /// descriptor) ends the command with one line and exit 1 instead of a panic.

@@ -13,7 +13,8 @@ use std::ffi::c_char;
 #[no_mangle]
 pub unsafe extern "C" fn aclInit(configPath: *const c_char) -> aclError {
     runtime_call("aclInit", || {
-        crate::runtime::init(opt_path_arg(configPath, "configPath")?)
+        // SAFETY: `configPath` is NULL or a C string (the C contract).
+        crate::runtime::init(unsafe { opt_path_arg(configPath, "configPath") }?)
     })
 }
 

@@ -54,8 +54,10 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let name = cstr(modelName, "modelName")?;
-            let modelId = super::out(modelId, "modelId")?;
+            // SAFETY: `modelName` is NULL or a C string (the C contract).
+            let name = unsafe { cstr(modelName, "modelName") }?;
+            // SAFETY: `modelId` is NULL or valid for writes (the C contract).
+            let modelId = unsafe { super::out(modelId, "modelId") }?;
             let id = crate::profiler::model_load(&String::from_utf8_lossy(name), deviceId)?;
             *modelId = id;
             Ok(())
@@ -100,7 +102,8 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::hotpath::active() {
         return 0;
     }
-    report_listening(modelId, opName, opType, startNs, endNs)
+    // SAFETY: the caller's pointers, passed on.
+    unsafe { report_listening(modelId, opName, opType, startNs, endNs) }
 }
 
 /// A report that someone may listen for: its common case ([`crate::hotpath::report_repeated`])
@@ -117,10 +120,13 @@ unsafe fn report_listening(
         && !op_type.is_null()
         && crate::hotpath::activity() == crate::hotpath::Activity::Listening
     {
-        let (n, t) = (
-            CStr::from_ptr(name).to_bytes(),
-            CStr::from_ptr(op_type).to_bytes(),
-        );
+        // SAFETY: `name` and `op_type` are not NULL, so C strings (the C contract).
+        let (n, t) = unsafe {
+            (
+                CStr::from_ptr(name).to_bytes(),
+                CStr::from_ptr(op_type).to_bytes(),
+            )
+        };
         let done = guard("aclprofExtReportOp", false, || {
             crate::hotpath::report_repeated::<{ crate::hotpath::Site::C as u8 }>(
                 model,
@@ -135,7 +141,8 @@ unsafe fn report_listening(
             return 0;
         }
     }
-    report_op_checked(model, name, op_type, start, end)
+    // SAFETY: the caller's pointers, passed on.
+    unsafe { report_op_checked(model, name, op_type, start, end) }
 }
 
 #[inline(never)]
@@ -150,8 +157,10 @@ unsafe fn report_op_checked(
         "aclprofExtReportOp",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let name = cstr(name, "opName")?;
-            let ty = cstr(op_type, "opType")?;
+            // SAFETY: `name` is NULL or a C string (the C contract).
+            let name = unsafe { cstr(name, "opName") }?;
+            // SAFETY: `op_type` is NULL or a C string (the C contract).
+            let ty = unsafe { cstr(op_type, "opType") }?;
             crate::hotpath::report_whole(model, name, ty, start, end, Default::default())
         },
     )
@@ -191,13 +200,17 @@ pub unsafe extern "C" fn aclprofExtOpMetaCreate(
         "aclprofExtOpMetaCreate",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let out = super::out(metaId, "metaId")?;
-            let m = meta.as_ref().ok_or_else(|| invalid("meta is NULL"))?;
+            // SAFETY: `metaId` is NULL or valid for writes (the C contract).
+            let out = unsafe { super::out(metaId, "metaId") }?;
+            // SAFETY: `meta` is NULL or valid for reads (the C contract).
+            let m = unsafe { super::input(meta, "meta") }?;
             let text = |p: *const c_char| -> String {
                 if p.is_null() {
                     String::new()
                 } else {
-                    String::from_utf8_lossy(std::ffi::CStr::from_ptr(p).to_bytes()).into_owned()
+                    // SAFETY: `p` is not NULL, so a C string (the C contract).
+                    let bytes = unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes();
+                    String::from_utf8_lossy(bytes).into_owned()
                 }
             };
             let d = crate::opmeta::OpMeta {
@@ -240,7 +253,8 @@ pub unsafe extern "C" fn aclprofExtReportOpMeta(
     {
         return 0;
     }
-    report_op_meta_checked(modelId, opName, opType, startNs, endNs, metaId, id_ok)
+    // SAFETY: the caller's pointers, passed on.
+    unsafe { report_op_meta_checked(modelId, opName, opType, startNs, endNs, metaId, id_ok) }
 }
 
 #[inline(never)]
@@ -262,8 +276,10 @@ unsafe fn report_op_meta_checked(
                     "metaId {meta} was not returned by aclprofExtOpMetaCreate"
                 )));
             }
-            let name = cstr(name, "opName")?;
-            let ty = cstr(op_type, "opType")?;
+            // SAFETY: `name` is NULL or a C string (the C contract).
+            let name = unsafe { cstr(name, "opName") }?;
+            // SAFETY: `op_type` is NULL or a C string (the C contract).
+            let ty = unsafe { cstr(op_type, "opType") }?;
             let replay = crate::hotpath::Replay {
                 meta,
                 ..Default::default()
@@ -353,7 +369,8 @@ pub unsafe extern "C" fn aclprofExtGetStats(stats: *mut aclprofExtStats) -> aclE
         "aclprofExtGetStats",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let stats = super::out(stats, "stats")?;
+            // SAFETY: `stats` is NULL or valid for writes (the C contract).
+            let stats = unsafe { super::out(stats, "stats") }?;
             let c = crate::profiler::stats();
             *stats = aclprofExtStats {
                 recordsReported: c.reported,
@@ -373,7 +390,8 @@ pub unsafe extern "C" fn aclprofExtGetWaits(waits: *mut aclprofExtWaits) -> aclE
         "aclprofExtGetWaits",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let waits = super::out(waits, "waits")?;
+            // SAFETY: `waits` is NULL or valid for writes (the C contract).
+            let waits = unsafe { super::out(waits, "waits") }?;
             let w = crate::profiler::waits();
             *waits = aclprofExtWaits {
                 reportWaits: w.report_waits,
@@ -402,8 +420,10 @@ pub unsafe extern "C" fn aclprofExtSimModelLoad(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let p = path_arg(path, "path")?;
-            let modelId = super::out(modelId, "modelId")?;
+            // SAFETY: `path` is NULL or a C string (the C contract).
+            let p = unsafe { path_arg(path, "path") }?;
+            // SAFETY: `modelId` is NULL or valid for writes (the C contract).
+            let modelId = unsafe { super::out(modelId, "modelId") }?;
             let id = crate::sim::load(p)?;
             *modelId = id;
             Ok(())
@@ -440,7 +460,9 @@ pub unsafe extern "C" fn aclprofExtPipelineSpan(
         "aclprofExtPipelineSpan",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let ev = crate::pipeline::span(cstr(stage, "stage")?, worker, startNs, endNs)?;
+            // SAFETY: `stage` is NULL or a C string (the C contract).
+            let ev =
+                crate::pipeline::span(unsafe { cstr(stage, "stage") }?, worker, startNs, endNs)?;
             crate::filemode::host_event(u64::MAX, ev);
             Ok(())
         },
@@ -462,7 +484,9 @@ pub unsafe extern "C" fn aclprofExtPipelineQueue(
         "aclprofExtPipelineQueue",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let ev = crate::pipeline::queue(cstr(stage, "stage")?, depth, capacity, timeNs)?;
+            // SAFETY: `stage` is NULL or a C string (the C contract).
+            let ev =
+                crate::pipeline::queue(unsafe { cstr(stage, "stage") }?, depth, capacity, timeNs)?;
             crate::filemode::host_event(u64::MAX, ev);
             Ok(())
         },
@@ -481,7 +505,8 @@ pub unsafe extern "C" fn aclprofExtExport(profDir: *const c_char) -> aclError {
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            crate::profiler::export_again(path_arg(profDir, "profDir")?)
+            // SAFETY: `profDir` is NULL or a C string (the C contract).
+            crate::profiler::export_again(unsafe { path_arg(profDir, "profDir") }?)
         },
     )
 }
@@ -510,10 +535,13 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
         "aclprofExtAnalyze",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let out = super::out(result, "result")?;
+            // SAFETY: `result` is NULL or valid for writes (the C contract).
+            let out = unsafe { super::out(result, "result") }?;
             *out = std::ptr::null_mut();
-            let path = input_arg(path, "path")?;
-            let mut query = json_arg(queryJson, "queryJson")?;
+            // SAFETY: `path` is NULL or a C string (the C contract).
+            let path = unsafe { input_arg(path, "path") }?;
+            // SAFETY: `queryJson` is NULL or a C string (the C contract).
+            let mut query = unsafe { json_arg(queryJson, "queryJson") }?;
             // "pipeline": true is `--pipeline`: the data-pipeline analysis, as JSON;
             // "memory": true is `--memory`.
             let mut view = |key: &str| -> crate::error::Result<bool> {
@@ -561,7 +589,8 @@ pub unsafe extern "C" fn aclprofExtAnalyze(
 /// # Safety
 /// As [`cstr`].
 unsafe fn input_arg<'a>(p: *const c_char, what: &str) -> crate::error::Result<&'a std::path::Path> {
-    let path = path_arg(p, what)?;
+    // SAFETY: `p` is NULL or a C string (the C contract).
+    let path = unsafe { path_arg(p, what) }?;
     if path == std::path::Path::new("-") {
         return Err(invalid(format!(
             "{what} \"-\" (standard input) is for the aclprof command; give ./- for a file named -"
@@ -578,7 +607,8 @@ unsafe fn json_arg(p: *const c_char, what: &str) -> crate::error::Result<serde_j
     if p.is_null() {
         return Ok(serde_json::Value::Null);
     }
-    serde_json::from_slice(cstr(p, what)?).map_err(|e| invalid(format!("{what}: {e}")))
+    // SAFETY: `p` is NULL or a C string (the C contract).
+    serde_json::from_slice(unsafe { cstr(p, what) }?).map_err(|e| invalid(format!("{what}: {e}")))
 }
 
 /// Hands `text` to the caller, who frees it with aclprofExtFreeResult.
@@ -607,11 +637,15 @@ pub unsafe extern "C" fn aclprofExtDiff(
         "aclprofExtDiff",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let out = super::out(result, "result")?;
+            // SAFETY: `result` is NULL or valid for writes (the C contract).
+            let out = unsafe { super::out(result, "result") }?;
             *out = std::ptr::null_mut();
-            let base = input_arg(base, "base")?;
-            let new = input_arg(newRun, "newRun")?;
-            let options = json_arg(optionsJson, "optionsJson")?;
+            // SAFETY: `base` is NULL or a C string (the C contract).
+            let base = unsafe { input_arg(base, "base") }?;
+            // SAFETY: `newRun` is NULL or a C string (the C contract).
+            let new = unsafe { input_arg(newRun, "newRun") }?;
+            // SAFETY: `optionsJson` is NULL or a C string (the C contract).
+            let options = unsafe { json_arg(optionsJson, "optionsJson") }?;
             give_text(out, crate::diff::run_json(base, new, &options)?)
         },
     )
@@ -639,10 +673,16 @@ pub unsafe extern "C" fn aclprofExtSlowRank(
         "aclprofExtSlowRank",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let (rank, why) = (super::out(rank, "rank")?, super::out(why, "why")?);
-            let ids = super::array(ranks, n, "ranks")?;
-            let computing = super::array(computingNs, n, "computingNs")?;
-            let waiting = super::array(waitingNs, n, "waitingNs")?;
+            // SAFETY: `rank` is NULL or valid for writes; `why` is NULL or valid for writes (the C contract).
+            let (rank, why) = (unsafe { super::out(rank, "rank") }?, unsafe {
+                super::out(why, "why")
+            }?);
+            // SAFETY: `ranks` is NULL or holds the elements its count says (the C contract).
+            let ids = unsafe { super::array(ranks, n, "ranks") }?;
+            // SAFETY: `computingNs` is NULL or holds the elements its count says (the C contract).
+            let computing = unsafe { super::array(computingNs, n, "computingNs") }?;
+            // SAFETY: `waitingNs` is NULL or holds the elements its count says (the C contract).
+            let waiting = unsafe { super::array(waitingNs, n, "waitingNs") }?;
             let times: Vec<RankTime> = (0..n)
                 .map(|i| RankTime {
                     rank: ids[i],
@@ -674,11 +714,15 @@ pub unsafe extern "C" fn aclprofExtSlowestLink(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             let (index, of) = (
-                super::out(index, "index")?,
-                super::out(ofMedian, "ofMedian")?,
+                // SAFETY: `index` is NULL or valid for writes (the C contract).
+                unsafe { super::out(index, "index") }?,
+                // SAFETY: `ofMedian` is NULL or valid for writes (the C contract).
+                unsafe { super::out(ofMedian, "ofMedian") }?,
             );
-            let bytes = super::array(bytes, n, "bytes")?;
-            let ns = super::array(ns, n, "ns")?;
+            // SAFETY: `bytes` is NULL or holds the elements its count says (the C contract).
+            let bytes = unsafe { super::array(bytes, n, "bytes") }?;
+            // SAFETY: `ns` is NULL or holds the elements its count says (the C contract).
+            let ns = unsafe { super::array(ns, n, "ns") }?;
             let links: Vec<(u64, u64)> = bytes.iter().copied().zip(ns.iter().copied()).collect();
             (*index, *of) = crate::analyze::verdict::slowest_link(&links).unwrap_or((n, 0.0));
             Ok(())
@@ -691,7 +735,9 @@ pub unsafe extern "C" fn aclprofExtSlowestLink(
 pub unsafe extern "C" fn aclprofExtFreeResult(result: *mut c_char) {
     guard("aclprofExtFreeResult", (), || {
         if !result.is_null() {
-            drop(std::ffi::CString::from_raw(result));
+            // SAFETY: `result` came from aclprofExtAnalyze or aclprofExtDiff, which made it
+            // with `CString::into_raw`, and is freed once (the C contract).
+            drop(unsafe { std::ffi::CString::from_raw(result) });
         }
     })
 }

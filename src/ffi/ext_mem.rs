@@ -46,14 +46,13 @@ pub unsafe extern "C" fn aclprofExtMemReport(event: *const aclprofExtMemEvent) -
         "aclprofExtMemReport",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if !event.is_aligned() {
-                return Err(invalid("event is misaligned"));
-            }
-            let ev = event.as_ref().ok_or_else(|| invalid("event is NULL"))?;
+            // SAFETY: `event` is NULL or valid for reads (the C contract).
+            let ev = unsafe { super::input(event, "event") }?;
             let owner = if ev.owner.is_null() {
                 ""
             } else {
-                std::str::from_utf8(std::ffi::CStr::from_ptr(ev.owner).to_bytes())
+                // SAFETY: `owner` is not NULL, so a C string (the C contract).
+                std::str::from_utf8(unsafe { std::ffi::CStr::from_ptr(ev.owner) }.to_bytes())
                     .map_err(|_| invalid("owner is not UTF-8"))?
             };
             crate::memory::report(&crate::memory::Report {

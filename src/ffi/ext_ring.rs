@@ -36,8 +36,10 @@ pub unsafe extern "C" fn aclprofExtRingSubscribe(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let ringFd = super::out(ringFd, "ringFd")?;
-            let p = opt_path_arg(path, "path")?;
+            // SAFETY: `ringFd` is NULL or valid for writes (the C contract).
+            let ringFd = unsafe { super::out(ringFd, "ringFd") }?;
+            // SAFETY: `path` is NULL or a C string (the C contract).
+            let p = unsafe { opt_path_arg(path, "path") }?;
             let fd = crate::profiler::ring_subscribe(modelId, p, capacityRecords as u64)?;
             *ringFd = fd;
             Ok(())
@@ -57,8 +59,10 @@ pub unsafe extern "C" fn aclprofExtRingAttach(
         "aclprofExtRingAttach",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let ring = super::out(ring, "ring")?;
-            let p = opt_path_arg(path, "path")?;
+            // SAFETY: `ring` is NULL or valid for writes (the C contract).
+            let ring = unsafe { super::out(ring, "ring") }?;
+            // SAFETY: `path` is NULL or a C string (the C contract).
+            let p = unsafe { opt_path_arg(path, "path") }?;
             let rg = crate::transport::ring::Ring::open(p, (fd >= 0).then_some(fd))?;
             let rg = crate::transport::ring::Reader::attach(rg)?;
             *ring = RINGS.insert(std::sync::Arc::new(rg)) as *mut aclprofExtRing;
@@ -116,8 +120,10 @@ pub unsafe extern "C" fn aclprofExtRingAcquire(
         "aclprofExtRingAcquire",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let records = super::out(records, "records")?;
-            let length = super::out(length, "length")?;
+            // SAFETY: `records` is NULL or valid for writes (the C contract).
+            let records = unsafe { super::out(records, "records") }?;
+            // SAFETY: `length` is NULL or valid for writes (the C contract).
+            let length = unsafe { super::out(length, "length") }?;
             // Nothing stale is left there if the call fails.
             *records = std::ptr::null();
             *length = 0;
@@ -216,19 +222,21 @@ pub unsafe extern "C" fn aclprofExtDecodeOps(
         "aclprofExtDecodeOps",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            let count = super::out(count, "count")?;
+            // SAFETY: `count` is NULL or valid for writes (the C contract).
+            let count = unsafe { super::out(count, "count") }?;
             if (ops.is_null() && capacity != 0) || !ops.is_aligned() {
                 return Err(invalid("ops is NULL with a capacity, or misaligned"));
             }
             *count = 0;
-            let buf = super::op_buffer(opInfo, opInfoLen)?;
+            // SAFETY: `opInfo` is NULL or holds the bytes its length says (the C contract).
+            let buf = unsafe { super::op_buffer(opInfo, opInfoLen) }?;
             let (max, out) = if ops.is_null() {
                 (usize::MAX, &mut [][..])
             } else {
-                (
-                    capacity as usize,
-                    std::slice::from_raw_parts_mut(ops, capacity as usize),
-                )
+                // SAFETY: `ops` is aligned and not NULL, so it holds `capacity` writable
+                // records (the C contract).
+                let ops = unsafe { std::slice::from_raw_parts_mut(ops, capacity as usize) };
+                (capacity as usize, ops)
             };
             let r = crate::accessor::each_verified(buf, max, !ops.is_null(), |i, v| {
                 if let Some(o) = out.get_mut(i) {
@@ -272,8 +280,12 @@ fn unpack(v: crate::formats::record::View<'_>) -> aclprofExtOp {
 }
 
 /// The JSON text of a `PROFILING_OPTIONS`-style argument.
+///
+/// # Safety
+/// As [`cstr`].
 unsafe fn options_arg<'a>(options: *const c_char) -> crate::error::Result<&'a str> {
-    std::str::from_utf8(cstr(options, "profilingOptions")?)
+    // SAFETY: `options` is NULL or a C string (the C contract).
+    std::str::from_utf8(unsafe { cstr(options, "profilingOptions") }?)
         .map_err(|_| invalid("profilingOptions is not UTF-8"))
 }
 
@@ -290,7 +302,8 @@ pub unsafe extern "C" fn aclprofExtOptionsCheck(profilingOptions: *const c_char)
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             let count = crate::init::ensure().device_count;
-            let text = options_arg(profilingOptions)?;
+            // SAFETY: `profilingOptions` is NULL or a C string (the C contract).
+            let text = unsafe { options_arg(profilingOptions) }?;
             crate::init::env_mode_config(text, count, crate::init::Unknown::Refuse)?;
             crate::init::env_mode_settings(text, crate::init::Unknown::Refuse).map(|_| ())
         },
@@ -310,7 +323,8 @@ pub unsafe extern "C" fn aclprofExtOptionsStart(profilingOptions: *const c_char)
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            crate::init::options_start(options_arg(profilingOptions)?)
+            // SAFETY: `profilingOptions` is NULL or a C string (the C contract).
+            crate::init::options_start(unsafe { options_arg(profilingOptions) }?)
         },
     )
 }

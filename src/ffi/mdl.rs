@@ -27,10 +27,14 @@ pub unsafe extern "C" fn aclmdlLoadFromFile(
     modelId: *mut u32,
 ) -> aclError {
     runtime_call("aclmdlLoadFromFile", || {
-        let path = path_arg(modelPath, "modelPath")?;
-        fill(modelId, "modelId", || {
-            crate::runtime::load_model(path, true)
-        })
+        // SAFETY: `modelPath` is NULL or a C string (the C contract).
+        let path = unsafe { path_arg(modelPath, "modelPath") }?;
+        // SAFETY: `modelId` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(modelId, "modelId", || {
+                crate::runtime::load_model(path, true)
+            })
+        }
     })
 }
 
@@ -42,8 +46,12 @@ pub unsafe extern "C" fn aclmdlQuerySize(
     weightSize: *mut usize,
 ) -> aclError {
     runtime_call("aclmdlQuerySize", || {
-        let path = path_arg(fileName, "fileName")?;
-        let (work, weight) = (out(workSize, "workSize")?, out(weightSize, "weightSize")?);
+        // SAFETY: `fileName` is NULL or a C string (the C contract).
+        let path = unsafe { path_arg(fileName, "fileName") }?;
+        // SAFETY: `workSize` is NULL or valid for writes; `weightSize` is NULL or valid for writes (the C contract).
+        let (work, weight) = (unsafe { out(workSize, "workSize") }?, unsafe {
+            out(weightSize, "weightSize")
+        }?);
         (*work, *weight) = crate::runtime::query_size(path)?;
         Ok(())
     })
@@ -61,8 +69,10 @@ pub unsafe extern "C" fn aclmdlLoadFromFileWithMem(
     weightSize: usize,
 ) -> aclError {
     runtime_call("aclmdlLoadFromFileWithMem", || {
-        let path = path_arg(modelPath, "modelPath")?;
-        let o = out(modelId, "modelId")?;
+        // SAFETY: `modelPath` is NULL or a C string (the C contract).
+        let path = unsafe { path_arg(modelPath, "modelPath") }?;
+        // SAFETY: `modelId` is NULL or valid for writes (the C contract).
+        let o = unsafe { out(modelId, "modelId") }?;
         crate::runtime::check_model_memory(
             workPtr as usize,
             workSize,

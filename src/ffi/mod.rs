@@ -63,7 +63,24 @@ pub(crate) unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T> {
             std::mem::align_of::<T>()
         )));
     }
-    p.as_mut().ok_or_else(|| invalid(format!("{what} is NULL")))
+    // SAFETY: aligned here, and NULL or valid for writes (the caller's promise).
+    unsafe { p.as_mut() }.ok_or_else(|| invalid(format!("{what} is NULL")))
+}
+
+/// An input pointer argument (a struct the caller fills in), or an error naming it if it is
+/// NULL or misaligned for a `T`: the same checks as [`out`].
+///
+/// # Safety
+/// `p` is NULL, misaligned, or valid for reads of a `T`.
+pub(crate) unsafe fn input<'a, T>(p: *const T, what: &str) -> Result<&'a T> {
+    if !p.is_aligned() {
+        return Err(invalid(format!(
+            "{what} is misaligned (needs {}-byte alignment)",
+            std::mem::align_of::<T>()
+        )));
+    }
+    // SAFETY: aligned here, and NULL or valid for reads (the caller's promise).
+    unsafe { p.as_ref() }.ok_or_else(|| invalid(format!("{what} is NULL")))
 }
 
 /// Checks the out-pointer `p`, then stores what `make` returns there (so nothing is made
@@ -76,7 +93,8 @@ pub(crate) unsafe fn fill<T>(
     what: &str,
     make: impl FnOnce() -> Result<T>,
 ) -> Result<()> {
-    let o = out(p, what)?;
+    // SAFETY: the caller's promise, as `out` needs it.
+    let o = unsafe { out(p, what) }?;
     *o = make()?;
     Ok(())
 }
@@ -99,7 +117,8 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a [u8]> 
     if p.is_null() {
         return Err(invalid(format!("{what} is NULL")));
     }
-    Ok(std::ffi::CStr::from_ptr(p).to_bytes())
+    // SAFETY: not NULL, so a NUL-terminated string (the caller's promise).
+    Ok(unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes())
 }
 
 /// A C string argument as a path.
@@ -108,9 +127,9 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a [u8]> 
 /// As [`cstr`].
 pub(crate) unsafe fn path_arg<'a>(p: *const c_char, what: &str) -> Result<&'a std::path::Path> {
     use std::os::unix::ffi::OsStrExt;
-    Ok(std::path::Path::new(std::ffi::OsStr::from_bytes(cstr(
-        p, what,
-    )?)))
+    // SAFETY: the caller's promise, as `cstr` needs it.
+    let bytes = unsafe { cstr(p, what) }?;
+    Ok(std::path::Path::new(std::ffi::OsStr::from_bytes(bytes)))
 }
 
 /// An optional path argument: NULL is `None`.
@@ -124,7 +143,8 @@ pub(crate) unsafe fn opt_path_arg<'a>(
     if p.is_null() {
         Ok(None)
     } else {
-        path_arg(p, what).map(Some)
+        // SAFETY: the caller's promise, as `path_arg` needs it.
+        unsafe { path_arg(p, what) }.map(Some)
     }
 }
 
@@ -139,7 +159,8 @@ pub(crate) unsafe fn counted_str<'a>(p: *const c_char, len: usize, what: &str) -
     if len > isize::MAX as usize {
         return Err(invalid(format!("{what} length {len} is impossible")));
     }
-    let s = std::slice::from_raw_parts(p.cast::<u8>(), len);
+    // SAFETY: not NULL, so `len` readable bytes (the caller's promise); `len` fits an isize.
+    let s = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
     if s.contains(&0) {
         return Err(invalid(format!(
             "{what} has a NUL inside its first {len} bytes: the length must be strlen, without the NUL"
@@ -167,7 +188,9 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &str) -> Result<&
     {
         return Err(invalid(format!("{what}: {n} elements is impossible")));
     }
-    Ok(std::slice::from_raw_parts(p, n))
+    // SAFETY: not NULL and aligned, so `n` readable `T`s (the caller's promise), and their
+    // size fits an isize.
+    Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
 
 /// Converts a C buffer argument of an accessor.
@@ -181,7 +204,8 @@ pub(crate) unsafe fn op_buffer<'a>(p: *const c_void, len: usize) -> Result<&'a [
     if len > isize::MAX as usize {
         return Err(invalid(format!("opInfoLen {len} is impossible")));
     }
-    Ok(std::slice::from_raw_parts(p.cast::<u8>(), len))
+    // SAFETY: not NULL, so `len` readable bytes (the caller's promise); `len` fits an isize.
+    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
 }
 
 /// Checks and locates record `index` of the buffer; only that record is ever touched.
@@ -199,10 +223,13 @@ pub(crate) unsafe fn op_record<'a>(
     if p.is_null() || len % RECORD_SIZE != 0 || index as usize >= len / RECORD_SIZE {
         return Err(op_record_error(p, len, index));
     }
-    let rec = &*p
-        .cast::<u8>()
-        .add(index as usize * RECORD_SIZE)
-        .cast::<crate::formats::record::Record>();
+    // SAFETY: record `index` lies inside the `len` readable bytes (checked above), and a
+    // `Record` is bytes, aligned to 1.
+    let rec = unsafe {
+        &*p.cast::<u8>()
+            .add(index as usize * RECORD_SIZE)
+            .cast::<crate::formats::record::Record>()
+    };
     crate::accessor::verified(rec, index)
 }
 
@@ -220,7 +247,9 @@ pub(crate) unsafe fn cached_record<'a>(
     if p.is_null() || len > isize::MAX as usize {
         return None;
     }
-    crate::accessor::cached(std::slice::from_raw_parts(p.cast::<u8>(), len), index)
+    // SAFETY: not NULL, so `len` readable bytes (the caller's promise); `len` fits an isize.
+    let bytes = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+    crate::accessor::cached(bytes, index)
 }
 
 #[cold]

@@ -68,7 +68,8 @@ pub unsafe extern "C" fn aclprofInit(profilerResultPath: *const c_char, length: 
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             crate::init::ensure();
-            let p = counted_str(profilerResultPath, length, "profilerResultPath")?;
+            // SAFETY: `profilerResultPath` is NULL or holds the bytes its length says (the C contract).
+            let p = unsafe { counted_str(profilerResultPath, length, "profilerResultPath") }?;
             if p.is_empty() || p.len() > crate::state::MAX_PATH {
                 return Err(invalid(format!(
                     "the path length must be 1..=4096, not {length}"
@@ -151,7 +152,11 @@ pub unsafe extern "C" fn aclprofCreateConfig(
                 std::ptr::null_mut(),
             );
         } else {
-            std::slice::from_raw_parts(deviceIdList, deviceNums as usize)
+            // SAFETY: `deviceIdList` holds `deviceNums` ids (the C contract).
+            match unsafe { super::array(deviceIdList, deviceNums as usize, "deviceIdList") } {
+                Ok(ids) => ids,
+                Err(e) => return failed("aclprofCreateConfig", e, std::ptr::null_mut()),
+            }
         };
         match crate::profiler::create_config(
             devices,
@@ -213,7 +218,8 @@ pub unsafe extern "C" fn aclprofSetConfig(
                     "configLength {configLength} is more than 256"
                 )));
             }
-            let v = counted_str(config, configLength, "config")?;
+            // SAFETY: `config` is NULL or holds the bytes its length says (the C contract).
+            let v = unsafe { counted_str(config, configLength, "config") }?;
             crate::profiler::set_config(ty, String::from_utf8_lossy(v).into_owned())
         },
     )
@@ -268,7 +274,7 @@ pub unsafe extern "C" fn aclprofCreateSubscribeConfig(
             );
         }
         // SAFETY: CANN's contract: fd points to an int that outlives the subscription.
-        let user_fd = crate::transport::UserFd::new(fd.cast());
+        let user_fd = unsafe { crate::transport::UserFd::new(fd.cast()) };
         match crate::profiler::create_sub_config(timeInfoSwitch, aicoreMetrics.0, user_fd) {
             Ok(h) => h as *mut aclprofSubscribeConfig,
             Err(e) => failed("aclprofCreateSubscribeConfig", e, std::ptr::null_mut()),
@@ -295,11 +301,9 @@ pub unsafe extern "C" fn aclprofGetOpDescSize(opDescSize: *mut usize) -> aclErro
         "aclprofGetOpDescSize",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if opDescSize.is_null() {
-                return code("aclprofGetOpDescSize", Err(invalid("opDescSize is NULL")));
-            }
-            *opDescSize = RECORD_SIZE;
-            0
+            // SAFETY: `opDescSize` is NULL or valid for writes (the C contract).
+            let r = unsafe { super::fill(opDescSize, "opDescSize", || Ok(RECORD_SIZE)) };
+            code("aclprofGetOpDescSize", r)
         },
     )
 }
@@ -315,11 +319,15 @@ pub unsafe extern "C" fn aclprofGetOpNum(
         "aclprofGetOpNum",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
-            if opNumber.is_null() {
-                return Err(invalid("opNumber is NULL"));
-            }
-            let n = accessor::op_num(op_buffer(opInfo, opInfoLen)?)?;
-            *opNumber = n;
+            // SAFETY: `opNumber` is NULL or valid for writes, `opInfo` NULL or holding the
+            // bytes its length says (the C contract).
+            let (out, buf) = unsafe {
+                (
+                    super::out(opNumber, "opNumber")?,
+                    op_buffer(opInfo, opInfoLen)?,
+                )
+            };
+            *out = accessor::op_num(buf)?;
             Ok(())
         },
     )
@@ -336,15 +344,17 @@ unsafe fn string_len(
     out: *mut usize,
     field: Field,
 ) -> aclError {
-    if !out.is_null() {
-        if let Some(s) =
-            cached_record(opInfo, len, index).and_then(|c| accessor::cached_string(c, field))
-        {
-            *out = s.len() + 1;
+    if !out.is_null() && out.is_aligned() {
+        // SAFETY: `opInfo` is NULL or holds `len` bytes (the C contract).
+        let cached = unsafe { cached_record(opInfo, len, index) };
+        if let Some(s) = cached.and_then(|c| accessor::cached_string(c, field)) {
+            // SAFETY: `out` is aligned and not NULL, so valid for writes (the C contract).
+            unsafe { *out = s.len() + 1 };
             return 0;
         }
     }
-    string_len_checked(func, opInfo, len, index, out, field)
+    // SAFETY: the caller's pointers, passed on.
+    unsafe { string_len_checked(func, opInfo, len, index, out, field) }
 }
 
 #[inline(never)]
@@ -357,11 +367,15 @@ unsafe fn string_len_checked(
     field: Field,
 ) -> aclError {
     entry(func, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        if out.is_null() {
-            return Err(invalid("the length out-pointer is NULL"));
-        }
-        let n = accessor::string_len(op_record(opInfo, len, index)?, field)?;
-        *out = n;
+        // SAFETY: `out` is NULL or valid for writes, `opInfo` NULL or holding `len` bytes
+        // (the C contract).
+        let (out, rec) = unsafe {
+            (
+                super::out(out, "the length out-pointer")?,
+                op_record(opInfo, len, index)?,
+            )
+        };
+        *out = accessor::string_len(rec, field)?;
         Ok(())
     })
 }
@@ -378,17 +392,22 @@ unsafe fn copy_string(
     field: Field,
 ) -> aclError {
     if !dst.is_null() {
-        if let Some(s) =
-            cached_record(opInfo, len, index).and_then(|c| accessor::cached_string(c, field))
-        {
+        // SAFETY: `opInfo` is NULL or holds `len` bytes (the C contract).
+        let cached = unsafe { cached_record(opInfo, len, index) };
+        if let Some(s) = cached.and_then(|c| accessor::cached_string(c, field)) {
             if dst_len > s.len() {
-                std::ptr::copy_nonoverlapping(s.as_ptr(), dst.cast::<u8>(), s.len());
-                *dst.add(s.len()) = 0;
+                // SAFETY: `dst` is not NULL, so it holds `dst_len` > `s.len()` writable bytes
+                // (the C contract), which a record's string cannot overlap.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(s.as_ptr(), dst.cast::<u8>(), s.len());
+                    *dst.add(s.len()) = 0;
+                }
                 return 0;
             }
         }
     }
-    copy_string_checked(func, opInfo, len, index, dst, dst_len, field)
+    // SAFETY: the caller's pointers, passed on.
+    unsafe { copy_string_checked(func, opInfo, len, index, dst, dst_len, field) }
 }
 
 #[inline(never)]
@@ -410,8 +429,14 @@ unsafe fn copy_string_checked(
                 "destination length {dst_len} is impossible"
             )));
         }
-        let v = op_record(opInfo, len, index)?;
-        let out = std::slice::from_raw_parts_mut(dst.cast::<u8>(), dst_len);
+        // SAFETY: `opInfo` is NULL or holds `len` bytes; `dst` is not NULL, so it holds
+        // `dst_len` writable bytes (the C contract), and `dst_len` fits an isize.
+        let (v, out) = unsafe {
+            (
+                op_record(opInfo, len, index)?,
+                std::slice::from_raw_parts_mut(dst.cast::<u8>(), dst_len),
+            )
+        };
         accessor::copy_string(v, field, out)
     })
 }
@@ -424,14 +449,17 @@ pub unsafe extern "C" fn aclprofGetOpTypeLen(
     index: u32,
     opTypeLen: *mut usize,
 ) -> aclError {
-    string_len(
-        "aclprofGetOpTypeLen",
-        opInfo,
-        opInfoLen,
-        index,
-        opTypeLen,
-        Field::Type,
-    )
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        string_len(
+            "aclprofGetOpTypeLen",
+            opInfo,
+            opInfoLen,
+            index,
+            opTypeLen,
+            Field::Type,
+        )
+    }
 }
 
 /// Copies record `index`'s op type and its NUL into `opType` (`opTypeLen` bytes). Too short
@@ -444,15 +472,18 @@ pub unsafe extern "C" fn aclprofGetOpType(
     opType: *mut c_char,
     opTypeLen: usize,
 ) -> aclError {
-    copy_string(
-        "aclprofGetOpType",
-        opInfo,
-        opInfoLen,
-        index,
-        opType,
-        opTypeLen,
-        Field::Type,
-    )
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        copy_string(
+            "aclprofGetOpType",
+            opInfo,
+            opInfoLen,
+            index,
+            opType,
+            opTypeLen,
+            Field::Type,
+        )
+    }
 }
 
 /// The length of record `index`'s op name, including the NUL.
@@ -463,14 +494,17 @@ pub unsafe extern "C" fn aclprofGetOpNameLen(
     index: u32,
     opNameLen: *mut usize,
 ) -> aclError {
-    string_len(
-        "aclprofGetOpNameLen",
-        opInfo,
-        opInfoLen,
-        index,
-        opNameLen,
-        Field::Name,
-    )
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        string_len(
+            "aclprofGetOpNameLen",
+            opInfo,
+            opInfoLen,
+            index,
+            opNameLen,
+            Field::Name,
+        )
+    }
 }
 
 /// Copies record `index`'s op name and its NUL into `opName` (`opNameLen` bytes). Too short
@@ -483,15 +517,18 @@ pub unsafe extern "C" fn aclprofGetOpName(
     opName: *mut c_char,
     opNameLen: usize,
 ) -> aclError {
-    copy_string(
-        "aclprofGetOpName",
-        opInfo,
-        opInfoLen,
-        index,
-        opName,
-        opNameLen,
-        Field::Name,
-    )
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        copy_string(
+            "aclprofGetOpName",
+            opInfo,
+            opInfoLen,
+            index,
+            opName,
+            opNameLen,
+            Field::Name,
+        )
+    }
 }
 
 /// A numeric accessor: the common case (the record this thread verified last) without a
@@ -505,9 +542,12 @@ unsafe fn field<T: Copy>(
     on_error: T,
     get: impl FnOnce(crate::formats::record::View<'_>) -> T,
 ) -> T {
-    match cached_record(opInfo, len, index) {
-        Some(c) => get(c.view),
-        None => field_checked(func, opInfo, len, index, on_error, get),
+    // SAFETY: `opInfo` is NULL or holds `len` bytes (the C contract), passed on.
+    unsafe {
+        match cached_record(opInfo, len, index) {
+            Some(c) => get(c.view),
+            None => field_checked(func, opInfo, len, index, on_error, get),
+        }
     }
 }
 
@@ -520,9 +560,12 @@ unsafe fn field_checked<T: Copy>(
     on_error: T,
     get: impl FnOnce(crate::formats::record::View<'_>) -> T,
 ) -> T {
-    guard(func, on_error, || match op_record(opInfo, len, index) {
-        Ok(c) => get(c.view),
-        Err(e) => failed(func, e, on_error),
+    guard(func, on_error, || {
+        // SAFETY: `opInfo` is NULL or holds `len` bytes (the C contract).
+        match unsafe { op_record(opInfo, len, index) } {
+            Ok(c) => get(c.view),
+            Err(e) => failed(func, e, on_error),
+        }
     })
 }
 
@@ -533,9 +576,12 @@ pub unsafe extern "C" fn aclprofGetOpStart(
     opInfoLen: usize,
     index: u32,
 ) -> u64 {
-    field("aclprofGetOpStart", opInfo, opInfoLen, index, 0, |v| {
-        v.start()
-    })
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        field("aclprofGetOpStart", opInfo, opInfoLen, index, 0, |v| {
+            v.start()
+        })
+    }
 }
 
 /// End time of record `index`, in ns; 0 on error.
@@ -545,7 +591,8 @@ pub unsafe extern "C" fn aclprofGetOpEnd(
     opInfoLen: usize,
     index: u32,
 ) -> u64 {
-    field("aclprofGetOpEnd", opInfo, opInfoLen, index, 0, |v| v.end())
+    // SAFETY: the caller's pointers, passed on.
+    unsafe { field("aclprofGetOpEnd", opInfo, opInfoLen, index, 0, |v| v.end()) }
 }
 
 /// Duration (end - start) of record `index`, in ns; 0 on error.
@@ -555,9 +602,12 @@ pub unsafe extern "C" fn aclprofGetOpDuration(
     opInfoLen: usize,
     index: u32,
 ) -> u64 {
-    field("aclprofGetOpDuration", opInfo, opInfoLen, index, 0, |v| {
-        v.duration()
-    })
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        field("aclprofGetOpDuration", opInfo, opInfoLen, index, 0, |v| {
+            v.duration()
+        })
+    }
 }
 
 /// Model id of record `index`; ACL_ERROR_INVALID_PARAM (100000) on error.
@@ -567,14 +617,17 @@ pub unsafe extern "C" fn aclprofGetModelId(
     opInfoLen: usize,
     index: u32,
 ) -> usize {
-    field(
-        "aclprofGetModelId",
-        opInfo,
-        opInfoLen,
-        index,
-        ACL_ERROR_INVALID_PARAM as usize,
-        |v| v.model_id() as usize,
-    )
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        field(
+            "aclprofGetModelId",
+            opInfo,
+            opInfoLen,
+            index,
+            ACL_ERROR_INVALID_PARAM as usize,
+            |v| v.model_id() as usize,
+        )
+    }
 }
 
 /// Graph id of record `index` (the model id field); ACL_ERROR_INVALID_PARAM on error.
@@ -584,14 +637,17 @@ pub unsafe extern "C" fn aclprofGetGraphId(
     opInfoLen: usize,
     index: u32,
 ) -> usize {
-    field(
-        "aclprofGetGraphId",
-        opInfo,
-        opInfoLen,
-        index,
-        ACL_ERROR_INVALID_PARAM as usize,
-        |v| v.model_id() as usize,
-    )
+    // SAFETY: the caller's pointers, passed on.
+    unsafe {
+        field(
+            "aclprofGetGraphId",
+            opInfo,
+            opInfoLen,
+            index,
+            ACL_ERROR_INVALID_PARAM as usize,
+            |v| v.model_id() as usize,
+        )
+    }
 }
 
 /// Flag of record `index`; ACL_SUBSCRIBE_NONE on error.
@@ -601,14 +657,17 @@ pub unsafe extern "C" fn aclprofGetOpFlag(
     opInfoLen: usize,
     index: u32,
 ) -> aclprofSubscribeOpFlag {
-    aclprofSubscribeOpFlag(field(
-        "aclprofGetOpFlag",
-        opInfo,
-        opInfoLen,
-        index,
-        FLAG_NONE,
-        |v| v.flag(),
-    ))
+    // SAFETY: the caller's pointers, passed on.
+    aclprofSubscribeOpFlag(unsafe {
+        field(
+            "aclprofGetOpFlag",
+            opInfo,
+            opInfoLen,
+            index,
+            FLAG_NONE,
+            |v| v.flag(),
+        )
+    })
 }
 
 thread_local! {
@@ -626,7 +685,8 @@ pub unsafe extern "C" fn aclprofGetOpAttriValue(
     attri: aclprofSubscribeOpAttri,
 ) -> *const c_char {
     guard("aclprofGetOpAttriValue", std::ptr::null(), || {
-        let v = match op_record(opInfo, opInfoLen, index) {
+        // SAFETY: `opInfo` is NULL or holds `opInfoLen` bytes (the C contract).
+        let v = match unsafe { op_record(opInfo, opInfoLen, index) } {
             Ok(c) => c.view,
             Err(e) => return failed("aclprofGetOpAttriValue", e, std::ptr::null()),
         };

@@ -53,19 +53,14 @@ pub extern "C" fn aclprofPop() -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclprofRangeStart(stamp: *mut c_void, rangeId: *mut u32) -> aclError {
     guard("aclprofRangeStart", MSPROFTX_FAILED, || {
-        if rangeId.is_null() {
-            return code(
-                "aclprofRangeStart",
-                Err(Error::new(MSPROFTX_FAILED, "rangeId is NULL")),
-            );
-        }
-        match crate::tx::range_start(handle(stamp)) {
-            Ok(id) => {
-                *rangeId = id;
-                0
-            }
-            Err(e) => code("aclprofRangeStart", Err(e)),
-        }
+        // SAFETY: `rangeId` is NULL or valid for writes (the C contract).
+        let r = unsafe { super::out(rangeId, "rangeId") }
+            .map_err(|e| Error::new(MSPROFTX_FAILED, e.msg))
+            .and_then(|out| {
+                *out = crate::tx::range_start(handle(stamp))?;
+                Ok(())
+            });
+        code("aclprofRangeStart", r)
     })
 }
 
@@ -94,7 +89,8 @@ pub unsafe extern "C" fn aclprofSetStampTraceMessage(
         }
         crate::tx::set_message(
             handle(stamp),
-            std::slice::from_raw_parts(msg.cast::<u8>(), msgLen as usize),
+            // SAFETY: `msg` holds `msgLen` bytes (the C contract).
+            unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), msgLen as usize) },
         )
     })
 }
@@ -126,7 +122,8 @@ pub unsafe extern "C" fn aclprofMarkEx(
                 ),
             ));
         }
-        crate::tx::mark_ex(std::slice::from_raw_parts(msg.cast::<u8>(), msgLen))
+        // SAFETY: `msg` holds `msgLen` bytes (the C contract).
+        crate::tx::mark_ex(unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), msgLen) })
     })
 }
 
@@ -134,7 +131,8 @@ pub unsafe extern "C" fn aclprofMarkEx(
 #[no_mangle]
 pub unsafe extern "C" fn aclprofStr2Id(message: *const c_char) -> u64 {
     guard("aclprofStr2Id", 0, || {
-        match super::cstr(message, "message") {
+        // SAFETY: `message` is NULL or a C string (the C contract).
+        match unsafe { super::cstr(message, "message") } {
             Ok(s) => crate::tx::str_to_id(s),
             Err(e) => failed("aclprofStr2Id", e, 0),
         }

@@ -69,7 +69,8 @@ pub extern "C" fn aclrtResetDevice(deviceId: i32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> aclError {
     runtime_call("aclrtGetDevice", || {
-        fill(deviceId, "deviceId", crate::runtime::current_device)
+        // SAFETY: `deviceId` is NULL or valid for writes (the C contract).
+        unsafe { fill(deviceId, "deviceId", crate::runtime::current_device) }
     })
 }
 
@@ -77,7 +78,8 @@ pub unsafe extern "C" fn aclrtGetDevice(deviceId: *mut i32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> aclError {
     runtime_call("aclrtGetDeviceCount", || {
-        fill(count, "count", || Ok(crate::runtime::device_count()))
+        // SAFETY: `count` is NULL or valid for writes (the C contract).
+        unsafe { fill(count, "count", || Ok(crate::runtime::device_count())) }
     })
 }
 
@@ -85,9 +87,12 @@ pub unsafe extern "C" fn aclrtGetDeviceCount(count: *mut u32) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetRunMode(runMode: *mut aclrtRunMode) -> aclError {
     runtime_call("aclrtGetRunMode", || {
-        fill(runMode, "runMode", || {
-            Ok(aclrtRunMode(crate::runtime::ACL_HOST))
-        })
+        // SAFETY: `runMode` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(runMode, "runMode", || {
+                Ok(aclrtRunMode(crate::runtime::ACL_HOST))
+            })
+        }
     })
 }
 
@@ -95,9 +100,12 @@ pub unsafe extern "C" fn aclrtGetRunMode(runMode: *mut aclrtRunMode) -> aclError
 #[no_mangle]
 pub unsafe extern "C" fn aclrtCreateContext(context: *mut aclrtContext, deviceId: i32) -> aclError {
     runtime_call("aclrtCreateContext", || {
-        fill(context, "context", || {
-            crate::runtime::create_context(deviceId).map(|c| c as aclrtContext)
-        })
+        // SAFETY: `context` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(context, "context", || {
+                crate::runtime::create_context(deviceId).map(|c| c as aclrtContext)
+            })
+        }
     })
 }
 
@@ -120,9 +128,12 @@ pub extern "C" fn aclrtSetCurrentContext(context: aclrtContext) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtGetCurrentContext(context: *mut aclrtContext) -> aclError {
     runtime_call("aclrtGetCurrentContext", || {
-        fill(context, "context", || {
-            crate::runtime::current_context().map(|c| c as aclrtContext)
-        })
+        // SAFETY: `context` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(context, "context", || {
+                crate::runtime::current_context().map(|c| c as aclrtContext)
+            })
+        }
     })
 }
 
@@ -131,9 +142,12 @@ pub unsafe extern "C" fn aclrtGetCurrentContext(context: *mut aclrtContext) -> a
 #[no_mangle]
 pub unsafe extern "C" fn aclrtCreateStream(stream: *mut aclrtStream) -> aclError {
     runtime_call("aclrtCreateStream", || {
-        fill(stream, "stream", || {
-            crate::runtime::create_stream().map(|s| s as aclrtStream)
-        })
+        // SAFETY: `stream` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(stream, "stream", || {
+                crate::runtime::create_stream().map(|s| s as aclrtStream)
+            })
+        }
     })
 }
 
@@ -168,9 +182,12 @@ pub unsafe extern "C" fn aclrtMalloc(
 ) -> aclError {
     let _ = policy.0; // every policy gets host memory
     runtime_call("aclrtMalloc", || {
-        fill(devPtr, "devPtr", || {
-            crate::runtime::malloc(size, true).map(|p| p as *mut c_void)
-        })
+        // SAFETY: `devPtr` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(devPtr, "devPtr", || {
+                crate::runtime::malloc(size, true).map(|p| p as *mut c_void)
+            })
+        }
     })
 }
 
@@ -185,9 +202,12 @@ pub extern "C" fn aclrtFree(devPtr: *mut c_void) -> aclError {
 #[no_mangle]
 pub unsafe extern "C" fn aclrtMallocHost(hostPtr: *mut *mut c_void, size: usize) -> aclError {
     runtime_call("aclrtMallocHost", || {
-        fill(hostPtr, "hostPtr", || {
-            crate::runtime::malloc(size, false).map(|p| p as *mut c_void)
-        })
+        // SAFETY: `hostPtr` is NULL or valid for writes (the C contract).
+        unsafe {
+            fill(hostPtr, "hostPtr", || {
+                crate::runtime::malloc(size, false).map(|p| p as *mut c_void)
+            })
+        }
     })
 }
 
@@ -208,7 +228,8 @@ pub unsafe extern "C" fn aclrtMemcpy(
 ) -> aclError {
     runtime_call("aclrtMemcpy", || {
         crate::runtime::check_memcpy(dst as usize, destMax, src as usize, count, kind.0)?;
-        std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count);
+        // SAFETY: `dst` and `src` are not NULL, so they hold `count` <= `destMax` bytes (the C contract).
+        unsafe { std::ptr::copy(src.cast::<u8>(), dst.cast::<u8>(), count) };
         Ok(())
     })
 }
@@ -230,7 +251,8 @@ pub unsafe extern "C" fn aclrtMemset(
                 "count {count} is more than maxCount {maxCount}"
             )));
         }
-        std::ptr::write_bytes(devPtr.cast::<u8>(), value as u8, count);
+        // SAFETY: `devPtr` is not NULL, so it holds `count` <= `maxCount` writable bytes (the C contract).
+        unsafe { std::ptr::write_bytes(devPtr.cast::<u8>(), value as u8, count) };
         Ok(())
     })
 }

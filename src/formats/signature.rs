@@ -41,8 +41,8 @@ pub fn of_sparse_record(rec: &[u8; 512], spans: (usize, usize, usize)) -> u32 {
     if shaped {
         #[cfg(target_arch = "x86_64")]
         if has_clmul() {
-            // SAFETY: the CPU has the features; the spans are inside the record.
-            return unsafe { x86::sparse(rec.as_ptr(), e1, s2, e2) };
+            // SAFETY: the CPU has the features `sparse` is compiled for.
+            return unsafe { x86::sparse(rec, e1, s2, e2) };
         }
     }
     of_record(rec)
@@ -53,8 +53,8 @@ pub fn of_sparse_record(rec: &[u8; 512], spans: (usize, usize, usize)) -> u32 {
 pub fn of_record(rec: &[u8; 512]) -> u32 {
     #[cfg(target_arch = "x86_64")]
     if has_clmul() {
-        // SAFETY: the CPU has the features; `rec` is 512 readable bytes.
-        return unsafe { x86::three_way_508(rec.as_ptr().add(4)) };
+        // SAFETY: the CPU has the features `three_way_508` is compiled for.
+        return unsafe { x86::three_way_508(rec) };
     }
     register(&rec[4..])
 }
@@ -104,7 +104,7 @@ mod x86 {
 
     #[inline]
     #[target_feature(enable = "sse4.2,pclmulqdq")]
-    unsafe fn shift(reg: u64, k: u32) -> u64 {
+    fn shift(reg: u64, k: u32) -> u64 {
         let prod = _mm_clmulepi64_si128(
             _mm_cvtsi64_si128(reg as i64),
             _mm_cvtsi64_si128(k as i64),
@@ -116,7 +116,7 @@ mod x86 {
     /// `reg` after `n` zero bytes.
     #[inline]
     #[target_feature(enable = "sse4.2,pclmulqdq")]
-    unsafe fn shift_n(reg: u64, n: usize) -> u64 {
+    fn shift_n(reg: u64, n: usize) -> u64 {
         if n >= 5 {
             shift(reg, SHIFT[n])
         } else {
@@ -129,13 +129,18 @@ mod x86 {
     }
 
     /// The register (from `init`) over the 8-byte words in `[from, to)` of `rec`.
+    ///
+    /// # Safety
+    /// `to <= 512` (the words are read without bounds checks: this is the signing's loop).
     #[inline]
     #[target_feature(enable = "sse4.2,pclmulqdq")]
-    unsafe fn chain(init: u64, rec: *const u8, from: usize, to: usize) -> u64 {
+    unsafe fn chain(init: u64, rec: &[u8; 512], from: usize, to: usize) -> u64 {
         let mut r = init;
         let mut off = from;
         while off < to {
-            r = _mm_crc32_u64(r, std::ptr::read_unaligned(rec.add(off) as *const u64));
+            // SAFETY: off + 8 <= to <= 512, the caller's promise.
+            let word = unsafe { std::ptr::read_unaligned(rec.as_ptr().add(off).cast::<u64>()) };
+            r = _mm_crc32_u64(r, word);
             off += 8;
         }
         r
@@ -144,12 +149,17 @@ mod x86 {
     /// The register over `rec[4..512]` when only `[4, e1)` and `[s2, e2)` may be non-zero:
     /// three independent chains (header, type, name), joined by shifts over the zeros.
     #[target_feature(enable = "sse4.2,pclmulqdq")]
-    pub unsafe fn sparse(rec: *const u8, e1: usize, s2: usize, e2: usize) -> u32 {
+    pub fn sparse(rec: &[u8; 512], e1: usize, s2: usize, e2: usize) -> u32 {
         const MID: usize = 56;
-        let first = std::ptr::read_unaligned(rec.add(4) as *const u32);
-        let a = chain(_mm_crc32_u32(0xFFFF_FFFF, first) as u64, rec, 8, MID);
-        let b = chain(0, rec, MID, e1);
-        let c = chain(0, rec, s2, e2);
+        let first = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
+        // SAFETY: MID, e1 and e2 are at most 512 (`of_sparse_record` checked the shape).
+        let (a, b, c) = unsafe {
+            (
+                chain(_mm_crc32_u32(0xFFFF_FFFF, first) as u64, rec, 8, MID),
+                chain(0, rec, MID, e1),
+                chain(0, rec, s2, e2),
+            )
+        };
         let tail = 512 - e2;
         (shift_n(a, 512 - MID) ^ shift_n(b, 512 - e1) ^ shift_n(c, tail)) as u32
     }
@@ -157,10 +167,10 @@ mod x86 {
     /// The register over the 508 bytes at `p`: the first chain takes one 4-byte word, then
     /// each chain takes 21 eight-byte words.
     #[target_feature(enable = "sse4.2,pclmulqdq")]
-    pub unsafe fn three_way_508(p: *const u8) -> u32 {
-        let first = std::ptr::read_unaligned(p as *const u32);
-        let p = p.add(4);
-        let word = |off: usize| std::ptr::read_unaligned(p.add(off) as *const u64);
+    pub fn three_way_508(rec: &[u8; 512]) -> u32 {
+        let first = u32::from_le_bytes(rec[4..8].try_into().expect("4 bytes"));
+        let word =
+            |off: usize| u64::from_le_bytes(rec[8 + off..16 + off].try_into().expect("8 bytes"));
         let (mut a, mut b, mut c) = (_mm_crc32_u32(0xFFFF_FFFF, first) as u64, 0u64, 0u64);
         let mut off = 0;
         while off < THIRD {

@@ -66,6 +66,7 @@ pub fn prepare_fd(fd: c_int) -> Result<(Signals, Kind)> {
             format!("fd {fd} is open read-only: pass the write end of the pipe (&fd[1]), not the read end"),
         );
     }
+    // SAFETY: `stat` is plain old data, for which all zeros is a valid value.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: st is a valid out-pointer.
     if unsafe { libc::fstat(fd, &mut st) } != 0 {

@@ -75,6 +75,7 @@ pub struct Mem {
 // lane; shared state is accessed through atomics or through slots the head/tail protocol
 // gives to one side at a time.
 unsafe impl Send for Mem {}
+// SAFETY: as for `Send`.
 unsafe impl Sync for Mem {}
 
 impl Mem {
@@ -396,7 +397,8 @@ impl Lane {
     pub unsafe fn prod(&self) -> &mut Prod {
         #[cfg(loom)]
         self.prod_shadow.with_mut(|p| *p += 1);
-        &mut *self.prod.get()
+        // SAFETY: the caller has the producer side to itself (this function's contract).
+        unsafe { &mut *self.prod.get() }
     }
 
     pub fn cons(&self) -> MutexGuard<'_, Cons> {
@@ -460,6 +462,7 @@ mod tests {
         // Contents untouched: still zeros.
         // SAFETY: the first slot is inside the mapping.
         assert!(
+            // SAFETY: the lane maps `cap` >= 1 records, so slot 0 is RECORD_SIZE readable bytes.
             unsafe { std::slice::from_raw_parts(m.slot(0), RECORD_SIZE) }
                 .iter()
                 .all(|&b| b == 0)

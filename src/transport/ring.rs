@@ -80,6 +80,7 @@ pub struct Ring {
 // SAFETY: all shared state in the mapping is accessed through atomics or through slots the
 // head/tail protocol gives to exactly one side at a time.
 unsafe impl Send for Ring {}
+// SAFETY: as for `Send`.
 unsafe impl Sync for Ring {}
 
 /// True if process `pid` exists and is not a zombie (dead, not yet reaped): the one rule for
@@ -604,6 +605,7 @@ mod tests {
         for i in from..from + n {
             let h = m.ctl().head.load(Ordering::Relaxed);
             let r = rec(i);
+            // SAFETY: slot `h % cap` is a record inside the mapping, which `r` does not overlap.
             unsafe { std::ptr::copy_nonoverlapping(r.as_ptr(), m.slot(h % m.cap), RECORD_SIZE) };
             m.ctl().head.store(h + 1, Ordering::Release);
         }
@@ -632,6 +634,7 @@ mod tests {
             let mut got = 0;
             while got < 12 {
                 let (p, len) = r.acquire(100, Duration::from_millis(10)).unwrap().unwrap();
+                // SAFETY: `acquire` gives a span of `len` readable bytes inside the mapping.
                 let s = unsafe { std::slice::from_raw_parts(p, len) };
                 for one in s.chunks_exact(RECORD_SIZE) {
                     assert_eq!(record::get_u32(one, 0), record::signature_of(one));
@@ -660,16 +663,19 @@ mod tests {
         let r = Reader::attach(Ring::open(None, Some(w.fd())).unwrap()).unwrap();
         produce(&w, 1, 1, 4);
         let (p, len) = r.acquire(100, Duration::from_millis(10)).unwrap().unwrap();
+        // SAFETY: `acquire` gives a span of `len` readable bytes inside the mapping.
         let s = unsafe { std::slice::from_raw_parts(p, len) };
         assert_eq!(crate::accessor::op_num(s).unwrap(), 4);
         // A byte of record 2 changed after the acquire signed it (as only a producer
         // breaking the protocol could): this thread, which signed it, does not look again.
+        // SAFETY: the span holds the four records just produced, in the writable mapping.
         unsafe { *(p as *mut u8).add(2 * RECORD_SIZE + 300) = 1 };
         assert_eq!(crate::accessor::op_num(s).unwrap(), 4);
         assert!(crate::accessor::record(s, 2).is_ok());
         // Another thread holds nothing: it verifies, and finds the record changed.
         let (pa, la) = (p as usize, len);
         let elsewhere = std::thread::spawn(move || {
+            // SAFETY: `acquire` gives a span of `la` readable bytes inside the mapping.
             let s = unsafe { std::slice::from_raw_parts(pa as *const u8, la) };
             crate::accessor::op_num(s).unwrap_err().msg
         });

@@ -6,7 +6,9 @@ use std::os::fd::FromRawFd;
 
 fn pipe() -> (std::fs::File, c_int) {
     let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
     assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: `fds[0]` was just opened and is owned here alone.
     (unsafe { std::fs::File::from_raw_fd(fds[0]) }, fds[1])
 }
 
@@ -16,6 +18,7 @@ fn started(w: c_int, capacity: usize, policy: OnFull) -> Arc<Sub> {
     let slot: &'static mut c_int = Box::leak(Box::new(w));
     let dest = Dest::Fd {
         fd: w,
+        // SAFETY: `slot` is a leaked int that outlives the subscription.
         user: unsafe { UserFd::new(slot) },
         raises,
         kind,
@@ -71,6 +74,7 @@ fn delivers_whole_signed_records_in_order() {
     }
     sub.release(lane);
     let c = sub.close(Duration::from_secs(5));
+    // SAFETY: `w` is this test's own write end, closed once.
     unsafe { libc::close(w) };
     let all = reader.join().unwrap();
     assert_eq!(
@@ -104,6 +108,7 @@ fn a_partial_batch_arrives_without_any_flush_call() {
     assert_eq!(crate::accessor::op_num(&buf).unwrap(), 3);
     sub.release(lane);
     sub.close(Duration::from_secs(1));
+    // SAFETY: `w` is this test's own write end, closed once.
     unsafe { libc::close(w) };
 }
 
@@ -122,6 +127,7 @@ fn closed_reader_breaks_the_subscription_without_sigpipe() {
     assert_eq!(c.reported, 100);
     assert_eq!(c.delivered, 0);
     assert_eq!(c.dropped, 100);
+    // SAFETY: `w` is this test's own write end, closed once.
     unsafe { libc::close(w) };
 }
 
@@ -145,6 +151,7 @@ fn drop_policy_counts_exactly_and_timeout_bounds_close() {
     assert!(c.dropped > 0 && c.delivered > 0, "{c:?}");
     assert_eq!(c.bytes, c.delivered * RECORD_SIZE as u64);
     drop(r);
+    // SAFETY: `w` is this test's own write end, closed once.
     unsafe { libc::close(w) };
 }
 
@@ -192,6 +199,7 @@ fn ring_stress_accounts_for_every_record() {
             loop {
                 match reader.acquire(16, Duration::from_millis(100)) {
                     Ok(Some((p, len))) => {
+                        // SAFETY: the callback gets a span of `len` readable bytes.
                         let recs = unsafe { std::slice::from_raw_parts(p, len) };
                         assert_eq!(
                             crate::accessor::op_num(recs).unwrap() as usize * RECORD_SIZE,
@@ -245,6 +253,7 @@ fn many_threads_share_few_lanes_and_every_record_arrives() {
         h.join().unwrap();
     }
     let c = sub.close(Duration::from_secs(10));
+    // SAFETY: `w` is this test's own write end, closed once.
     unsafe { libc::close(w) };
     let all = reader.join().unwrap();
     assert_eq!(c.reported, 48_000);
