@@ -57,12 +57,18 @@ fn pct(x: f64) -> String {
 
 use aclprof::analyze::verdict::median;
 
+/// Step id -> (time, gap), as its slowest device saw it.
+type Steps = BTreeMap<u64, (u64, u64)>;
+
+/// The sum of `f` over the run's devices.
+fn device_sum(r: &RunStats, f: fn(&aclprof::runstats::DeviceTime) -> u64) -> f64 {
+    r.devices.iter().map(f).sum::<u64>() as f64
+}
+
 /// The rules that fire for `r`, in the order of the list in docs/design.md.
 pub fn advise(r: &RunStats) -> Vec<Advice> {
     let mut out = Vec::new();
     let e2e = r.e2e() as f64;
-    let sum =
-        |f: fn(&aclprof::runstats::DeviceTime) -> u64| r.devices.iter().map(f).sum::<u64>() as f64;
     let op_time: f64 = r
         .types
         .rows
@@ -70,83 +76,112 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         .filter(|t| !r.comm_types.contains(&t.key))
         .map(|t| t.total_ns as f64)
         .sum();
-    // Step id -> (time, gap), as its slowest device saw it.
-    let steps: BTreeMap<u64, (u64, u64)> = r
+    let steps: Steps = r
         .slowest_steps()
         .into_iter()
         .map(|(s, _)| (s.id, (s.total(), s.gap)))
         .collect();
+    let free = device_sum(r, |d| d.free);
 
-    let free = sum(|d| d.free);
-    if e2e > 0.0 && free / e2e > FREE_SHARE {
-        // The steps with the most free time first.
-        let mut st: Vec<_> = r.steps.iter().map(|s| (s.free, s.id)).collect();
-        st.sort_by(|a, b| b.cmp(a));
-        st.dedup_by_key(|s| s.1);
-        out.push(Advice {
-            rule: "free-time",
-            title: "The device is idle for much of the run".into(),
-            evidence: format!(
-                "free time is {} of end-to-end device time ({:.3} of {:.3} us; threshold {})",
-                pct(free / e2e),
-                free / 1e3,
-                e2e / 1e3,
-                pct(FREE_SHARE)
-            ),
-            what_to_do: "Look at what the host does between ops: synchronous calls, small \
-                         ops launched one by one, waiting for input. Larger batches, graph \
-                         mode or fused ops keep the device fed.",
-            targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
-        });
+    out.extend(free_time(r, free, e2e));
+    out.extend(communication(r, e2e));
+    out.extend(data_wait(&steps));
+    out.extend(ai_cpu(r, op_time));
+    out.extend(transdata(r, op_time));
+    out.extend(dominant_type(r, op_time));
+    out.extend(slow_step(&steps));
+    out.extend(data_bound(r, &steps));
+    memory_rules(r, &mut out);
+    out.extend(host_cpu_bound(r, free, e2e));
+    out.extend(slow_rank(r));
+    out
+}
+
+/// "free-time": the device idle for more than [`FREE_SHARE`] of its end-to-end time.
+fn free_time(r: &RunStats, free: f64, e2e: f64) -> Option<Advice> {
+    if !(e2e > 0.0 && free / e2e > FREE_SHARE) {
+        return None;
     }
+    // The steps with the most free time first.
+    let mut st: Vec<_> = r.steps.iter().map(|s| (s.free, s.id)).collect();
+    st.sort_by(|a, b| b.cmp(a));
+    st.dedup_by_key(|s| s.1);
+    Some(Advice {
+        rule: "free-time",
+        title: "The device is idle for much of the run".into(),
+        evidence: format!(
+            "free time is {} of end-to-end device time ({:.3} of {:.3} us; threshold {})",
+            pct(free / e2e),
+            free / 1e3,
+            e2e / 1e3,
+            pct(FREE_SHARE)
+        ),
+        what_to_do: "Look at what the host does between ops: synchronous calls, small \
+                     ops launched one by one, waiting for input. Larger batches, graph \
+                     mode or fused ops keep the device fed.",
+        targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
+    })
+}
 
-    let nov = sum(|d| d.not_overlapped);
-    if e2e > 0.0 && nov / e2e > COMM_SHARE {
-        out.push(Advice {
-            rule: "communication",
-            title: "Communication is not overlapped with computation".into(),
-            evidence: format!(
-                "communication nothing computes beside takes {} of end-to-end device time \
-                 ({:.3} us; threshold {})",
-                pct(nov / e2e),
-                nov / 1e3,
-                pct(COMM_SHARE)
-            ),
-            what_to_do: "Overlap gradient communication with the backward pass (bucketed \
-                         all-reduce), fuse small collectives, or check for a slow link.",
-            targets: r
-                .comm_types
-                .iter()
-                .map(|t| Target::Type(t.clone()))
-                .collect(),
-        });
+/// "communication": communication nothing computes beside over [`COMM_SHARE`] of
+/// end-to-end time.
+fn communication(r: &RunStats, e2e: f64) -> Option<Advice> {
+    let nov = device_sum(r, |d| d.not_overlapped);
+    if !(e2e > 0.0 && nov / e2e > COMM_SHARE) {
+        return None;
     }
+    Some(Advice {
+        rule: "communication",
+        title: "Communication is not overlapped with computation".into(),
+        evidence: format!(
+            "communication nothing computes beside takes {} of end-to-end device time \
+             ({:.3} us; threshold {})",
+            pct(nov / e2e),
+            nov / 1e3,
+            pct(COMM_SHARE)
+        ),
+        what_to_do: "Overlap gradient communication with the backward pass (bucketed \
+                     all-reduce), fuse small collectives, or check for a slow link.",
+        targets: r
+            .comm_types
+            .iter()
+            .map(|t| Target::Type(t.clone()))
+            .collect(),
+    })
+}
 
-    if !steps.is_empty() {
-        let total: f64 = steps.values().map(|s| s.0 as f64).sum();
-        let gap: f64 = steps.values().map(|s| s.1 as f64).sum();
-        if total > 0.0 && gap / total > GAP_SHARE {
-            let mut st: Vec<_> = steps.iter().map(|(id, s)| (s.1, *id)).collect();
-            st.sort_by(|a, b| b.cmp(a));
-            out.push(Advice {
-                rule: "data-wait",
-                title: "Steps wait for data before the forward pass".into(),
-                evidence: format!(
-                    "the iteration gap is {} of step time ({:.3} of {:.3} us over {} steps; \
-                     threshold {})",
-                    pct(gap / total),
-                    gap / 1e3,
-                    total / 1e3,
-                    steps.len(),
-                    pct(GAP_SHARE)
-                ),
-                what_to_do: "The input pipeline does not keep up: more loader workers, \
-                             prefetching, or moving preprocessing to the device.",
-                targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
-            });
-        }
+/// "data-wait": the iteration gap over [`GAP_SHARE`] of step time.
+fn data_wait(steps: &Steps) -> Option<Advice> {
+    if steps.is_empty() {
+        return None;
     }
+    let total: f64 = steps.values().map(|s| s.0 as f64).sum();
+    let gap: f64 = steps.values().map(|s| s.1 as f64).sum();
+    if !(total > 0.0 && gap / total > GAP_SHARE) {
+        return None;
+    }
+    let mut st: Vec<_> = steps.iter().map(|(id, s)| (s.1, *id)).collect();
+    st.sort_by(|a, b| b.cmp(a));
+    Some(Advice {
+        rule: "data-wait",
+        title: "Steps wait for data before the forward pass".into(),
+        evidence: format!(
+            "the iteration gap is {} of step time ({:.3} of {:.3} us over {} steps; \
+             threshold {})",
+            pct(gap / total),
+            gap / 1e3,
+            total / 1e3,
+            steps.len(),
+            pct(GAP_SHARE)
+        ),
+        what_to_do: "The input pipeline does not keep up: more loader workers, \
+                     prefetching, or moving preprocessing to the device.",
+        targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
+    })
+}
 
+/// "ai-cpu": ops on the AI CPU over [`AICPU_SHARE`] of the op time `op_time`.
+fn ai_cpu(r: &RunStats, op_time: f64) -> Option<Advice> {
     let aicpu: Vec<&aclprof::analyze::Row> = r
         .types
         .rows
@@ -154,23 +189,27 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         .filter(|t| r.core.get(&t.key).is_some_and(|c| c == "AI_CPU"))
         .collect();
     let aicpu_time: f64 = aicpu.iter().map(|t| t.total_ns as f64).sum();
-    if !aicpu.is_empty() && op_time > 0.0 && aicpu_time / op_time > AICPU_SHARE {
-        out.push(Advice {
-            rule: "ai-cpu",
-            title: "Ops run on the AI CPU".into(),
-            evidence: format!(
-                "{} op types ({} ops) ran on the AI CPU: {} of op time ({:.3} us)",
-                aicpu.len(),
-                aicpu.iter().map(|t| t.count).sum::<u64>(),
-                pct(aicpu_time / op_time),
-                aicpu_time / 1e3
-            ),
-            what_to_do: "AI CPU ops are slow and break the AI Core pipeline: use a data \
-                         type or shape the AI Core kernel supports, or replace the op.",
-            targets: aicpu.iter().map(|t| Target::Type(t.key.clone())).collect(),
-        });
+    if !(!aicpu.is_empty() && op_time > 0.0 && aicpu_time / op_time > AICPU_SHARE) {
+        return None;
     }
+    Some(Advice {
+        rule: "ai-cpu",
+        title: "Ops run on the AI CPU".into(),
+        evidence: format!(
+            "{} op types ({} ops) ran on the AI CPU: {} of op time ({:.3} us)",
+            aicpu.len(),
+            aicpu.iter().map(|t| t.count).sum::<u64>(),
+            pct(aicpu_time / op_time),
+            aicpu_time / 1e3
+        ),
+        what_to_do: "AI CPU ops are slow and break the AI Core pipeline: use a data \
+                     type or shape the AI Core kernel supports, or replace the op.",
+        targets: aicpu.iter().map(|t| Target::Type(t.key.clone())).collect(),
+    })
+}
 
+/// "transdata": TransData over [`TRANSDATA_SHARE`] of the op time `op_time`.
+fn transdata(r: &RunStats, op_time: f64) -> Option<Advice> {
     let trans: Vec<&aclprof::analyze::Row> = r
         .types
         .rows
@@ -178,199 +217,217 @@ pub fn advise(r: &RunStats) -> Vec<Advice> {
         .filter(|t| t.key.starts_with("TransData"))
         .collect();
     let trans_time: f64 = trans.iter().map(|t| t.total_ns as f64).sum();
-    if op_time > 0.0 && trans_time / op_time > TRANSDATA_SHARE {
-        out.push(Advice {
-            rule: "transdata",
-            title: "Format conversions (TransData) take a large share".into(),
-            evidence: format!(
-                "TransData takes {} of op time ({:.3} us; threshold {})",
-                pct(trans_time / op_time),
-                trans_time / 1e3,
-                pct(TRANSDATA_SHARE)
-            ),
-            what_to_do: "Keep tensors in the device's format between ops (NC1HWC0, \
-                         FRACTAL_NZ): avoid mixing formats and host-side reshapes.",
-            targets: trans.iter().map(|t| Target::Type(t.key.clone())).collect(),
-        });
+    if !(op_time > 0.0 && trans_time / op_time > TRANSDATA_SHARE) {
+        return None;
     }
+    Some(Advice {
+        rule: "transdata",
+        title: "Format conversions (TransData) take a large share".into(),
+        evidence: format!(
+            "TransData takes {} of op time ({:.3} us; threshold {})",
+            pct(trans_time / op_time),
+            trans_time / 1e3,
+            pct(TRANSDATA_SHARE)
+        ),
+        what_to_do: "Keep tensors in the device's format between ops (NC1HWC0, \
+                     FRACTAL_NZ): avoid mixing formats and host-side reshapes.",
+        targets: trans.iter().map(|t| Target::Type(t.key.clone())).collect(),
+    })
+}
 
-    if let Some(top) = r
+/// "dominant-type": one op type over [`DOMINANT_SHARE`] of the op time `op_time`.
+fn dominant_type(r: &RunStats, op_time: f64) -> Option<Advice> {
+    let top = r
         .types
         .rows
         .iter()
         .filter(|t| !r.comm_types.contains(&t.key))
-        .max_by_key(|t| t.total_ns)
-    {
-        let share = top.total_ns as f64 / op_time.max(1.0);
-        if share > DOMINANT_SHARE {
-            out.push(Advice {
-                rule: "dominant-type",
-                title: format!("{} dominates the op time", top.key),
-                evidence: format!(
-                    "{} takes {} of op time ({} ops, {:.3} us; threshold {})",
-                    top.key,
-                    pct(share),
-                    top.count,
-                    top.total_ns as f64 / 1e3,
-                    pct(DOMINANT_SHARE)
-                ),
-                what_to_do: "Tuning this type pays most: check its shapes and data types, \
-                             try the auto-tuner (AOE) on it, or a fused or lower-precision \
-                             variant.",
-                targets: vec![Target::Type(top.key.clone())],
-            });
-        }
+        .max_by_key(|t| t.total_ns)?;
+    let share = top.total_ns as f64 / op_time.max(1.0);
+    if share <= DOMINANT_SHARE {
+        return None;
     }
+    Some(Advice {
+        rule: "dominant-type",
+        title: format!("{} dominates the op time", top.key),
+        evidence: format!(
+            "{} takes {} of op time ({} ops, {:.3} us; threshold {})",
+            top.key,
+            pct(share),
+            top.count,
+            top.total_ns as f64 / 1e3,
+            pct(DOMINANT_SHARE)
+        ),
+        what_to_do: "Tuning this type pays most: check its shapes and data types, \
+                     try the auto-tuner (AOE) on it, or a fused or lower-precision \
+                     variant.",
+        targets: vec![Target::Type(top.key.clone())],
+    })
+}
 
-    if steps.len() >= 3 {
-        let med = median(steps.values().map(|s| s.0 as f64).collect());
-        let slow: Vec<(u64, u64)> = steps
-            .iter()
-            .filter(|(_, s)| s.0 as f64 > SLOW_STEP * med)
-            .map(|(id, s)| (*id, s.0))
-            .collect();
-        if med > 0.0 && !slow.is_empty() {
-            out.push(Advice {
-                rule: "slow-step",
-                title: "Some steps are much slower than the median".into(),
-                evidence: format!(
-                    "{} of {} steps take over {SLOW_STEP}× the median step ({:.3} us): {}",
-                    slow.len(),
-                    steps.len(),
-                    med / 1e3,
-                    slow.iter()
-                        .take(5)
-                        .map(|(id, t)| format!("step {id} {:.3} us", *t as f64 / 1e3))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                what_to_do: "Look at what differs in those steps: a first-step compilation, \
-                             a checkpoint, a garbage collection or another process.",
-                targets: slow.iter().map(|s| Target::Step(s.0)).collect(),
-            });
-        }
+/// "slow-step": steps over [`SLOW_STEP`] times the median step, in runs of 3 steps or more.
+fn slow_step(steps: &Steps) -> Option<Advice> {
+    if steps.len() < 3 {
+        return None;
     }
-
-    if let Some(a) = &r.pipeline_analysis {
-        let total: u64 = if steps.is_empty() {
-            a.span_ns
-        } else {
-            steps.values().map(|s| s.0).sum()
-        };
-        if total > 0 && a.wait_ns as f64 / total as f64 > DATA_BOUND {
-            let mut st: Vec<(u64, u64)> = r
-                .steps
-                .iter()
-                .map(|s| {
-                    (
-                        aclprof::pipeline::wait_in(&r.pipeline, s.start, s.end),
-                        s.id,
-                    )
-                })
-                .collect();
-            st.sort_by(|a, b| b.cmp(a));
-            st.dedup_by_key(|s| s.1);
-            let culprit = match &a.bottleneck {
-                Some((stage, rule, ev)) => format!("; the bottleneck is {stage} ({rule}: {ev})"),
-                None => "; no single stage is the bottleneck".into(),
-            };
-            out.push(Advice {
-                rule: "data-bound",
-                title: "Training waits for its data pipeline".into(),
-                evidence: format!(
-                    "the training thread waited for data {} of {} ({:.3} of {:.3} us; \
-                     threshold {}){culprit}",
-                    pct(a.wait_ns as f64 / total as f64),
-                    if steps.is_empty() {
-                        "the pipeline's time"
-                    } else {
-                        "step time"
-                    },
-                    a.wait_ns as f64 / 1e3,
-                    total as f64 / 1e3,
-                    pct(DATA_BOUND)
-                ),
-                what_to_do: "Speed up the bottleneck stage (more workers, cheaper transforms, \
-                             caching decoded data), prefetch more batches, or move \
-                             preprocessing to the device.",
-                targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
-            });
-        }
+    let med = median(steps.values().map(|s| s.0 as f64).collect());
+    let slow: Vec<(u64, u64)> = steps
+        .iter()
+        .filter(|(_, s)| s.0 as f64 > SLOW_STEP * med)
+        .map(|(id, s)| (*id, s.0))
+        .collect();
+    if med <= 0.0 || slow.is_empty() {
+        return None;
     }
+    Some(Advice {
+        rule: "slow-step",
+        title: "Some steps are much slower than the median".into(),
+        evidence: format!(
+            "{} of {} steps take over {SLOW_STEP}× the median step ({:.3} us): {}",
+            slow.len(),
+            steps.len(),
+            med / 1e3,
+            slow.iter()
+                .take(5)
+                .map(|(id, t)| format!("step {id} {:.3} us", *t as f64 / 1e3))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        what_to_do: "Look at what differs in those steps: a first-step compilation, \
+                     a checkpoint, a garbage collection or another process.",
+        targets: slow.iter().map(|s| Target::Step(s.0)).collect(),
+    })
+}
 
-    memory_rules(r, &mut out);
-    if e2e > 0.0 && free / e2e > FREE_SHARE {
-        let busiest: Vec<f64> = r
-            .memory
-            .samples
-            .iter()
-            .filter_map(|s| match s {
-                aclprof::formats::host_sys::Sample::Cpu { cpus, .. } => {
-                    Some(cpus.iter().copied().fold(0.0, f64::max) / 100.0)
-                }
-                _ => None,
-            })
-            .collect();
-        let mean = busiest.iter().sum::<f64>() / busiest.len().max(1) as f64;
-        if !busiest.is_empty() && mean > HOST_CPU_BOUND {
-            out.push(Advice {
-                rule: "host-cpu-bound",
-                title: "The host keeps a CPU busy while the device waits".into(),
-                evidence: format!(
-                    "the process's busiest CPU was {} busy on average over {} samples                      (threshold {}) while the device was free {} of the time",
-                    pct(mean),
-                    busiest.len(),
-                    pct(HOST_CPU_BOUND),
-                    pct(free / e2e)
-                ),
-                what_to_do: "One host thread is the limit: launch work from more threads,                              move preprocessing off the launching thread, or use graph mode                              so one call launches many ops.",
-                targets: Vec::new(),
-            });
-        }
+/// "data-bound": the training thread waits for the data pipeline over [`DATA_BOUND`] of
+/// step time (of the pipeline's span without steps).
+fn data_bound(r: &RunStats, steps: &Steps) -> Option<Advice> {
+    let a = r.pipeline_analysis.as_ref()?;
+    let total: u64 = if steps.is_empty() {
+        a.span_ns
+    } else {
+        steps.values().map(|s| s.0).sum()
+    };
+    if !(total > 0 && a.wait_ns as f64 / total as f64 > DATA_BOUND) {
+        return None;
     }
+    let mut st: Vec<(u64, u64)> = r
+        .steps
+        .iter()
+        .map(|s| {
+            (
+                aclprof::pipeline::wait_in(&r.pipeline, s.start, s.end),
+                s.id,
+            )
+        })
+        .collect();
+    st.sort_by(|a, b| b.cmp(a));
+    st.dedup_by_key(|s| s.1);
+    let culprit = match &a.bottleneck {
+        Some((stage, rule, ev)) => format!("; the bottleneck is {stage} ({rule}: {ev})"),
+        None => "; no single stage is the bottleneck".into(),
+    };
+    Some(Advice {
+        rule: "data-bound",
+        title: "Training waits for its data pipeline".into(),
+        evidence: format!(
+            "the training thread waited for data {} of {} ({:.3} of {:.3} us; \
+             threshold {}){culprit}",
+            pct(a.wait_ns as f64 / total as f64),
+            if steps.is_empty() {
+                "the pipeline's time"
+            } else {
+                "step time"
+            },
+            a.wait_ns as f64 / 1e3,
+            total as f64 / 1e3,
+            pct(DATA_BOUND)
+        ),
+        what_to_do: "Speed up the bottleneck stage (more workers, cheaper transforms, \
+                     caching decoded data), prefetch more batches, or move \
+                     preprocessing to the device.",
+        targets: st.iter().take(3).map(|s| Target::Step(s.1)).collect(),
+    })
+}
 
-    if let Some(s) = r.slow_rank() {
-        use aclprof::analyze::verdict::Why;
-        let (title, evidence, what_to_do) = match s.why {
-            Why::Computes => (
-                "A rank is slower than the others",
-                format!(
-                    "rank {} computes {:.3} us, {:.2}× the median rank's (over {SLOW_RANK}×); \
-                     the others wait for it in communication (rank {} longest, {:.3} us)",
-                    s.rank,
-                    s.ns as f64 / 1e3,
-                    s.of_median,
-                    s.waiter,
-                    s.waiter_ns as f64 / 1e3
-                ),
-                "Every rank waits for the slowest at each collective: check that device's \
-                 health and clocks, its data shard, and whether it runs extra work (logging, \
-                 evaluation).",
+/// "host-cpu-bound": the host's busiest CPU over [`HOST_CPU_BOUND`] busy while the device
+/// is free over [`FREE_SHARE`] of the time.
+fn host_cpu_bound(r: &RunStats, free: f64, e2e: f64) -> Option<Advice> {
+    if !(e2e > 0.0 && free / e2e > FREE_SHARE) {
+        return None;
+    }
+    let busiest: Vec<f64> = r
+        .memory
+        .samples
+        .iter()
+        .filter_map(|s| match s {
+            aclprof::formats::host_sys::Sample::Cpu { cpus, .. } => {
+                Some(cpus.iter().copied().fold(0.0, f64::max) / 100.0)
+            }
+            _ => None,
+        })
+        .collect();
+    let mean = busiest.iter().sum::<f64>() / busiest.len().max(1) as f64;
+    if busiest.is_empty() || mean <= HOST_CPU_BOUND {
+        return None;
+    }
+    Some(Advice {
+        rule: "host-cpu-bound",
+        title: "The host keeps a CPU busy while the device waits".into(),
+        evidence: format!(
+            "the process's busiest CPU was {} busy on average over {} samples                      (threshold {}) while the device was free {} of the time",
+            pct(mean),
+            busiest.len(),
+            pct(HOST_CPU_BOUND),
+            pct(free / e2e)
+        ),
+        what_to_do: "One host thread is the limit: launch work from more threads,                              move preprocessing off the launching thread, or use graph mode                              so one call launches many ops.",
+        targets: Vec::new(),
+    })
+}
+
+/// "slow-rank": a rank computing (or waiting) over [`SLOW_RANK`] times the median rank's.
+fn slow_rank(r: &RunStats) -> Option<Advice> {
+    use aclprof::analyze::verdict::Why;
+    let s = r.slow_rank()?;
+    let (title, evidence, what_to_do) = match s.why {
+        Why::Computes => (
+            "A rank is slower than the others",
+            format!(
+                "rank {} computes {:.3} us, {:.2}× the median rank's (over {SLOW_RANK}×); \
+                 the others wait for it in communication (rank {} longest, {:.3} us)",
+                s.rank,
+                s.ns as f64 / 1e3,
+                s.of_median,
+                s.waiter,
+                s.waiter_ns as f64 / 1e3
             ),
-            Why::Waits => (
-                "A rank waits for the others",
-                format!(
-                    "rank {} waits {:.3} us in communication not overlapped with computing, \
-                     {:.2}× the median rank's (over {SLOW_RANK}×), while no rank computes \
-                     much longer",
-                    s.rank,
-                    s.ns as f64 / 1e3,
-                    s.of_median
-                ),
-                "No rank computes too long, so the wait is in the communication itself: \
-                 check the links from this rank (aclprof analyze --communication names the \
-                 slowest) and the collectives' sizes.",
+            "Every rank waits for the slowest at each collective: check that device's \
+             health and clocks, its data shard, and whether it runs extra work (logging, \
+             evaluation).",
+        ),
+        Why::Waits => (
+            "A rank waits for the others",
+            format!(
+                "rank {} waits {:.3} us in communication not overlapped with computing, \
+                 {:.2}× the median rank's (over {SLOW_RANK}×), while no rank computes \
+                 much longer",
+                s.rank,
+                s.ns as f64 / 1e3,
+                s.of_median
             ),
-        };
-        out.push(Advice {
-            rule: "slow-rank",
-            title: title.into(),
-            evidence,
-            what_to_do,
-            targets: vec![Target::Rank(s.rank)],
-        });
-    }
-    out
+            "No rank computes too long, so the wait is in the communication itself: \
+             check the links from this rank (aclprof analyze --communication names the \
+             slowest) and the collectives' sizes.",
+        ),
+    };
+    Some(Advice {
+        rule: "slow-rank",
+        title: title.into(),
+        evidence,
+        what_to_do,
+        targets: vec![Target::Rank(s.rank)],
+    })
 }
 
 /// A leak and a peak far above the steady state, from `aclprof analyze --memory`'s rules.

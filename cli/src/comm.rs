@@ -342,178 +342,186 @@ fn link_cells(l: &Link) -> [String; 3] {
 
 /// `aclprof analyze --communication` in `format`.
 pub fn render(c: &Comm, format: Format) -> String {
-    use aclprof::analyze::{markdown_table, text_table};
     match format {
-        Format::Json => {
-            let times = |t: &Times| {
-                serde_json::json!({"count": t.count, "total_us": t.total_ns as f64 / 1e3,
-                    "transit_us": t.transit_ns as f64 / 1e3, "wait_us": t.wait_ns as f64 / 1e3,
-                    "wait_ratio": t.wait_ratio()})
-            };
-            let link = |l: &Link| {
-                serde_json::json!({"group": l.group, "src_rank": l.src, "dst_rank": l.dst,
-                    "transport_type": l.transport, "count": l.count,
-                    "transit_size_mb": l.bytes as f64 / 1e6, "transit_time_ms": l.ns as f64 / 1e6,
-                    "bandwidth_gb_s": l.bandwidth()})
-            };
-            let mut ops = Vec::new();
-            for ((g, ty), t) in &c.ops {
-                let mut o = times(t);
-                o["group"] = g.as_str().into();
-                o["op_type"] = ty.as_str().into();
-                ops.push(o);
-            }
-            let mut ranks = Vec::new();
-            for (r, t) in &c.ranks() {
-                let mut o = times(t);
-                o["rank"] = (*r).into();
-                ranks.push(o);
-            }
-            let mut rank_ops = Vec::new();
-            for ((r, ty), t) in &c.rank_types {
-                let mut o = times(t);
-                o["rank"] = (*r).into();
-                o["op_type"] = ty.as_str().into();
-                rank_ops.push(o);
-            }
-            let v = serde_json::json!({
-                "ops": ops,
-                "ranks": ranks,
-                "rank_ops": rank_ops,
-                "links": c.links.iter().map(link).collect::<Vec<_>>(),
-                "slowest_link": c.slowest_link().map(|(l, ratio)| {
-                    let mut o = link(l);
-                    o["of_median"] = ratio.into();
-                    o
-                }),
-                "waits_most": c.waits_most().map(|(r, t)| {
-                    let mut o = times(&t);
-                    o["rank"] = r.into();
-                    o
-                }),
-            });
-            serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+        Format::Json => render_json(c),
+        Format::Csv => render_csv(c),
+        Format::Table | Format::Markdown => render_tables(c, format == Format::Markdown),
+    }
+}
+
+/// The analysis as pretty-printed JSON.
+fn render_json(c: &Comm) -> String {
+    let times = |t: &Times| {
+        serde_json::json!({"count": t.count, "total_us": t.total_ns as f64 / 1e3,
+            "transit_us": t.transit_ns as f64 / 1e3, "wait_us": t.wait_ns as f64 / 1e3,
+            "wait_ratio": t.wait_ratio()})
+    };
+    let link = |l: &Link| {
+        serde_json::json!({"group": l.group, "src_rank": l.src, "dst_rank": l.dst,
+            "transport_type": l.transport, "count": l.count,
+            "transit_size_mb": l.bytes as f64 / 1e6, "transit_time_ms": l.ns as f64 / 1e6,
+            "bandwidth_gb_s": l.bandwidth()})
+    };
+    let mut ops = Vec::new();
+    for ((g, ty), t) in &c.ops {
+        let mut o = times(t);
+        o["group"] = g.as_str().into();
+        o["op_type"] = ty.as_str().into();
+        ops.push(o);
+    }
+    let mut ranks = Vec::new();
+    for (r, t) in &c.ranks() {
+        let mut o = times(t);
+        o["rank"] = (*r).into();
+        ranks.push(o);
+    }
+    let mut rank_ops = Vec::new();
+    for ((r, ty), t) in &c.rank_types {
+        let mut o = times(t);
+        o["rank"] = (*r).into();
+        o["op_type"] = ty.as_str().into();
+        rank_ops.push(o);
+    }
+    let v = serde_json::json!({
+        "ops": ops,
+        "ranks": ranks,
+        "rank_ops": rank_ops,
+        "links": c.links.iter().map(link).collect::<Vec<_>>(),
+        "slowest_link": c.slowest_link().map(|(l, ratio)| {
+            let mut o = link(l);
+            o["of_median"] = ratio.into();
+            o
+        }),
+        "waits_most": c.waits_most().map(|(r, t)| {
+            let mut o = times(&t);
+            o["rank"] = r.into();
+            o
+        }),
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"
+}
+
+/// The analysis as CSV: one row per op, rank and link.
+fn render_csv(c: &Comm) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(CSV_COLUMNS);
+    let blank = String::new;
+    for ((g, ty), t) in &c.ops {
+        let mut row = vec!["op".into(), g.clone(), ty.clone()];
+        row.extend(std::iter::repeat_with(blank).take(4));
+        row.extend(times_cells(t));
+        row.extend(std::iter::repeat_with(blank).take(3));
+        let _ = w.write_record(&row);
+    }
+    for (r, t) in &c.ranks() {
+        let mut row = vec!["rank".into(), blank(), blank(), r.to_string()];
+        row.extend(std::iter::repeat_with(blank).take(3));
+        row.extend(times_cells(t));
+        row.extend(std::iter::repeat_with(blank).take(3));
+        let _ = w.write_record(&row);
+    }
+    for l in &c.links {
+        let mut row = vec![
+            "link".into(),
+            l.group.clone(),
+            blank(),
+            blank(),
+            l.src.to_string(),
+            l.dst.to_string(),
+            l.transport.clone(),
+            l.count.to_string(),
+        ];
+        row.extend(std::iter::repeat_with(blank).take(4));
+        row.extend(link_cells(l));
+        let _ = w.write_record(&row);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// The analysis as tables of text, or of Markdown when `md`, and the findings.
+fn render_tables(c: &Comm, md: bool) -> String {
+    use aclprof::analyze::{markdown_table, text_table};
+    let table = |head: &[&str], rows: &[Vec<String>], left: usize| {
+        let head: Vec<String> = head.iter().map(|h| h.to_string()).collect();
+        if md {
+            markdown_table(&head, rows)
+        } else {
+            text_table(&head, rows, |k| k < left)
         }
-        Format::Csv => {
-            let mut w = csv::Writer::from_writer(Vec::new());
-            let _ = w.write_record(CSV_COLUMNS);
-            let blank = String::new;
-            for ((g, ty), t) in &c.ops {
-                let mut row = vec!["op".into(), g.clone(), ty.clone()];
-                row.extend(std::iter::repeat_with(blank).take(4));
-                row.extend(times_cells(t));
-                row.extend(std::iter::repeat_with(blank).take(3));
-                let _ = w.write_record(&row);
-            }
-            for (r, t) in &c.ranks() {
-                let mut row = vec!["rank".into(), blank(), blank(), r.to_string()];
-                row.extend(std::iter::repeat_with(blank).take(3));
-                row.extend(times_cells(t));
-                row.extend(std::iter::repeat_with(blank).take(3));
-                let _ = w.write_record(&row);
-            }
-            for l in &c.links {
-                let mut row = vec![
-                    "link".into(),
+    };
+    let mut o = String::new();
+    let times_head = [
+        "Count",
+        "Total (us)",
+        "Transfer (us)",
+        "Wait (us)",
+        "Wait ratio",
+    ];
+    let rows: Vec<Vec<String>> = c
+        .ops
+        .iter()
+        .map(|((g, ty), t)| {
+            [g.clone(), ty.clone()]
+                .into_iter()
+                .chain(times_cells(t))
+                .collect()
+        })
+        .collect();
+    let head: Vec<&str> = ["Group", "Op type"].into_iter().chain(times_head).collect();
+    o.push_str(&table(&head, &rows, 2));
+    o.push('\n');
+    let rows: Vec<Vec<String>> = c
+        .ranks()
+        .iter()
+        .map(|(r, t)| {
+            std::iter::once(r.to_string())
+                .chain(times_cells(t))
+                .collect()
+        })
+        .collect();
+    let head: Vec<&str> = std::iter::once("Rank").chain(times_head).collect();
+    o.push_str(&table(&head, &rows, 0));
+    o.push('\n');
+    if c.links.is_empty() {
+        o.push_str("No links: the tasks carry no sender and receiver ranks.\n");
+    } else {
+        let rows: Vec<Vec<String>> = c
+            .links
+            .iter()
+            .map(|l| {
+                [
                     l.group.clone(),
-                    blank(),
-                    blank(),
                     l.src.to_string(),
                     l.dst.to_string(),
                     l.transport.clone(),
                     l.count.to_string(),
-                ];
-                row.extend(std::iter::repeat_with(blank).take(4));
-                row.extend(link_cells(l));
-                let _ = w.write_record(&row);
-            }
-            String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
-        }
-        Format::Table | Format::Markdown => {
-            let md = format == Format::Markdown;
-            let table = |head: &[&str], rows: &[Vec<String>], left: usize| {
-                let head: Vec<String> = head.iter().map(|h| h.to_string()).collect();
-                if md {
-                    markdown_table(&head, rows)
-                } else {
-                    text_table(&head, rows, |k| k < left)
-                }
-            };
-            let mut o = String::new();
-            let times_head = [
-                "Count",
-                "Total (us)",
-                "Transfer (us)",
-                "Wait (us)",
-                "Wait ratio",
-            ];
-            let rows: Vec<Vec<String>> = c
-                .ops
-                .iter()
-                .map(|((g, ty), t)| {
-                    [g.clone(), ty.clone()]
-                        .into_iter()
-                        .chain(times_cells(t))
-                        .collect()
-                })
-                .collect();
-            let head: Vec<&str> = ["Group", "Op type"].into_iter().chain(times_head).collect();
-            o.push_str(&table(&head, &rows, 2));
-            o.push('\n');
-            let rows: Vec<Vec<String>> = c
-                .ranks()
-                .iter()
-                .map(|(r, t)| {
-                    std::iter::once(r.to_string())
-                        .chain(times_cells(t))
-                        .collect()
-                })
-                .collect();
-            let head: Vec<&str> = std::iter::once("Rank").chain(times_head).collect();
-            o.push_str(&table(&head, &rows, 0));
-            o.push('\n');
-            if c.links.is_empty() {
-                o.push_str("No links: the tasks carry no sender and receiver ranks.\n");
-            } else {
-                let rows: Vec<Vec<String>> = c
-                    .links
-                    .iter()
-                    .map(|l| {
-                        [
-                            l.group.clone(),
-                            l.src.to_string(),
-                            l.dst.to_string(),
-                            l.transport.clone(),
-                            l.count.to_string(),
-                        ]
-                        .into_iter()
-                        .chain(link_cells(l))
-                        .collect()
-                    })
-                    .collect();
-                o.push_str(&table(
-                    &[
-                        "Group",
-                        "Src rank",
-                        "Dst rank",
-                        "Transport",
-                        "Tasks",
-                        "Size (MB)",
-                        "Time (ms)",
-                        "Bandwidth (GB/s)",
-                    ],
-                    &rows,
-                    1,
-                ));
-            }
-            for f in findings(c) {
-                o.push('\n');
-                o.push_str(&f);
-            }
-            o.push('\n');
-            o
-        }
+                ]
+                .into_iter()
+                .chain(link_cells(l))
+                .collect()
+            })
+            .collect();
+        o.push_str(&table(
+            &[
+                "Group",
+                "Src rank",
+                "Dst rank",
+                "Transport",
+                "Tasks",
+                "Size (MB)",
+                "Time (ms)",
+                "Bandwidth (GB/s)",
+            ],
+            &rows,
+            1,
+        ));
     }
+    for f in findings(c) {
+        o.push('\n');
+        o.push_str(&f);
+    }
+    o.push('\n');
+    o
 }
 
 #[cfg(test)]

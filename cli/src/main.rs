@@ -502,6 +502,91 @@ fn diff(
     Ok(ExitCode::from(REGRESSED))
 }
 
+/// `aclprof analyze`: the pipeline, communication or memory analysis, else the ops.
+fn analyze_command(path: &Path, args: &AnalyzeArgs) -> Result<ExitCode, String> {
+    if args.pipeline && !matches!(args.format, Format::Table | Format::Json) {
+        Err("--pipeline writes a table or JSON: --format table or json".into())
+    } else if args.pipeline {
+        aclprof::pipeline::analysis::events_of(path)
+            .map(|ev| {
+                let a = aclprof::pipeline::analysis::analyze(&ev);
+                out!(
+                    "{}",
+                    aclprof::pipeline::analysis::render(&a, args.format == Format::Json)
+                );
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg)
+    } else if args.communication {
+        comm::analyze(path)
+            .map(|c| {
+                out!("{}", comm::render(&c, args.format));
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg)
+    } else if args.memory {
+        use aclprof::analyze::memory;
+        memory::events_of(path)
+            .map(|(ev, steps)| {
+                out!(
+                    "{}",
+                    memory::render(&memory::analyze(&ev, &steps), args.format)
+                );
+                ExitCode::SUCCESS
+            })
+            .map_err(|e| e.msg)
+    } else {
+        args.query()
+            .and_then(|q| run_analyze(path, &q, args.format))
+            .map(|text| {
+                out!("{text}");
+                ExitCode::SUCCESS
+            })
+    }
+}
+
+/// `aclprof report`: writes the page or the site for `input`, and says what it holds.
+fn report(input: &input::Input, output: &Path) -> Result<ExitCode, String> {
+    let r = page::write(input.path(), output, &mut progress_bar("reading")).map_err(|mut e| {
+        e.msg = input.named(e.msg);
+        e
+    });
+    progress_done();
+    r.map(|w| {
+        if page::is_site(output) {
+            outln!(
+                "{}: {}, {}; {}, {:.1} MB",
+                output.join("index.html").display(),
+                count(w.runs as u64, "run", "runs"),
+                count(w.ops, "op", "ops"),
+                count(w.pages as u64, "page", "pages"),
+                w.bytes as f64 / 1e6
+            );
+        } else {
+            let timeline = if w.timeline_tracks == 0 {
+                "no timeline (the input has no trace: a result directory has)".into()
+            } else {
+                format!(
+                    "a timeline of {} on {}",
+                    count(w.timeline_slices as u64, "slice", "slices"),
+                    count(w.timeline_tracks as u64, "track", "tracks")
+                )
+            };
+            outln!(
+                "{}: {} ({} in the table), {}, {}, {timeline}; {:.1} MB",
+                output.display(),
+                count(w.ops, "op", "ops"),
+                w.table_ops,
+                count(w.types as u64, "op type", "op types"),
+                count(w.steps as u64, "step", "steps"),
+                w.bytes as f64 / 1e6
+            );
+        }
+        ExitCode::SUCCESS
+    })
+    .map_err(|e| e.msg)
+}
+
 /// What [`out!`] and [`outln!`] do.
 fn write_out(args: std::fmt::Arguments) {
     use std::io::Write;
@@ -528,48 +613,7 @@ fn main() -> ExitCode {
         std::process::exit(e.exit_code())
     });
     let r = match cli.cmd {
-        Cmd::Analyze { args, .. }
-            if args.pipeline && !matches!(args.format, Format::Table | Format::Json) =>
-        {
-            Err("--pipeline writes a table or JSON: --format table or json".into())
-        }
-        Cmd::Analyze { path, args } if args.pipeline => {
-            aclprof::pipeline::analysis::events_of(&path)
-                .map(|ev| {
-                    let a = aclprof::pipeline::analysis::analyze(&ev);
-                    out!(
-                        "{}",
-                        aclprof::pipeline::analysis::render(&a, args.format == Format::Json)
-                    );
-                    ExitCode::SUCCESS
-                })
-                .map_err(|e| e.msg)
-        }
-        Cmd::Analyze { path, args } if args.communication => comm::analyze(&path)
-            .map(|c| {
-                out!("{}", comm::render(&c, args.format));
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg),
-        Cmd::Analyze { path, args } if args.memory => {
-            use aclprof::analyze::memory;
-            memory::events_of(&path)
-                .map(|(ev, steps)| {
-                    out!(
-                        "{}",
-                        memory::render(&memory::analyze(&ev, &steps), args.format)
-                    );
-                    ExitCode::SUCCESS
-                })
-                .map_err(|e| e.msg)
-        }
-        Cmd::Analyze { path, args } => args
-            .query()
-            .and_then(|q| run_analyze(&path, &q, args.format))
-            .map(|text| {
-                out!("{text}");
-                ExitCode::SUCCESS
-            }),
+        Cmd::Analyze { path, args } => analyze_command(&path, &args),
         Cmd::Export {
             dir,
             output,
@@ -619,46 +663,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            let r = page::write(input.path(), &output, &mut progress_bar("reading")).map_err(
-                |mut e| {
-                    e.msg = input.named(e.msg);
-                    e
-                },
-            );
-            progress_done();
-            r.map(|w| {
-                if page::is_site(&output) {
-                    outln!(
-                        "{}: {}, {}; {}, {:.1} MB",
-                        output.join("index.html").display(),
-                        count(w.runs as u64, "run", "runs"),
-                        count(w.ops, "op", "ops"),
-                        count(w.pages as u64, "page", "pages"),
-                        w.bytes as f64 / 1e6
-                    );
-                } else {
-                    let timeline = if w.timeline_tracks == 0 {
-                        "no timeline (the input has no trace: a result directory has)".into()
-                    } else {
-                        format!(
-                            "a timeline of {} on {}",
-                            count(w.timeline_slices as u64, "slice", "slices"),
-                            count(w.timeline_tracks as u64, "track", "tracks")
-                        )
-                    };
-                    outln!(
-                        "{}: {} ({} in the table), {}, {}, {timeline}; {:.1} MB",
-                        output.display(),
-                        count(w.ops, "op", "ops"),
-                        w.table_ops,
-                        count(w.types as u64, "op type", "op types"),
-                        count(w.steps as u64, "step", "steps"),
-                        w.bytes as f64 / 1e6
-                    );
-                }
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg)
+            report(&input, &output)
         }
         Cmd::Record {
             output,

@@ -409,101 +409,14 @@ fn export_one(
 ) -> Result<()> {
     let e = sql_err(db);
     let c = aclprof::sim::open_read_only(db).map_err(&e)?;
-    let has = |t: &str| -> bool {
-        c.query_row(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            [t],
-            |_| Ok(()),
-        )
-        .is_ok()
-    };
-    if !has("TASK") {
+    if !has_table(&c, "TASK") {
         return err(
             ACL_ERROR_INVALID_FILE,
             format!("{}: not a CANN database (no TASK table)", db.display()),
         );
     }
-    // CANN creates some tables only when they have rows: the missing ones, empty (and the
-    // enumerations with their values), in this connection's TEMP schema, so that every
-    // query runs on every database.
-    use aclprof::formats::db_schema::{DATA_TABLES, ENUMS, TABLES as DB_TABLES};
-    // Tables of older schemas that lack some of the columns read: a TEMP view of the same
-    // name (found first) gives them as NULL.
-    for (name, cols) in DB_TABLES.iter().chain(DATA_TABLES) {
-        if !has(name) {
-            c.execute_batch(&format!("CREATE TEMP TABLE {name} ({cols})"))
-                .map_err(&e)?;
-            continue;
-        }
-        let mut have = std::collections::HashSet::new();
-        {
-            let mut s = c
-                .prepare(&format!("PRAGMA main.table_info({name})"))
-                .map_err(&e)?;
-            let names = s.query_map([], |r| r.get::<_, String>(1)).map_err(&e)?;
-            for n in names {
-                have.insert(n.map_err(&e)?);
-            }
-        }
-        let wanted: Vec<&str> = cols
-            .split(',')
-            .filter_map(|c| c.split_whitespace().next())
-            .collect();
-        if wanted.iter().all(|w| have.contains(*w)) {
-            continue;
-        }
-        let select: Vec<String> = wanted
-            .iter()
-            .map(|w| {
-                if have.contains(*w) {
-                    w.to_string()
-                } else {
-                    format!("NULL AS {w}")
-                }
-            })
-            .collect();
-        c.execute_batch(&format!(
-            "CREATE TEMP VIEW {name} AS SELECT {} FROM main.{name}",
-            select.join(", ")
-        ))
-        .map_err(&e)?;
-    }
-    for (name, values) in ENUMS {
-        if !has(name) {
-            c.execute_batch(&format!(
-                "CREATE TEMP TABLE {name} (id INTEGER PRIMARY KEY, name TEXT)"
-            ))
-            .map_err(&e)?;
-            for (id, v) in values.iter() {
-                c.execute(&format!("INSERT INTO temp.{name} VALUES (?1, ?2)"), (id, v))
-                    .map_err(&e)?;
-            }
-        }
-    }
-    // (rank, device) pairs: RANK_DEVICE_MAP, else each device of TASK as its own rank.
-    let mut pairs: Vec<(i64, i64)> = Vec::new();
-    if has("RANK_DEVICE_MAP") {
-        let mut s = c
-            .prepare("SELECT rankId, deviceId FROM RANK_DEVICE_MAP ORDER BY deviceId")
-            .map_err(&e)?;
-        let rows = s
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-            .map_err(&e)?;
-        for r in rows {
-            let (rank, dev) = r.map_err(&e)?;
-            pairs.push((if rank < 0 { dev } else { rank }, dev));
-        }
-    }
-    if pairs.is_empty() {
-        let mut s = c
-            .prepare("SELECT DISTINCT deviceId FROM TASK ORDER BY deviceId")
-            .map_err(&e)?;
-        let rows = s.query_map([], |r| r.get::<_, i64>(0)).map_err(&e)?;
-        for d in rows {
-            let d = d.map_err(&e)?;
-            pairs.push((d, d));
-        }
-    }
+    complete_schema(&c, db)?;
+    let pairs = rank_devices(&c, db)?;
     for (i, &(rank, dev)) in pairs.iter().enumerate() {
         written.ranks.insert(rank);
         let file = |table: &str| {
@@ -547,6 +460,108 @@ fn export_one(
         written.files += 1;
     }
     Ok(())
+}
+
+/// Whether the database has the table `name` (its own, not a TEMP one).
+fn has_table(c: &rusqlite::Connection, name: &str) -> bool {
+    c.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |_| Ok(()),
+    )
+    .is_ok()
+}
+
+/// Gives the database every table and column the queries read, in its TEMP schema.
+fn complete_schema(c: &rusqlite::Connection, db: &Path) -> Result<()> {
+    let e = sql_err(db);
+    // CANN creates some tables only when they have rows: the missing ones, empty (and the
+    // enumerations with their values), in this connection's TEMP schema, so that every
+    // query runs on every database.
+    use aclprof::formats::db_schema::{DATA_TABLES, ENUMS, TABLES as DB_TABLES};
+    // Tables of older schemas that lack some of the columns read: a TEMP view of the same
+    // name (found first) gives them as NULL.
+    for (name, cols) in DB_TABLES.iter().chain(DATA_TABLES) {
+        if !has_table(c, name) {
+            c.execute_batch(&format!("CREATE TEMP TABLE {name} ({cols})"))
+                .map_err(&e)?;
+            continue;
+        }
+        let mut have = std::collections::HashSet::new();
+        {
+            let mut s = c
+                .prepare(&format!("PRAGMA main.table_info({name})"))
+                .map_err(&e)?;
+            let names = s.query_map([], |r| r.get::<_, String>(1)).map_err(&e)?;
+            for n in names {
+                have.insert(n.map_err(&e)?);
+            }
+        }
+        let wanted: Vec<&str> = cols
+            .split(',')
+            .filter_map(|c| c.split_whitespace().next())
+            .collect();
+        if wanted.iter().all(|w| have.contains(*w)) {
+            continue;
+        }
+        let select: Vec<String> = wanted
+            .iter()
+            .map(|w| {
+                if have.contains(*w) {
+                    w.to_string()
+                } else {
+                    format!("NULL AS {w}")
+                }
+            })
+            .collect();
+        c.execute_batch(&format!(
+            "CREATE TEMP VIEW {name} AS SELECT {} FROM main.{name}",
+            select.join(", ")
+        ))
+        .map_err(&e)?;
+    }
+    for (name, values) in ENUMS {
+        if !has_table(c, name) {
+            c.execute_batch(&format!(
+                "CREATE TEMP TABLE {name} (id INTEGER PRIMARY KEY, name TEXT)"
+            ))
+            .map_err(&e)?;
+            for (id, v) in values.iter() {
+                c.execute(&format!("INSERT INTO temp.{name} VALUES (?1, ?2)"), (id, v))
+                    .map_err(&e)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// (rank, device) pairs: RANK_DEVICE_MAP, else each device of TASK as its own rank.
+fn rank_devices(c: &rusqlite::Connection, db: &Path) -> Result<Vec<(i64, i64)>> {
+    let e = sql_err(db);
+    let mut pairs: Vec<(i64, i64)> = Vec::new();
+    if has_table(c, "RANK_DEVICE_MAP") {
+        let mut s = c
+            .prepare("SELECT rankId, deviceId FROM RANK_DEVICE_MAP ORDER BY deviceId")
+            .map_err(&e)?;
+        let rows = s
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .map_err(&e)?;
+        for r in rows {
+            let (rank, dev) = r.map_err(&e)?;
+            pairs.push((if rank < 0 { dev } else { rank }, dev));
+        }
+    }
+    if pairs.is_empty() {
+        let mut s = c
+            .prepare("SELECT DISTINCT deviceId FROM TASK ORDER BY deviceId")
+            .map_err(&e)?;
+        let rows = s.query_map([], |r| r.get::<_, i64>(0)).map_err(&e)?;
+        for d in rows {
+            let d = d.map_err(&e)?;
+            pairs.push((d, d));
+        }
+    }
+    Ok(pairs)
 }
 
 /// Microseconds written with up to three decimals, as whole nanoseconds (exactly).

@@ -134,8 +134,29 @@ pub(super) fn step_charts(steps: &[&StepTime]) -> String {
         let _ = write!(s, r#"<option value="{0}">{0}</option>"#, st.id);
     }
     s.push_str(r##"</select></label> <span id="step-detail"></span> <a href="" id="step-ops">this step's ops</a> <a href="#timeline" id="step-tl">on the timeline</a></p>"##);
+    step_bars(&mut s, shown);
+    step_curves(&mut s, shown);
+    let mut legend = String::from(r#"<p class="legend">"#);
+    for (c, what) in PHASES {
+        let _ = write!(
+            legend,
+            r#"<span><i style="background:{c}"></i>{what}</span> "#
+        );
+    }
+    legend.push_str("</p>");
+    if steps.len() > shown.len() {
+        let _ = write!(
+            legend,
+            r#"<p class="note">The first {} of {} steps.</p>"#,
+            shown.len(),
+            steps.len()
+        );
+    }
+    s + &legend
+}
 
-    // Stacked bars.
+/// Writes the stacked bars of steps `shown`, one per step.
+fn step_bars(s: &mut String, shown: &[&StepTime]) {
     let max = shown
         .iter()
         .map(|s| phases(s).iter().sum::<u64>())
@@ -172,8 +193,11 @@ pub(super) fn step_charts(steps: &[&StepTime]) -> String {
         );
     }
     s.push_str("</svg>");
+}
 
-    // Curves.
+/// Writes the phases of steps `shown` as curves across the steps, with a point per step
+/// and a cursor on the selected one.
+fn step_curves(s: &mut String, shown: &[&StepTime]) {
     let cmax = shown
         .iter()
         .flat_map(|s| phases(s))
@@ -235,23 +259,6 @@ pub(super) fn step_charts(steps: &[&StepTime]) -> String {
         }
     }
     s.push_str("</svg>");
-    let mut legend = String::from(r#"<p class="legend">"#);
-    for (c, what) in PHASES {
-        let _ = write!(
-            legend,
-            r#"<span><i style="background:{c}"></i>{what}</span> "#
-        );
-    }
-    legend.push_str("</p>");
-    if steps.len() > shown.len() {
-        let _ = write!(
-            legend,
-            r#"<p class="note">The first {} of {} steps.</p>"#,
-            shown.len(),
-            steps.len()
-        );
-    }
-    s + &legend
 }
 
 /// MindInsight's data-preparation view: the pipeline's stages and queues, the stage that

@@ -477,6 +477,35 @@ fn json_script(id: &str, v: &serde_json::Value) -> String {
 fn render(x: &Inputs) -> String {
     let r = x.stats;
     let mut h = String::with_capacity(1 << 20);
+    page_head(&mut h, x);
+    overview(&mut h, r, x.advice);
+    if let Some(dir) = x.timeline {
+        timeline_section(&mut h, dir);
+    }
+    types_section(&mut h, r);
+
+    // Step trace.
+    h.push_str(r#"<section id="steps"><h2>Step trace</h2>"#);
+    h.push_str(&step_charts(x.steps));
+    h.push_str("</section>\n");
+
+    h.push_str(&cluster::cluster_section(r, x.rank_pages));
+    if let Some(c) = x.comm {
+        h.push_str(&cluster::communication_section(c));
+    }
+    h.push_str(&pipeline_section(r, x.steps));
+    h.push_str(&memory::memory_section(r));
+    h.push_str(&memory::host_section(r));
+    busy_section(&mut h, r);
+    ops_section(&mut h, x);
+    timeline_files(&mut h, x.links);
+    let _ = write!(h, "<script>{JS}</script>\n</body></html>\n");
+    h
+}
+
+/// Writes the page's head, its navigation links, title and one-line summary.
+fn page_head(h: &mut String, x: &Inputs) {
+    let r = x.stats;
     let title = format!("aclprof report: {}", r.name);
     let mut nav = String::new();
     if let Some(i) = &x.nav.index {
@@ -515,8 +544,10 @@ fn render(x: &Inputs) -> String {
         when = esc(&r.when),
         ver = env!("CARGO_PKG_VERSION"),
     );
+}
 
-    // Overview (the overall split) beside the assistant.
+/// Writes the overview (the overall split) beside the assistant.
+fn overview(h: &mut String, r: &RunStats, advice: &[Advice]) {
     h.push_str(r#"<div class="overview"><section id="overall"><h2>Where the device time went</h2><table id="overall-table"><thead><tr><th>Time</th><th>Ops</th><th>us</th><th>of E2E</th></tr></thead><tbody>"#);
     let overall = r.overall();
     let e2e = overall.first().map_or(0, |o| o.2) as f64;
@@ -531,25 +562,27 @@ fn render(x: &Inputs) -> String {
         );
     }
     h.push_str(r#"</tbody></table><p class="note">Summed over devices; each device from its first op to its last. Computing classes sum their ops' durations, so they exceed Computing where streams overlap.</p></section>"#);
-    h.push_str(&assistant(x.advice));
+    h.push_str(&assistant(advice));
     h.push_str("</div>\n");
+}
 
-    // The timeline, the view opened first.
-    if let Some(dir) = x.timeline {
-        let _ = write!(
-            h,
-            r#"<section id="timeline"><h2>Timeline</h2>
+/// Writes the timeline, the view opened first, loaded from directory `dir`.
+fn timeline_section(h: &mut String, dir: &str) {
+    let _ = write!(
+        h,
+        r#"<section id="timeline"><h2>Timeline</h2>
 <p class="tl-bar"><input id="tl-search" type="search" placeholder="Find slices by name" aria-label="find slices"> <button id="tl-prev" title="previous (Shift+Enter)">&larr;</button><button id="tl-next" title="next (Enter)">&rarr;</button> <span id="tl-found"></span> <button id="tl-reset">whole run</button> <span class="note">Click the timeline, then W/S zoom and A/D pan (also Ctrl+wheel, Shift+wheel, drag); click a slice for its details.</span> <span id="tl-status"></span></p>
 <div id="tl" data-src="{src}"><canvas id="tl-canvas" tabindex="0"></canvas></div>
 <div id="tl-details"></div></section>
 <script>{js}</script>
 "#,
-            src = esc(dir),
-            js = TIMELINE_JS
-        );
-    }
+        src = esc(dir),
+        js = TIMELINE_JS
+    );
+}
 
-    // Op types: charts and statistics.
+/// Writes the op types: charts and statistics.
+fn types_section(h: &mut String, r: &RunStats) {
     h.push_str(r#"<section id="types"><h2>Op types by device time</h2><p class="toggle"><button id="show-bar" class="on">bars</button><button id="show-pie">pie</button> <span class="note">Click a type to list its ops.</span></p>"#);
     h.push_str(&type_bars(&r.types));
     h.push_str(&type_pie(&r.types));
@@ -570,21 +603,10 @@ fn render(x: &Inputs) -> String {
         );
     }
     h.push_str("</tbody></table></section>\n");
+}
 
-    // Step trace.
-    h.push_str(r#"<section id="steps"><h2>Step trace</h2>"#);
-    h.push_str(&step_charts(x.steps));
-    h.push_str("</section>\n");
-
-    h.push_str(&cluster::cluster_section(r, x.rank_pages));
-    if let Some(c) = x.comm {
-        h.push_str(&cluster::communication_section(c));
-    }
-    h.push_str(&pipeline_section(r, x.steps));
-    h.push_str(&memory::memory_section(r));
-    h.push_str(&memory::host_section(r));
-
-    // Busy and free time.
+/// Writes the busy and free time: per device, per rank (several ranks) and per stream.
+fn busy_section(h: &mut String, r: &RunStats) {
     h.push_str(r#"<section id="busy"><h2>Busy and free time</h2><p class="note">The whole run, from each device's or stream's first op to its last.</p>"#);
     h.push_str(r#"<table id="device-table"><thead><tr><th>Device</th><th>Rank</th><th>Ops</th><th>E2E (us)</th><th>Computing (us)</th><th>Communication, not overlapped (us)</th><th>Free (us)</th><th>Busy</th></tr></thead><tbody>"#);
     for d in &r.devices {
@@ -603,29 +625,7 @@ fn render(x: &Inputs) -> String {
     }
     h.push_str("</tbody></table>");
     if r.ranks() > 1 {
-        let mut ranks: BTreeMap<u32, (u64, u64, u64, u64, u64)> = BTreeMap::new();
-        for d in &r.devices {
-            if let Some(k) = d.rank {
-                let e = ranks.entry(k).or_default();
-                e.0 += d.ops;
-                e.1 += d.op_time;
-                e.2 += d.e2e;
-                e.3 += d.computing;
-                e.4 += d.free;
-            }
-        }
-        h.push_str(r#"<table id="rank-table"><thead><tr><th>Rank</th><th>Ops</th><th>Op time (us)</th><th>E2E (us)</th><th>Computing (us)</th><th>Free (us)</th></tr></thead><tbody>"#);
-        for (k, (n, ot, e, c, f)) in ranks {
-            let _ = write!(
-                h,
-                r#"<tr id="rank-{k}"><td>{k}</td><td>{n}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
-                us(ot),
-                us(e),
-                us(c),
-                us(f)
-            );
-        }
-        h.push_str("</tbody></table>");
+        rank_table(h, r);
     }
     h.push_str(r#"<table id="stream-table"><thead><tr><th>Device</th><th>Stream</th><th>Ops</th><th>Busy (us)</th><th>Free (us)</th><th>Span (us)</th><th>Busy</th></tr></thead><tbody>"#);
     for ((d, s), st) in &r.streams {
@@ -642,8 +642,39 @@ fn render(x: &Inputs) -> String {
         );
     }
     h.push_str("</tbody></table></section>\n");
+}
 
-    // Every op (or the longest MAX_OPS).
+/// Writes the table of ranks, each summed over its devices.
+fn rank_table(h: &mut String, r: &RunStats) {
+    let mut ranks: BTreeMap<u32, (u64, u64, u64, u64, u64)> = BTreeMap::new();
+    for d in &r.devices {
+        if let Some(k) = d.rank {
+            let e = ranks.entry(k).or_default();
+            e.0 += d.ops;
+            e.1 += d.op_time;
+            e.2 += d.e2e;
+            e.3 += d.computing;
+            e.4 += d.free;
+        }
+    }
+    h.push_str(r#"<table id="rank-table"><thead><tr><th>Rank</th><th>Ops</th><th>Op time (us)</th><th>E2E (us)</th><th>Computing (us)</th><th>Free (us)</th></tr></thead><tbody>"#);
+    for (k, (n, ot, e, c, f)) in ranks {
+        let _ = write!(
+            h,
+            r#"<tr id="rank-{k}"><td>{k}</td><td>{n}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>"#,
+            us(ot),
+            us(e),
+            us(c),
+            us(f)
+        );
+    }
+    h.push_str("</tbody></table>");
+}
+
+/// Writes every op (or the longest [`MAX_OPS`]): the table's frame, and the ops and steps
+/// as JSON for its script.
+fn ops_section(h: &mut String, x: &Inputs) {
+    let r = x.stats;
     let _ = write!(
         h,
         r#"<section id="ops"><h2>Ops</h2>{note}
@@ -666,8 +697,16 @@ fn render(x: &Inputs) -> String {
             String::new()
         }
     );
-    let data: Vec<serde_json::Value> = x
-        .ops
+    h.push_str(&json_script("op-data", &op_data(x).into()));
+    h.push_str(&json_script("step-data", &step_data(x).into()));
+    h.push('\n');
+}
+
+/// The op table's rows: name, type, device, stream, model, start and duration (us), and
+/// the shapes and cost when the ops carried them.
+fn op_data(x: &Inputs) -> Vec<serde_json::Value> {
+    let r = x.stats;
+    x.ops
         .rows
         .iter()
         .map(|o| {
@@ -691,10 +730,13 @@ fn render(x: &Inputs) -> String {
             }
             row
         })
-        .collect();
-    h.push_str(&json_script("op-data", &data.into()));
-    let steps: Vec<serde_json::Value> = x
-        .steps
+        .collect()
+}
+
+/// The steps for the op table's step filter: id, start, end and phases (us).
+fn step_data(x: &Inputs) -> Vec<serde_json::Value> {
+    let r = x.stats;
+    x.steps
         .iter()
         .map(|s| {
             let f = |n: u64| n as f64 / 1000.0;
@@ -710,18 +752,18 @@ fn render(x: &Inputs) -> String {
                 f(s.free)
             ])
         })
-        .collect();
-    h.push_str(&json_script("step-data", &steps.into()));
-    h.push('\n');
+        .collect()
+}
 
-    // Timeline files.
+/// Writes the links to the run's timeline files (`links`: (relative, absolute) paths).
+fn timeline_files(h: &mut String, links: &[(String, PathBuf)]) {
     h.push_str(r#"<section id="timelines"><h2>Timeline files</h2><ul>"#);
-    if x.links.is_empty() {
+    if links.is_empty() {
         h.push_str(
             "<li>No result directory: a file of records or a database has no timeline here.</li>",
         );
     }
-    for (rel, abs) in x.links {
+    for (rel, abs) in links {
         let what = if rel.ends_with(".pftrace") {
             "open in ui.perfetto.dev (nanosecond timestamps)"
         } else {
@@ -741,8 +783,6 @@ fn render(x: &Inputs) -> String {
         );
     }
     h.push_str("</ul></section>\n");
-    let _ = write!(h, "<script>{JS}</script>\n</body></html>\n");
-    h
 }
 
 const CSS: &str = include_str!("style.css");
