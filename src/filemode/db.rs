@@ -197,166 +197,56 @@ impl Db {
     fn write_rows(&mut self, b: &DbBatch) -> rusqlite::Result<()> {
         let na = self.na;
         let group = self.sid("group_0");
-        let conn = &self.conn;
-        let mut task = Multi::new(conn, "TASK", &TASK_SLOTS);
-        let mut compute = Multi::new(conn, "COMPUTE_TASK_INFO", &COMPUTE_SLOTS);
-        let mut fields = [0i64; 9];
-        let mut piece = Multi::new(conn, "OVERLAP_ANALYSIS", &OVERLAP_SLOTS);
-        let mut comm_op = conn.prepare_cached(
-            "INSERT INTO COMMUNICATION_OP VALUES (?1,?2,?3,?4,?5,?6,0,0,?7,?8,0,?9,?10,?11)",
-        )?;
-        // A link's sender is its device until the end, then the device's rank.
-        let mut comm_task = conn.prepare_cached(
-            "INSERT INTO COMMUNICATION_TASK_INFO VALUES \
-             (?1,?2,?3,0,?4,?5,?6,?7,?8,?9,?10,?6,?6,?11,1,?12)",
-        )?;
-        let mut pmu = conn.prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")?;
+        let mut st = Statements::prepare(&self.conn)?;
         let mut pmu_at = b.pmu.iter().peekable();
         let mut from = 0;
         for (k, o) in b.rows.iter().enumerate() {
-            // Name, op type, task type, then the tensors' fields (N/A's id where unknown).
-            for (k, &len) in o.lens.iter().enumerate() {
-                let t = &b.text[from..from + len as usize];
-                from += len as usize;
-                fields[k] = if k >= 3 && (t.is_empty() || t == "N/A") {
-                    na
-                } else {
-                    sid(&mut self.strings, t)
-                };
-            }
-            debug_assert_eq!(from, o.text_end);
-            let [name, op_type, task_type, meta @ ..] = fields;
+            let ids = OpIds::of(&mut self.strings, na, &b.text[from..o.text_end], &o.lens);
+            from = o.text_end;
             let id = self.next_task;
             self.next_task += 1;
             self.latest = self.latest.max(o.end);
-            let model = if o.model == u32::MAX {
-                NONE_U32
-            } else {
-                o.model as i64
-            };
             let conn_id = TASK_CONNECTION_BASE + id;
-            // A communication op whose link is known is CANN's two tasks: it waits for its
-            // peer (Notify_Wait), then sends (Memcpy); any other op is one task. Each task:
-            // (start, end, global id, name, task type).
             let link = o.link.filter(|_| o.comm);
-            let (n, tasks) = match link {
+            let tasks = match link {
                 Some(l) => {
-                    let at = o.end - l.transit_ns.min(o.end - o.start);
-                    let wait = sid(&mut self.strings, "Notify_Wait");
-                    let send = sid(&mut self.strings, "Memcpy");
                     let sent = self.next_task;
                     self.next_task += 1;
-                    (
-                        2,
-                        [(o.start, at, id, wait, wait), (at, o.end, sent, send, send)],
-                    )
+                    Tasks::two(o, l, id, sent, &mut self.strings)
                 }
-                None => (1, [(o.start, o.end, id, name, task_type); 2]),
+                None => Tasks::one(o, id, &ids),
             };
-            for &(start, end, gid, _, ty) in &tasks[..n] {
-                task.push(&[
-                    start as i64,
-                    end as i64,
-                    o.dev as i64,
-                    conn_id,
-                    gid,
-                    o.pid as i64,
-                    ty,
-                    NONE_U32,
-                    o.stream as i64,
-                    o.task as i64,
-                    model,
-                ])?;
+            for t in tasks.all() {
+                st.task.push(&TaskRow::of(o, t, conn_id).values())?;
             }
             if o.comm {
                 let op_id = self.next_comm_op;
                 self.next_comm_op += 1;
-                comm_op.execute(params![
-                    name,
-                    o.start as i64,
-                    o.end as i64,
+                let op = CommOp {
+                    o,
+                    ids: &ids,
                     conn_id,
                     group,
                     op_id,
-                    INVALID_ENUM,
                     na,
-                    op_type,
-                    o.dev,
-                    NONE_U32
-                ])?;
-                for (k, &(start, end, gid, task_name, ty)) in tasks[..n].iter().enumerate() {
-                    // The link is the sending task's, the second of two.
-                    let l = link.filter(|_| k == 1);
-                    let bw = match l {
-                        // Bytes per ns are GB/s, CANN's unit.
-                        Some(l) if end > start => {
-                            rusqlite::types::Value::Real(l.bytes as f64 / (end - start) as f64)
-                        }
-                        Some(_) => rusqlite::types::Value::Real(0.0),
-                        None => rusqlite::types::Value::Integer(0),
-                    };
-                    comm_task.execute(params![
-                        task_name,
-                        gid,
-                        ty,
-                        group,
-                        i64::MAX,
-                        INVALID_ENUM,
-                        l.map_or(NONE_U32, |_| i64::from(o.dev)),
-                        l.map_or(NONE_U32, |l| i64::from(l.peer)),
-                        l.map_or(INVALID_ENUM, |l| l.transport),
-                        l.map_or(0, |l| l.bytes as i64),
-                        op_id,
-                        bw
-                    ])?;
-                    if let Some(l) = l {
-                        self.links.push([
-                            op_id,
-                            (start - o.start) as i64,
-                            (end - start) as i64,
-                            i64::from(l.peer),
-                            l.transport,
-                            l.bytes as i64,
-                        ]);
-                    }
-                }
+                };
+                op.write(&mut st, tasks.all(), link, &mut self.links)?;
             } else {
-                compute.push(&[
-                    name,
-                    id,
-                    o.block_dim as i64,
-                    o.mix_block_dim as i64,
-                    task_type,
-                    op_type,
-                    meta[2],
-                    meta[1],
-                    meta[0],
-                    meta[5],
-                    meta[4],
-                    meta[3],
-                    na,
-                ])?;
+                st.compute.push(&ComputeRow::of(o, id, &ids, na).values())?;
             }
             while let Some((_, col, v)) = pmu_at.next_if(|p| p.0 == k) {
-                // CANN's names, times in ns (op_summary's are in µs).
-                let (name, time) = crate::formats::db_schema::pmu_db_name(col);
-                let col = sid(&mut self.strings, &name);
-                // NUMERIC: SQLite keeps a number as one, text (N/A, a percentage) as text.
-                match v.parse::<f64>() {
-                    Ok(x) if time => pmu.execute(params![id, col, x * 1000.0])?,
-                    Ok(x) => pmu.execute(params![id, col, x])?,
-                    Err(_) => pmu.execute(params![id, col, v])?,
-                };
+                write_pmu(&mut st.pmu, &mut self.strings, id, col, v)?;
             }
         }
         for &(dev, kind, start, end) in &b.pieces {
             let id = self.next_overlap;
             self.next_overlap += 1;
-            piece.push(&[id, dev as i64, start as i64, end as i64, kind])?;
+            st.piece
+                .push(&[id, dev as i64, start as i64, end as i64, kind])?;
         }
-        task.finish()?;
-        compute.finish()?;
-        piece.finish()
+        st.task.finish()?;
+        st.compute.finish()?;
+        st.piece.finish()
     }
 
     /// The STRING_IDS id of `s`, for a [`Db::row`].
@@ -621,6 +511,323 @@ impl Db {
 /// Rows per multi-row INSERT: SQLite's per-statement work (step, reset, unbinding) is paid
 /// once for this many rows.
 const MULTI: usize = 32;
+
+/// The statements a batch writes with, looked up once per batch.
+struct Statements<'c> {
+    task: Multi<'c>,
+    compute: Multi<'c>,
+    piece: Multi<'c>,
+    comm_op: rusqlite::CachedStatement<'c>,
+    comm_task: rusqlite::CachedStatement<'c>,
+    pmu: rusqlite::CachedStatement<'c>,
+}
+
+impl<'c> Statements<'c> {
+    fn prepare(conn: &'c rusqlite::Connection) -> rusqlite::Result<Self> {
+        Ok(Statements {
+            task: Multi::new(conn, "TASK", &TASK_SLOTS),
+            compute: Multi::new(conn, "COMPUTE_TASK_INFO", &COMPUTE_SLOTS),
+            piece: Multi::new(conn, "OVERLAP_ANALYSIS", &OVERLAP_SLOTS),
+            comm_op: conn.prepare_cached(
+                "INSERT INTO COMMUNICATION_OP VALUES (:opName, :startNs, :endNs, \
+                 :connectionId, :groupName, :opId, 0, 0, :dataType, :algType, 0, :opType, \
+                 :deviceId, :rankSize)",
+            )?,
+            // A link's sender is its device until the end, then the device's rank: srcRank
+            // and dstRank hold ranks, and no task here is a master's.
+            comm_task: conn.prepare_cached(
+                "INSERT INTO COMMUNICATION_TASK_INFO VALUES (:name, :globalTaskId, :taskType, \
+                 0, :groupName, :notifyId, :rdmaType, :srcRank, :dstRank, :transportType, \
+                 :size, :rdmaType, :rdmaType, :opId, 1, :bandwidth)",
+            )?,
+            pmu: conn.prepare_cached("INSERT INTO TASK_PMU_INFO VALUES (?1,?2,?3)")?,
+        })
+    }
+}
+
+/// An op's strings as STRING_IDS ids: N/A's id for an unknown tensor field.
+struct OpIds {
+    name: i64,
+    op_type: i64,
+    task_type: i64,
+    input_shapes: i64,
+    input_types: i64,
+    input_formats: i64,
+    output_shapes: i64,
+    output_types: i64,
+    output_formats: i64,
+}
+
+impl OpIds {
+    /// The ids of the strings back to back in `text`, of the lengths `lens` (name, op type,
+    /// task type, then [`crate::opmeta::OpMeta::fields`]'s six, in their order).
+    fn of(strings: &mut HashMap<String, i64>, na: i64, text: &str, lens: &[u32; 9]) -> OpIds {
+        let mut ids = [0i64; 9];
+        let mut from = 0;
+        for (k, &len) in lens.iter().enumerate() {
+            let t = &text[from..from + len as usize];
+            from += len as usize;
+            ids[k] = if k >= 3 && (t.is_empty() || t == "N/A") {
+                na
+            } else {
+                sid(strings, t)
+            };
+        }
+        debug_assert_eq!(from, text.len());
+        let [name, op_type, task_type, input_shapes, input_types, input_formats, output_shapes, output_types, output_formats] =
+            ids;
+        OpIds {
+            name,
+            op_type,
+            task_type,
+            input_shapes,
+            input_types,
+            input_formats,
+            output_shapes,
+            output_types,
+            output_formats,
+        }
+    }
+}
+
+/// One task of an op: its span, global task id, name and task type (STRING_IDS ids).
+#[derive(Clone, Copy)]
+struct Task {
+    start: u64,
+    end: u64,
+    global_id: i64,
+    name: i64,
+    task_type: i64,
+}
+
+/// An op's tasks: a communication op whose link is known is CANN's two (it waits for its
+/// peer, Notify_Wait, then sends, Memcpy); any other op is one.
+struct Tasks {
+    tasks: [Task; 2],
+    n: usize,
+}
+
+impl Tasks {
+    fn one(o: &DbRow, id: i64, ids: &OpIds) -> Tasks {
+        let t = Task {
+            start: o.start,
+            end: o.end,
+            global_id: id,
+            name: ids.name,
+            task_type: ids.task_type,
+        };
+        Tasks {
+            tasks: [t; 2],
+            n: 1,
+        }
+    }
+
+    fn two(o: &DbRow, l: Link, id: i64, sent: i64, strings: &mut HashMap<String, i64>) -> Tasks {
+        let at = o.end - l.transit_ns.min(o.end - o.start);
+        let wait = sid(strings, "Notify_Wait");
+        let send = sid(strings, "Memcpy");
+        let task = |start, end, global_id, ty| Task {
+            start,
+            end,
+            global_id,
+            name: ty,
+            task_type: ty,
+        };
+        Tasks {
+            tasks: [task(o.start, at, id, wait), task(at, o.end, sent, send)],
+            n: 2,
+        }
+    }
+
+    fn all(&self) -> &[Task] {
+        &self.tasks[..self.n]
+    }
+}
+
+/// One row of TASK.
+struct TaskRow {
+    start: u64,
+    end: u64,
+    device: u32,
+    connection: i64,
+    global_task: i64,
+    pid: u64,
+    task_type: i64,
+    stream: u32,
+    task: u64,
+    /// NONE_U32 for an op of no model.
+    model: i64,
+}
+
+impl TaskRow {
+    fn of(o: &DbRow, t: &Task, connection: i64) -> TaskRow {
+        TaskRow {
+            start: t.start,
+            end: t.end,
+            device: o.dev,
+            connection,
+            global_task: t.global_id,
+            pid: o.pid,
+            task_type: t.task_type,
+            stream: o.stream,
+            task: o.task,
+            model: if o.model == u32::MAX {
+                NONE_U32
+            } else {
+                o.model as i64
+            },
+        }
+    }
+
+    /// The columns, in TASK's order (contextId is never known).
+    fn values(&self) -> [i64; 11] {
+        [
+            self.start as i64,
+            self.end as i64,
+            self.device as i64,
+            self.connection,
+            self.global_task,
+            self.pid as i64,
+            self.task_type,
+            NONE_U32,
+            self.stream as i64,
+            self.task as i64,
+            self.model,
+        ]
+    }
+}
+
+/// One row of COMPUTE_TASK_INFO (the columns after these are N/A's id).
+struct ComputeRow<'a> {
+    ids: &'a OpIds,
+    global_task: i64,
+    block_num: u32,
+    mix_block_num: u32,
+    na: i64,
+}
+
+impl<'a> ComputeRow<'a> {
+    fn of(o: &DbRow, global_task: i64, ids: &'a OpIds, na: i64) -> Self {
+        ComputeRow {
+            ids,
+            global_task,
+            block_num: o.block_dim,
+            mix_block_num: o.mix_block_dim,
+            na,
+        }
+    }
+
+    /// The columns [`COMPUTE_SLOTS`] binds, in COMPUTE_TASK_INFO's order.
+    fn values(&self) -> [i64; 13] {
+        let i = self.ids;
+        [
+            i.name,
+            self.global_task,
+            self.block_num as i64,
+            self.mix_block_num as i64,
+            i.task_type,
+            i.op_type,
+            i.input_formats,
+            i.input_types,
+            i.input_shapes,
+            i.output_formats,
+            i.output_types,
+            i.output_shapes,
+            self.na,
+        ]
+    }
+}
+
+/// A communication op's COMMUNICATION_OP row and its tasks' COMMUNICATION_TASK_INFO rows.
+struct CommOp<'a> {
+    o: &'a DbRow,
+    ids: &'a OpIds,
+    conn_id: i64,
+    group: i64,
+    op_id: i64,
+    na: i64,
+}
+
+impl CommOp<'_> {
+    /// Writes the rows; the sending task's link (the second of two) goes to `links` too.
+    fn write(
+        &self,
+        st: &mut Statements,
+        tasks: &[Task],
+        link: Option<Link>,
+        links: &mut Vec<[i64; 6]>,
+    ) -> rusqlite::Result<()> {
+        let o = self.o;
+        st.comm_op.execute(rusqlite::named_params! {
+            ":opName": self.ids.name,
+            ":startNs": o.start as i64,
+            ":endNs": o.end as i64,
+            ":connectionId": self.conn_id,
+            ":groupName": self.group,
+            ":opId": self.op_id,
+            ":dataType": INVALID_ENUM,
+            ":algType": self.na,
+            ":opType": self.ids.op_type,
+            ":deviceId": o.dev,
+            ":rankSize": NONE_U32,
+        })?;
+        for (k, t) in tasks.iter().enumerate() {
+            let l = link.filter(|_| k == 1);
+            let bw = match l {
+                // Bytes per ns are GB/s, CANN's unit.
+                Some(l) if t.end > t.start => {
+                    rusqlite::types::Value::Real(l.bytes as f64 / (t.end - t.start) as f64)
+                }
+                Some(_) => rusqlite::types::Value::Real(0.0),
+                None => rusqlite::types::Value::Integer(0),
+            };
+            st.comm_task.execute(rusqlite::named_params! {
+                ":name": t.name,
+                ":globalTaskId": t.global_id,
+                ":taskType": t.task_type,
+                ":groupName": self.group,
+                ":notifyId": i64::MAX,
+                ":rdmaType": INVALID_ENUM,
+                ":srcRank": l.map_or(NONE_U32, |_| i64::from(o.dev)),
+                ":dstRank": l.map_or(NONE_U32, |l| i64::from(l.peer)),
+                ":transportType": l.map_or(INVALID_ENUM, |l| l.transport),
+                ":size": l.map_or(0, |l| l.bytes as i64),
+                ":opId": self.op_id,
+                ":bandwidth": bw,
+            })?;
+            if let Some(l) = l {
+                links.push([
+                    self.op_id,
+                    (t.start - o.start) as i64,
+                    (t.end - t.start) as i64,
+                    i64::from(l.peer),
+                    l.transport,
+                    l.bytes as i64,
+                ]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One TASK_PMU_INFO row: CANN's name, times in ns (op_summary's are in µs); NUMERIC, so
+/// SQLite keeps a number as one and text (N/A, a percentage) as text.
+fn write_pmu(
+    pmu: &mut rusqlite::CachedStatement,
+    strings: &mut HashMap<String, i64>,
+    id: i64,
+    col: &str,
+    v: &str,
+) -> rusqlite::Result<()> {
+    let (name, time) = crate::formats::db_schema::pmu_db_name(col);
+    let col = sid(strings, &name);
+    match v.parse::<f64>() {
+        Ok(x) if time => pmu.execute(params![id, col, x * 1000.0])?,
+        Ok(x) => pmu.execute(params![id, col, x])?,
+        Err(_) => pmu.execute(params![id, col, v])?,
+    };
+    Ok(())
+}
 
 /// Each column's parameter among a row's: TASK binds its 11 columns; COMPUTE_TASK_INFO 13
 /// (its last five, attributes, op state, HF32, grid and block dims, all N/A's id);

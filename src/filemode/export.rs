@@ -335,12 +335,6 @@ fn merge_devices(
     sink: &mut TlSink,
     stats: &mut Vec<(u32, String, String, Agg)>,
 ) -> Result<()> {
-    let timeline = |e: std::io::Error| {
-        err(
-            ACL_ERROR_INVALID_FILE,
-            format!("cannot write the timeline: {e}"),
-        )
-    };
     let Source {
         dir,
         devices,
@@ -373,11 +367,10 @@ fn merge_devices(
             comm: false,
             meta: None,
         };
-        sink.push(mark, "", "").or_else(timeline)?;
+        sink.push(mark, "", "").or_else(timeline_error)?;
         let data = dir.join(format!("device_{dev}/data"));
-        let mut metas = crate::opmeta::Lookup::new(&data, pid as u32);
         let mut readers: Vec<StreamReader> = Vec::new();
-        for p in stream_files(&dir.join(format!("device_{dev}/data")))? {
+        for p in stream_files(&data)? {
             let mut r = io("cannot open", &p, StreamReader::open(&p))?;
             if r.advance(&mut summary.corrupt) {
                 readers.push(r);
@@ -391,128 +384,21 @@ fn merge_devices(
                 Reverse((v.start(), v.end(), i))
             })
             .collect();
-        let mut overlap = Overlap::default();
-        let wall = |t: u64| (t as i128 + offset).max(0) as u64;
-        let mut task_ids: HashMap<u32, (u64, bool)> = HashMap::new();
-        // Type -> its task types (op_statistic's Core Type; usually one) and their totals.
-        let mut by_type: HashMap<String, Vec<(String, Agg)>> = HashMap::new();
-        let mut prev_end: Option<u64> = None;
-        let mut n = 0u64;
+        let mut d = DeviceMerge {
+            dev,
+            pid,
+            pmu,
+            offset,
+            metas: crate::opmeta::Lookup::new(&data, pid as u32),
+            overlap: Overlap::default(),
+            task_ids: HashMap::new(),
+            by_type: HashMap::new(),
+            prev_end: None,
+            n: 0,
+        };
         while let Some(Reverse((start, end, i))) = heap.pop() {
-            let v = readers[i].current();
-            let replayed = replays.op(&v);
-            let sim = replayed.map(|r| r.0);
-            let meta = metas.get(v.meta());
-            // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
-            let (name, ty) = match sim {
-                Some(o) => (
-                    Cow::Borrowed(o.name.as_str()),
-                    Cow::Borrowed(o.op_type.as_str()),
-                ),
-                None => (
-                    String::from_utf8_lossy(v.name().unwrap_or_default()),
-                    String::from_utf8_lossy(v.op_type().unwrap_or_default()),
-                ),
-            };
-            let stream = v.stream_id();
-            let task_info = sim.and_then(|o| o.task.as_ref());
-            let dur = end - start;
-            let (derived_type, derived_dim) = task_type_and_block_dim(&ty);
-            let task_type = task_info
-                .and_then(|t| t.task_type.as_deref())
-                .unwrap_or(derived_type);
-            let comm = is_communication(task_type, &name);
-            // Tasks counted per stream, and whether the stream's track is named yet
-            // (communication is drawn on the HCCL track instead).
-            let (counted, named) = task_ids.entry(stream).or_insert((0, false));
-            *counted += 1;
-            let first_on_stream = !comm && !std::mem::replace(named, true);
-            let task = task_info
-                .and_then(|t| t.task_id)
-                .map_or(*counted, u64::from);
-            let row = OpRow {
-                dev,
-                model: v.model_id(),
-                task,
-                stream,
-                name: &name,
-                ty: &ty,
-                task_type,
-                start: wall(start),
-                dur,
-                wait: prev_end.map(|p| start.saturating_sub(p)),
-                block_dim: task_info.and_then(|t| t.block_dim).unwrap_or(derived_dim),
-                mix_block_dim: task_info.and_then(|t| t.mix_block_dim).unwrap_or(0),
-                replayed,
-                meta: meta.as_deref(),
-            };
-            rows.write(&row)?;
-            // (Empty, and not allocated, unless a replayed table carried PMU values.)
-            let mut pmu_values: Vec<(&str, &str)> = Vec::new();
-            if let Some((o, at)) = replayed {
-                for (k, col) in pmu.iter().enumerate() {
-                    if let Some(x) = at[k].and_then(|i| o.pmu.get(i)).filter(|x| !x.is_empty()) {
-                        pmu_values.push((col, x.as_str()));
-                    }
-                }
-            }
-            let b = db.batch();
-            b.op(&DbOp {
-                dev,
-                model: row.model,
-                stream,
-                task,
-                pid,
-                start: row.start,
-                end: row.start + dur,
-                name: &name,
-                op_type: &ty,
-                task_type,
-                block_dim: row.block_dim,
-                mix_block_dim: row.mix_block_dim,
-                comm,
-                pmu: &pmu_values,
-                meta: row.meta,
-            });
-            overlap.op(start, end, comm, &mut |p, s, e| {
-                b.piece(dev, overlap_kind(p), wall(s), wall(e))
-            });
-            db.send_if_full()?;
-            prev_end = Some(prev_end.map_or(end, |p| p.max(end)));
-            let op = TlOp {
-                kind: if first_on_stream {
-                    TlKind::FirstOnStream
-                } else {
-                    TlKind::Op
-                },
-                name_end: 0,
-                type_end: 0,
-                dev,
-                stream,
-                model: v.model_id(),
-                task,
-                start,
-                end,
-                comm,
-                meta: meta.clone(),
-            };
-            sink.push(op, &name, task_type).or_else(timeline)?;
-            // Real runs leave communication out of op_statistic.
-            if !comm {
-                let cores = match by_type.get_mut(ty.as_ref()) {
-                    Some(c) => c,
-                    None => by_type.entry(ty.into_owned()).or_default(),
-                };
-                match cores.iter_mut().find(|(c, _)| c == task_type) {
-                    Some((_, a)) => a.add(dur),
-                    None => {
-                        let mut a = Agg::default();
-                        a.add(dur);
-                        cores.push((task_type.to_string(), a));
-                    }
-                }
-            }
-            n += 1;
+            let out = MergeOut { rows, sink, db };
+            d.op(&readers[i].current(), start, end, &mut replays, out)?;
             merged += 1;
             if merged % (1 << 18) == 0 {
                 progress(merged, expected);
@@ -522,20 +408,216 @@ fn merge_devices(
                 heap.push(Reverse((v.start(), v.end(), i)));
             }
         }
+        d.finish(&data, db, summary, stats)?;
+    }
+    progress(merged, expected);
+    Ok(())
+}
+
+fn timeline_error(e: std::io::Error) -> Result<()> {
+    err(
+        ACL_ERROR_INVALID_FILE,
+        format!("cannot write the timeline: {e}"),
+    )
+}
+
+/// Where the merge writes each op: op_summary and task_time, the timeline, the database.
+struct MergeOut<'m, 'a, 's, 'b> {
+    rows: &'m mut Rows,
+    sink: &'m mut TlSink<'a, 's>,
+    db: &'m mut DbSink<'b>,
+}
+
+/// One device's merge: what is known of its ops so far.
+struct DeviceMerge {
+    dev: u32,
+    /// The session's process id, and op_summary's PMU columns.
+    pid: u64,
+    pmu: &'static [&'static str],
+    /// Monotonic ns -> epoch ns.
+    offset: i128,
+    metas: crate::opmeta::Lookup,
+    overlap: Overlap,
+    /// Tasks counted per stream, and whether the stream's track is named yet.
+    task_ids: HashMap<u32, (u64, bool)>,
+    /// Type -> its task types (op_statistic's Core Type; usually one) and their totals.
+    by_type: HashMap<String, Vec<(String, Agg)>>,
+    prev_end: Option<u64>,
+    n: u64,
+}
+
+impl DeviceMerge {
+    fn wall(&self, t: u64) -> u64 {
+        (t as i128 + self.offset).max(0) as u64
+    }
+
+    /// One op, the next by start time: its op_summary and task_time rows, its database
+    /// rows and Overlap Analysis pieces, its timeline op and its type's statistics.
+    fn op(
+        &mut self,
+        v: &View,
+        start: u64,
+        end: u64,
+        replays: &mut Replays,
+        out: MergeOut,
+    ) -> Result<()> {
+        let dev = self.dev;
+        let replayed = replays.op(v);
+        let sim = replayed.map(|r| r.0);
+        let meta = self.metas.get(v.meta());
+        // A replayed op's strings in full (a record holds 256 and 64 bytes of them).
+        let (name, ty) = match sim {
+            Some(o) => (
+                Cow::Borrowed(o.name.as_str()),
+                Cow::Borrowed(o.op_type.as_str()),
+            ),
+            None => (
+                String::from_utf8_lossy(v.name().unwrap_or_default()),
+                String::from_utf8_lossy(v.op_type().unwrap_or_default()),
+            ),
+        };
+        let stream = v.stream_id();
+        let task_info = sim.and_then(|o| o.task.as_ref());
+        let dur = end - start;
+        let (derived_type, derived_dim) = task_type_and_block_dim(&ty);
+        let task_type = task_info
+            .and_then(|t| t.task_type.as_deref())
+            .unwrap_or(derived_type);
+        let comm = is_communication(task_type, &name);
+        // Communication is drawn on the HCCL track instead of its stream's.
+        let (counted, named) = self.task_ids.entry(stream).or_insert((0, false));
+        *counted += 1;
+        let first_on_stream = !comm && !std::mem::replace(named, true);
+        let task = task_info
+            .and_then(|t| t.task_id)
+            .map_or(*counted, u64::from);
+        let row = OpRow {
+            dev,
+            model: v.model_id(),
+            task,
+            stream,
+            name: &name,
+            ty: &ty,
+            task_type,
+            start: self.wall(start),
+            dur,
+            wait: self.prev_end.map(|p| start.saturating_sub(p)),
+            block_dim: task_info.and_then(|t| t.block_dim).unwrap_or(derived_dim),
+            mix_block_dim: task_info.and_then(|t| t.mix_block_dim).unwrap_or(0),
+            replayed,
+            meta: meta.as_deref(),
+        };
+        out.rows.write(&row)?;
+        self.to_db(&row, comm, out.db)?;
+        let offset = self.offset;
+        let wall = |t: u64| (t as i128 + offset).max(0) as u64;
+        let b = out.db.batch();
+        self.overlap.op(start, end, comm, &mut |p, s, e| {
+            b.piece(dev, overlap_kind(p), wall(s), wall(e))
+        });
+        out.db.send_if_full()?;
+        self.prev_end = Some(self.prev_end.map_or(end, |p| p.max(end)));
+        let op = TlOp {
+            kind: if first_on_stream {
+                TlKind::FirstOnStream
+            } else {
+                TlKind::Op
+            },
+            name_end: 0,
+            type_end: 0,
+            dev,
+            stream,
+            model: v.model_id(),
+            task,
+            start,
+            end,
+            comm,
+            meta: meta.clone(),
+        };
+        out.sink
+            .push(op, &name, task_type)
+            .or_else(timeline_error)?;
+        // Real runs leave communication out of op_statistic.
+        if !comm {
+            self.count(ty, task_type, dur);
+        }
+        self.n += 1;
+        Ok(())
+    }
+
+    /// The op's database rows, with the PMU values a replayed table carried.
+    fn to_db(&self, row: &OpRow, comm: bool, db: &mut DbSink) -> Result<()> {
+        // (Empty, and not allocated, unless a replayed table carried PMU values.)
+        let mut pmu_values: Vec<(&str, &str)> = Vec::new();
+        if let Some((o, at)) = row.replayed {
+            for (k, col) in self.pmu.iter().enumerate() {
+                if let Some(x) = at[k].and_then(|i| o.pmu.get(i)).filter(|x| !x.is_empty()) {
+                    pmu_values.push((col, x.as_str()));
+                }
+            }
+        }
+        db.batch().op(&DbOp {
+            dev: row.dev,
+            model: row.model,
+            stream: row.stream,
+            task: row.task,
+            pid: self.pid,
+            start: row.start,
+            end: row.start + row.dur,
+            name: row.name,
+            op_type: row.ty,
+            task_type: row.task_type,
+            block_dim: row.block_dim,
+            mix_block_dim: row.mix_block_dim,
+            comm,
+            pmu: &pmu_values,
+            meta: row.meta,
+        });
+        Ok(())
+    }
+
+    /// Adds a computing op's time to its type's and task type's statistics.
+    fn count(&mut self, ty: Cow<str>, task_type: &str, dur: u64) {
+        let cores = match self.by_type.get_mut(ty.as_ref()) {
+            Some(c) => c,
+            None => self.by_type.entry(ty.into_owned()).or_default(),
+        };
+        match cores.iter_mut().find(|(c, _)| c == task_type) {
+            Some((_, a)) => a.add(dur),
+            None => {
+                let mut a = Agg::default();
+                a.add(dur);
+                cores.push((task_type.to_string(), a));
+            }
+        }
+    }
+
+    /// After the device's last op: its metadata ids, its last Overlap Analysis pieces, its
+    /// op count and statistics.
+    fn finish(
+        mut self,
+        data: &Path,
+        db: &mut DbSink,
+        summary: &mut Summary,
+        stats: &mut Vec<(u32, String, String, Agg)>,
+    ) -> Result<()> {
+        let dev = self.dev;
         // Another process (a re-export, `aclprof analyze`) finds the ids here.
         let path = data.join(crate::formats::layout::OP_META_FILE);
-        io("cannot write", &path, metas.write(&path))?;
+        io("cannot write", &path, self.metas.write(&path))?;
+        let offset = self.offset;
+        let wall = |t: u64| (t as i128 + offset).max(0) as u64;
         let b = db.batch();
-        overlap.finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));
-        summary.ops.insert(dev, n);
-        for (ty, cores) in by_type {
+        self.overlap
+            .finish(&mut |p, s, e| b.piece(dev, overlap_kind(p), wall(s), wall(e)));
+        summary.ops.insert(dev, self.n);
+        for (ty, cores) in self.by_type {
             for (core, a) in cores {
                 stats.push((dev, ty.clone(), core, a));
             }
         }
+        Ok(())
     }
-    progress(merged, expected);
-    Ok(())
 }
 
 /// A piece's ENUM_OVERLAP_ANALYSIS_TYPE.
@@ -548,23 +630,50 @@ fn overlap_kind(p: Track) -> i64 {
     }
 }
 
-/// Writes `dir`'s mindstudio_profiler_output/ from its raw data.
-pub fn export(dir: &Path) -> Result<Summary> {
-    export_with_progress(dir, &mut |_, _| {})
+/// op_statistic_<ts14>.csv: per device and op type (and task type), the ops' times, by
+/// device, then total time descending.
+fn write_op_statistic(st_path: &Path, stats: &mut [(u32, String, String, Agg)]) -> Result<()> {
+    let mut st_csv = csv_writer(st_path)?;
+    st_csv
+        .write_record([
+            "Device_id",
+            "OP Type",
+            "Core Type",
+            "Count",
+            "Total Time(us)",
+            "Min Time(us)",
+            "Avg Time(us)",
+            "Max Time(us)",
+            "Ratio(%)",
+        ])
+        .map_err(|e| csv_err(st_path, e))?;
+    let mut dev_total: HashMap<u32, u64> = HashMap::new();
+    for (d, _, _, a) in stats.iter() {
+        *dev_total.entry(*d).or_default() += a.total;
+    }
+    stats.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.total.cmp(&a.3.total)));
+    for (d, ty, core, a) in stats.iter() {
+        let ratio = 100.0 * a.total as f64 / dev_total[d].max(1) as f64;
+        st_csv
+            .write_record([
+                d.to_string().as_str(),
+                ty,
+                core,
+                &a.count.to_string(),
+                &us_trim(a.total as f64),
+                &us_trim(a.min as f64),
+                &us_trim(a.avg()),
+                &us_trim(a.max as f64),
+                &format!("{}", (ratio * 1000.0).round() / 1000.0),
+            ])
+            .map_err(|e| csv_err(st_path, e))?;
+    }
+    st_csv.flush().map_err(|e| csv_err(st_path, e.into()))
 }
 
-/// [`export`], calling `progress(merged, expected)` every 256 Ki ops.
-pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Summary> {
-    let session = {
-        let p = dir.join(SESSION_FILE);
-        let text = io("cannot read", &p, fs::read_to_string(&p))?;
-        crate::formats::host::Session::from_json(&text)
-            .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?
-    };
-    let devices = session.devices.clone();
-    let mono0 = session.clock_monotonic_raw;
-    let wall0 = session.wall_clock_ns;
-    let pid = session.pid;
+/// Makes `dir`'s output folder ready for an export: created, or emptied of an earlier
+/// export's files. Returns it and the stamp its files are named with.
+fn prepare_output(dir: &Path) -> Result<(PathBuf, String)> {
     let out = dir.join(crate::formats::layout::OUTPUT_DIR);
     if fs::symlink_metadata(&out).is_ok_and(|m| m.file_type().is_symlink()) {
         return err(
@@ -587,6 +696,41 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
             let _ = fs::remove_file(e.path());
         }
     }
+    Ok((out, stamp))
+}
+
+/// The database goes where CANN puts it, in the result directory itself (msprof-analyze
+/// finds it there, not beside the text files); an earlier export's is replaced.
+fn remove_old_databases(dir: &Path) {
+    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let ours = name
+            .to_str()
+            .is_some_and(|n| n.starts_with("msprof_") && n.ends_with(".db"));
+        if ours && e.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+/// Writes `dir`'s mindstudio_profiler_output/ from its raw data.
+pub fn export(dir: &Path) -> Result<Summary> {
+    export_with_progress(dir, &mut |_, _| {})
+}
+
+/// [`export`], calling `progress(merged, expected)` every 256 Ki ops.
+pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> Result<Summary> {
+    let session = {
+        let p = dir.join(SESSION_FILE);
+        let text = io("cannot read", &p, fs::read_to_string(&p))?;
+        crate::formats::host::Session::from_json(&text)
+            .or_else(|e| err(ACL_ERROR_INVALID_FILE, format!("{}: {e}", p.display())))?
+    };
+    let devices = session.devices.clone();
+    let mono0 = session.clock_monotonic_raw;
+    let wall0 = session.wall_clock_ns;
+    let pid = session.pid;
+    let (out, stamp) = prepare_output(dir)?;
     let mut summary = Summary {
         stamp: stamp.clone(),
         ..Default::default()
@@ -618,17 +762,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
     let metric = session.aicore_metrics;
     let pmu = pmu_columns(metric);
     let mut rows = Rows::create(&out, &stamp, pmu)?;
-    // The database goes where CANN puts it, in the result directory itself (msprof-analyze
-    // finds it there, not beside the text files); an earlier export's is replaced.
-    for e in fs::read_dir(dir).into_iter().flatten().flatten() {
-        let name = e.file_name();
-        let ours = name
-            .to_str()
-            .is_some_and(|n| n.starts_with("msprof_") && n.ends_with(".db"));
-        if ours && e.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = fs::remove_file(e.path());
-        }
-    }
+    remove_old_databases(dir);
     let db = Db::create(&dir.join(format!("msprof_{stamp}.db")))?;
     let mut stats: Vec<(u32, String, String, Agg)> = Vec::new();
 
@@ -695,44 +829,7 @@ pub fn export_with_progress(dir: &Path, progress: &mut dyn FnMut(u64, u64)) -> R
     let mut tl = tl_cell.into_inner().unwrap_or_else(|p| p.into_inner());
     rows.flush()?;
 
-    // op_statistic: by device, then total time descending.
-    let st_path = out.join(format!("op_statistic_{stamp}.csv"));
-    let mut st_csv = csv_writer(&st_path)?;
-    st_csv
-        .write_record([
-            "Device_id",
-            "OP Type",
-            "Core Type",
-            "Count",
-            "Total Time(us)",
-            "Min Time(us)",
-            "Avg Time(us)",
-            "Max Time(us)",
-            "Ratio(%)",
-        ])
-        .map_err(|e| csv_err(&st_path, e))?;
-    let mut dev_total: HashMap<u32, u64> = HashMap::new();
-    for (d, _, _, a) in &stats {
-        *dev_total.entry(*d).or_default() += a.total;
-    }
-    stats.sort_by(|a, b| a.0.cmp(&b.0).then(b.3.total.cmp(&a.3.total)));
-    for (d, ty, core, a) in &stats {
-        let ratio = 100.0 * a.total as f64 / dev_total[d].max(1) as f64;
-        st_csv
-            .write_record([
-                d.to_string().as_str(),
-                ty,
-                core,
-                &a.count.to_string(),
-                &us_trim(a.total as f64),
-                &us_trim(a.min as f64),
-                &us_trim(a.avg()),
-                &us_trim(a.max as f64),
-                &format!("{}", (ratio * 1000.0).round() / 1000.0),
-            ])
-            .map_err(|e| csv_err(&st_path, e))?;
-    }
-    st_csv.flush().map_err(|e| csv_err(&st_path, e.into()))?;
+    write_op_statistic(&out.join(format!("op_statistic_{stamp}.csv")), &mut stats)?;
 
     write_step_trace_time(&out, &step_rows)?;
     // The Step Trace process and step_trace csv show the first device's steps.

@@ -306,65 +306,74 @@ impl State {
             self.net = Some(bytes);
         }
         if ask.sys_cpu {
-            let mut stat = Vec::new();
-            for l in fs::read_to_string("/proc/stat").unwrap_or_default().lines() {
-                if let Some((n, v)) = cpu_line(l) {
-                    stat.resize(stat.len().max(n + 1), [0; 8]);
-                    stat[n] = v;
-                }
-            }
-            if self.stat.len() == stat.len() {
-                let cpus = stat
-                    .iter()
-                    .zip(&self.stat)
-                    .map(|(now, before)| {
-                        let d: Vec<f64> = (0..8)
-                            .map(|i| now[i].saturating_sub(before[i]) as f64)
-                            .collect();
-                        let total: f64 = d.iter().sum::<f64>().max(1.0);
-                        // user+nice, system, iowait, irq, softirq, idle (+steal).
-                        [d[0] + d[1], d[2], d[4], d[5], d[6], d[3] + d[7]]
-                            .map(|x| x / total * 100.0)
-                    })
-                    .collect();
-                out(Sample::SysCpu { start, cpus });
-            }
-            self.stat = stat;
+            self.sys_cpu(start, out);
         }
         if ask.sys_mem {
-            let m = meminfo();
-            let values = SYS_MEM_KEYS
+            self.sys_mem(start, dt, out);
+        }
+    }
+
+    /// The system's CPUs: each one's time shares since the last sample.
+    fn sys_cpu(&mut self, start: u64, out: &mut dyn FnMut(Sample)) {
+        let mut stat = Vec::new();
+        for l in fs::read_to_string("/proc/stat").unwrap_or_default().lines() {
+            if let Some((n, v)) = cpu_line(l) {
+                stat.resize(stat.len().max(n + 1), [0; 8]);
+                stat[n] = v;
+            }
+        }
+        if self.stat.len() == stat.len() {
+            let cpus = stat
                 .iter()
-                .map(|k| m.get(*k).copied().unwrap_or(0))
+                .zip(&self.stat)
+                .map(|(now, before)| {
+                    let d: Vec<f64> = (0..8)
+                        .map(|i| now[i].saturating_sub(before[i]) as f64)
+                        .collect();
+                    let total: f64 = d.iter().sum::<f64>().max(1.0);
+                    // user+nice, system, iowait, irq, softirq, idle (+steal).
+                    [d[0] + d[1], d[2], d[4], d[5], d[6], d[3] + d[7]].map(|x| x / total * 100.0)
+                })
                 .collect();
-            out(Sample::SysMem { start, values });
-            let mut procs = Vec::new();
-            let mut seen = HashMap::new();
-            for p in stats("/proc") {
-                let cpu = match (dt, self.procs.get(&p.id)) {
-                    (Some(dt), Some(&t0)) => cpu_share(p.ticks.saturating_sub(t0), dt),
-                    _ => 0.0,
-                };
-                seen.insert(p.id, p.ticks);
-                let statm: Vec<u64> = fs::read_to_string(p.path.join("statm"))
-                    .unwrap_or_default()
-                    .split_whitespace()
-                    .filter_map(|v| v.parse().ok())
-                    .collect();
-                let at = |i: usize| statm.get(i).copied().unwrap_or(0);
-                procs.push(Proc {
-                    pid: p.id,
-                    name: p.name,
-                    cpu,
-                    size: at(0),
-                    resident: at(1),
-                    shared: at(2),
-                });
-            }
-            self.procs = seen;
-            if dt.is_some() {
-                out(Sample::Procs { start, procs });
-            }
+            out(Sample::SysCpu { start, cpus });
+        }
+        self.stat = stat;
+    }
+
+    /// The system's memory, and each process's CPU share and memory.
+    fn sys_mem(&mut self, start: u64, dt: Option<f64>, out: &mut dyn FnMut(Sample)) {
+        let m = meminfo();
+        let values = SYS_MEM_KEYS
+            .iter()
+            .map(|k| m.get(*k).copied().unwrap_or(0))
+            .collect();
+        out(Sample::SysMem { start, values });
+        let mut procs = Vec::new();
+        let mut seen = HashMap::new();
+        for p in stats("/proc") {
+            let cpu = match (dt, self.procs.get(&p.id)) {
+                (Some(dt), Some(&t0)) => cpu_share(p.ticks.saturating_sub(t0), dt),
+                _ => 0.0,
+            };
+            seen.insert(p.id, p.ticks);
+            let statm: Vec<u64> = fs::read_to_string(p.path.join("statm"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|v| v.parse().ok())
+                .collect();
+            let at = |i: usize| statm.get(i).copied().unwrap_or(0);
+            procs.push(Proc {
+                pid: p.id,
+                name: p.name,
+                cpu,
+                size: at(0),
+                resident: at(1),
+                shared: at(2),
+            });
+        }
+        self.procs = seen;
+        if dt.is_some() {
+            out(Sample::Procs { start, procs });
         }
     }
 }

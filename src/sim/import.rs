@@ -201,190 +201,203 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// A model description as written (docs/design.md, "The emulated device"): read by serde,
+/// then checked by [`ModelDesc::into_model`].
+#[derive(serde::Deserialize)]
+struct ModelDesc {
+    name: String,
+    #[serde(default)]
+    device: u32,
+    wait_us: Option<f64>,
+    ops: Vec<OpDesc>,
+    #[serde(default)]
+    inputs: Vec<u64>,
+    #[serde(default)]
+    outputs: Vec<u64>,
+}
+
+/// One op of a [`ModelDesc`]. The tensors are CANN's text ("1,3,224,224;64", "FLOAT16",
+/// "NCHW"). A communication op's link: the rank it sends `bytes` to, over which transport,
+/// and how much of its duration the transfer takes (the rest it waits for its peers).
+#[derive(serde::Deserialize)]
+struct OpDesc {
+    name: String,
+    #[serde(rename = "type")]
+    op_type: String,
+    duration_us: f64,
+    wait_us: Option<f64>,
+    #[serde(default)]
+    input_shapes: String,
+    #[serde(default)]
+    input_types: String,
+    #[serde(default)]
+    input_formats: String,
+    #[serde(default)]
+    output_shapes: String,
+    #[serde(default)]
+    output_types: String,
+    #[serde(default)]
+    output_formats: String,
+    flops: Option<u64>,
+    bytes: Option<u64>,
+    output_bytes: Option<u64>,
+    workspace_bytes: Option<u64>,
+    peer: Option<u32>,
+    transport: Option<String>,
+    transit_us: Option<f64>,
+}
+
+/// What a key's value must be, for the error that names it.
+fn expected(key: &str) -> String {
+    match key {
+        "name" | "type" | "input_shapes" | "input_types" | "input_formats" | "output_shapes"
+        | "output_types" | "output_formats" => "a string".into(),
+        "device" | "flops" | "bytes" | "output_bytes" | "workspace_bytes" => {
+            "a non-negative integer".into()
+        }
+        "wait_us" | "duration_us" => "a non-negative number".into(),
+        "peer" => "a rank (0 to 2^32 - 1)".into(),
+        "transport" => format!(
+            "one of {}",
+            crate::formats::db_schema::TRANSPORTS.join(", ")
+        ),
+        "transit_us" => "a number from 0 to duration_us".into(),
+        "ops" => "an array of ops".into(),
+        "inputs" | "outputs" => "an array of byte sizes".into(),
+        _ => "an object".into(),
+    }
+}
+
+/// serde's error said as the key-by-key checks say it: which key, where, and what it must be.
+fn desc_error(e: serde_path_to_error::Error<serde_json::Error>) -> String {
+    let path = e.path().to_string();
+    let inner = e.inner().to_string();
+    // "missing field `duration_us`" at the object that lacks it.
+    if let Some(key) = inner
+        .strip_prefix("missing field `")
+        .and_then(|r| r.split('`').next())
+    {
+        let what = expected(key);
+        return if path == "." {
+            format!("missing \"{key}\" ({what})")
+        } else {
+            format!("{path} needs \"{key}\" ({what})")
+        };
+    }
+    // The key is the path's last name ("ops[3].flops", "inputs[2]", "device").
+    let last = path.rsplit('.').next().unwrap_or_default();
+    let key = last.split('[').next().unwrap_or_default();
+    if key == "ops" && last != key {
+        return format!("{path} must be an op (a JSON object)");
+    }
+    let shown = if path.contains('.') || key == last {
+        path.clone()
+    } else {
+        key.to_string()
+    };
+    format!("{shown} must be {}", expected(key))
+}
+
 pub fn parse_json(path: &Path, text: &str) -> Result<SimModel> {
     let v: serde_json::Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => return bad(path, format!("not valid JSON: {e}")),
     };
+    if !v.is_object() {
+        // (serde would read a struct from an array too.)
+        return bad(path, "the description must be a JSON object");
+    }
     if let Some(e) = unknown_key(&v) {
         return bad(path, e);
     }
-    let name = match v.get("name").and_then(|n| n.as_str()) {
-        Some(n) => n.to_string(),
-        None => return bad(path, "missing string \"name\""),
-    };
-    let device = match v.get("device") {
-        None => 0,
-        Some(d) => match d.as_u64().and_then(|d| u32::try_from(d).ok()) {
-            Some(d) => d,
-            None => return bad(path, "\"device\" must be a non-negative integer"),
-        },
-    };
-    let model_wait = match v.get("wait_us") {
-        None => DEFAULT_WAIT_NS,
-        Some(w) => match w.as_f64().and_then(us_to_ns) {
-            Some(w) => w,
-            None => return bad(path, "\"wait_us\" must be a non-negative number"),
-        },
-    };
-    let Some(ops) = v.get("ops").and_then(|o| o.as_array()) else {
-        return bad(path, "missing array \"ops\"");
-    };
-    let mut out = Vec::with_capacity(ops.len());
-    for (i, op) in ops.iter().enumerate() {
-        let s = |k: &str| op.get(k).and_then(|x| x.as_str()).map(str::to_string);
-        let (Some(n), Some(t)) = (s("name"), s("type")) else {
-            return bad(path, format!("ops[{i}] needs string \"name\" and \"type\""));
-        };
-        let Some(d) = op
-            .get("duration_us")
-            .and_then(|d| d.as_f64())
-            .and_then(us_to_ns)
-        else {
-            return bad(
-                path,
-                format!("ops[{i}] needs a non-negative number \"duration_us\""),
-            );
-        };
-        // An optional time in µs, as ns.
-        let us_of = |key: &str| -> Result<Option<u64>> {
-            match op.get(key) {
-                None => Ok(None),
-                Some(x) => x.as_f64().and_then(us_to_ns).map_or_else(
-                    || {
-                        bad(
-                            path,
-                            format!("ops[{i}].{key} must be a non-negative number"),
-                        )
-                    },
-                    |ns| Ok(Some(ns)),
-                ),
+    match serde_path_to_error::deserialize::<_, ModelDesc>(v) {
+        Ok(d) => d.into_model().or_else(|e| bad(path, e)),
+        Err(e) => bad(path, desc_error(e)),
+    }
+}
+
+impl ModelDesc {
+    /// Checks what serde cannot (ranges, a link's parts together) and makes the model.
+    fn into_model(self) -> std::result::Result<SimModel, String> {
+        let model_wait = match self.wait_us {
+            None => DEFAULT_WAIT_NS,
+            Some(w) => {
+                us_to_ns(w).ok_or_else(|| format!("wait_us must be {}", expected("wait_us")))?
             }
         };
-        let w = us_of("wait_us")?.unwrap_or(model_wait);
-        // Optional: the tensors, in CANN's text ("1,3,224,224;64", "FLOAT16", "NCHW").
-        let mut meta = OpMeta::default();
-        for (key, field) in [
-            ("input_shapes", &mut meta.input_shapes),
-            ("input_types", &mut meta.input_types),
-            ("input_formats", &mut meta.input_formats),
-            ("output_shapes", &mut meta.output_shapes),
-            ("output_types", &mut meta.output_types),
-            ("output_formats", &mut meta.output_formats),
-        ] {
-            match op.get(key) {
-                None => {}
-                Some(serde_json::Value::String(v)) => *field = v.clone(),
-                Some(_) => return bad(path, format!("ops[{i}].{key} must be a string")),
-            }
-        }
-        // Shapes as CANN writes them, in double quotes.
-        for f in [&mut meta.input_shapes, &mut meta.output_shapes] {
-            *f = crate::opmeta::cann_shapes(f).into_owned();
-        }
-        let (mut output_bytes, mut workspace) = (None, None);
-        for (key, field) in [
-            ("flops", &mut meta.flops),
-            ("bytes", &mut meta.bytes),
-            ("output_bytes", &mut output_bytes),
-            ("workspace_bytes", &mut workspace),
-        ] {
-            match op.get(key) {
-                None => {}
-                Some(v) => match v.as_u64() {
-                    Some(n) => *field = Some(n),
-                    None => {
-                        return bad(
-                            path,
-                            format!("ops[{i}].{key} must be a non-negative integer"),
-                        )
-                    }
-                },
-            }
-        }
-        // A communication op's link: the rank it sends `bytes` to, over which transport, and
-        // how much of its duration the transfer takes (the rest it waits for its peers).
-        match op.get("peer") {
-            None => {}
-            Some(v) => match v.as_u64().and_then(|p| u32::try_from(p).ok()) {
-                Some(p) => meta.peer = Some(p),
-                None => {
-                    return bad(
-                        path,
-                        format!("ops[{i}].peer must be a rank (0 to 2^32 - 1)"),
-                    )
-                }
-            },
-        }
-        match op.get("transport") {
-            None => {}
-            Some(serde_json::Value::String(t))
-                if crate::formats::db_schema::transport_id(t).is_some() =>
-            {
-                meta.transport = t.clone()
-            }
-            Some(_) => {
-                return bad(
-                    path,
-                    format!(
-                        "ops[{i}].transport must be one of {}",
-                        crate::formats::db_schema::TRANSPORTS.join(", ")
-                    ),
-                )
-            }
-        }
-        meta.transit_ns = match us_of("transit_us") {
-            Ok(t) if t.is_none_or(|x| x <= d) => t,
-            _ => {
-                return bad(
-                    path,
-                    format!("ops[{i}].transit_us must be a number from 0 to duration_us"),
-                )
-            }
+        let ops = self
+            .ops
+            .into_iter()
+            .enumerate()
+            .map(|(i, op)| op.into_op(model_wait).map_err(|e| format!("ops[{i}].{e}")))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(SimModel {
+            name: self.name,
+            device: self.device,
+            ops,
+            inputs: self.inputs,
+            outputs: self.outputs,
+            pmu_columns: Vec::new(),
+            memory: Vec::new(),
+        })
+    }
+}
+
+impl OpDesc {
+    /// The op, or what is wrong with it (as "key must be ...", or ": why" for the op).
+    fn into_op(self, model_wait: u64) -> std::result::Result<SimOp, String> {
+        let must = |key: &str| format!("{key} must be {}", expected(key));
+        let d = us_to_ns(self.duration_us).ok_or_else(|| must("duration_us"))?;
+        let w = match self.wait_us {
+            None => model_wait,
+            Some(w) => us_to_ns(w).ok_or_else(|| must("wait_us"))?,
         };
-        if meta.peer.is_some() != meta.transit_ns.is_some()
-            || (meta.peer.is_some() && meta.bytes.is_none())
+        let transit_ns = match self.transit_us {
+            None => None,
+            Some(t) => Some(
+                us_to_ns(t)
+                    .filter(|&t| t <= d)
+                    .ok_or_else(|| must("transit_us"))?,
+            ),
+        };
+        let transport = match self.transport {
+            None => String::new(),
+            Some(t) if crate::formats::db_schema::transport_id(&t).is_some() => t,
+            Some(_) => return Err(must("transport")),
+        };
+        if self.peer.is_some() != transit_ns.is_some()
+            || (self.peer.is_some() && self.bytes.is_none())
         {
-            return bad(
-                path,
-                format!("ops[{i}]: a link needs peer, transit_us and bytes together"),
-            );
+            return Err(": a link needs peer, transit_us and bytes together".into());
         }
+        let mut meta = OpMeta {
+            // Shapes as CANN writes them, in double quotes.
+            input_shapes: crate::opmeta::cann_shapes(&self.input_shapes).into_owned(),
+            input_types: self.input_types,
+            input_formats: self.input_formats,
+            output_shapes: crate::opmeta::cann_shapes(&self.output_shapes).into_owned(),
+            output_types: self.output_types,
+            output_formats: self.output_formats,
+            flops: self.flops,
+            bytes: self.bytes,
+            peer: self.peer,
+            transport,
+            transit_ns,
+        };
         if meta.peer.is_some() && meta.transport.is_empty() {
             meta.transport = "SDMA".into();
         }
-        out.push(SimOp {
-            name: n,
-            op_type: t,
+        Ok(SimOp {
+            name: self.name,
+            op_type: self.op_type,
             duration_ns: d,
             wait_ns: w,
             meta: meta.known().map(Box::new),
-            output_bytes,
-            workspace_bytes: workspace.unwrap_or(0),
+            output_bytes: self.output_bytes,
+            workspace_bytes: self.workspace_bytes.unwrap_or(0),
             ..Default::default()
-        });
+        })
     }
-    let sizes = |key: &str| -> Result<Vec<u64>> {
-        match v.get(key) {
-            None => Ok(Vec::new()),
-            Some(a) => a
-                .as_array()
-                .and_then(|a| a.iter().map(|x| x.as_u64()).collect::<Option<Vec<u64>>>())
-                .map_or_else(
-                    || bad(path, format!("\"{key}\" must be an array of byte sizes")),
-                    Ok,
-                ),
-        }
-    };
-    Ok(SimModel {
-        name,
-        device,
-        ops: out,
-        inputs: sizes("inputs")?,
-        outputs: sizes("outputs")?,
-        pmu_columns: Vec::new(),
-        memory: Vec::new(),
-    })
 }
 
 /// Microseconds as written in a table ("1736405443881410.320\t", "12.5", "5e-05") to

@@ -348,37 +348,78 @@ fn sampled(
 /// The host's usage: per-process summaries (`host_*_usage`), system summaries
 /// (`cpu_usage`, `process_cpu_usage`, `sys_mem`, `process_mem`), the tables and tracks.
 fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut Db) -> Result<()> {
-    let tl_path = out.join(format!("msprof_{stamp}.json"));
-    let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
     let file = |name: &str| out.join(format!("{name}_{stamp}.csv"));
-    let host = "host".to_string();
-    let (mut totals, mut used_cpus, mut ncpu) = (Vec::new(), std::collections::BTreeSet::new(), 0);
-    let (mut mem, mut mem_total) = (Vec::new(), 0u64);
-    let (mut reads, mut writes) = (Vec::new(), Vec::new());
-    let (mut net, mut speed) = (Vec::new(), 0u64);
-    let mut sys_cpu: Vec<&[[f64; 6]]> = Vec::new();
-    let mut sys_mem: Vec<&[u64]> = Vec::new();
-    // Per (pid, name): sums of CPU %, size, resident and shared pages, and the samples.
-    type Sums = (f64, u64, u64, u64, u64);
-    let mut procs: BTreeMap<(u32, String), Sums> = BTreeMap::new();
-    let (cpu_name, cpu_sort) = hs::CPU_TRACK;
-    let cpup = tl.pid(cpu_sort, HOST_DEV);
-    let (mem_name, mem_sort) = hs::MEM_TRACK;
-    let memp = tl.pid(mem_sort, HOST_DEV);
-    let (disk_name, disk_sort) = hs::DISK_TRACK;
-    let diskp = tl.pid(disk_sort, HOST_DEV);
-    let (net_name, net_sort) = hs::NET_TRACK;
-    let netp = tl.pid(net_sort, HOST_DEV);
+    let mut u = Usage {
+        tl_path: out.join(format!("msprof_{stamp}.json")),
+        cpup: tl.pid(hs::CPU_TRACK.1, HOST_DEV),
+        memp: tl.pid(hs::MEM_TRACK.1, HOST_DEV),
+        diskp: tl.pid(hs::DISK_TRACK.1, HOST_DEV),
+        netp: tl.pid(hs::NET_TRACK.1, HOST_DEV),
+        ..Usage::default()
+    };
     for s in &g.samples {
+        u.sample(s, tl, db)?;
+    }
+    u.write_summaries(&file)?;
+    if !u.sys_cpu.is_empty() {
+        csv_file(&file("cpu_usage"), hs::CPU_USAGE, &u.sys_cpu_rows())?;
+    }
+    if !u.sys_mem.is_empty() {
+        csv_file(&file("sys_mem"), hs::SYS_MEM, &[u.sys_mem_row()])?;
+    }
+    if !u.procs.is_empty() {
+        let (cpu_rows, mem_rows) = u.process_rows();
+        csv_file(&file("process_cpu_usage"), hs::PROCESS_CPU_USAGE, &cpu_rows)?;
+        csv_file(&file("process_mem"), hs::PROCESS_MEM, &mem_rows)?;
+    }
+    Ok(())
+}
+
+/// Per (pid, name): sums of CPU %, size, resident and shared pages, and the samples.
+type ProcSums = (f64, u64, u64, u64, u64);
+
+/// The host's samples as they are read: drawn and stored at once, and summed for the
+/// summaries written after the last.
+#[derive(Default)]
+struct Usage<'g> {
+    tl_path: PathBuf,
+    cpup: u64,
+    memp: u64,
+    diskp: u64,
+    netp: u64,
+    totals: Vec<f64>,
+    used_cpus: std::collections::BTreeSet<usize>,
+    ncpu: usize,
+    mem: Vec<f64>,
+    mem_total: u64,
+    reads: Vec<f64>,
+    writes: Vec<f64>,
+    net: Vec<f64>,
+    speed: u64,
+    sys_cpu: Vec<&'g [[f64; 6]]>,
+    sys_mem: Vec<&'g [u64]>,
+    procs: BTreeMap<(u32, String), ProcSums>,
+}
+
+impl<'g> Usage<'g> {
+    /// One sample: its timeline counters and database row, and its part of the sums.
+    fn sample(&mut self, s: &'g Sample, tl: &mut Timeline, db: &mut Db) -> Result<()> {
+        let tl_path = self.tl_path.clone();
+        let tlw = |r: std::io::Result<()>| io("cannot write", &tl_path, r);
+        let (cpu_name, cpu_sort) = hs::CPU_TRACK;
+        let (mem_name, mem_sort) = hs::MEM_TRACK;
+        let (disk_name, disk_sort) = hs::DISK_TRACK;
+        let (net_name, net_sort) = hs::NET_TRACK;
+        let (cpup, memp, diskp, netp) = (self.cpup, self.memp, self.diskp, self.netp);
         let at = s.start();
         let wall = tl.wall(at) as i64;
         match s {
             Sample::Cpu { cpus, .. } => {
                 tlw(tl.process(cpup, cpu_name, "CPU", cpu_sort))?;
-                ncpu = ncpu.max(cpus.len());
+                self.ncpu = self.ncpu.max(cpus.len());
                 for (i, u) in cpus.iter().enumerate() {
                     if *u > 0.0 {
-                        used_cpus.insert(i);
+                        self.used_cpus.insert(i);
                     }
                     tlw(tl.counter(
                         cpup,
@@ -396,19 +437,19 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                 }
                 let avg = cpus.iter().sum::<f64>() / cpus.len().max(1) as f64;
                 tlw(tl.counter(cpup, 1 << 16, "CPU Avg", at, hs::USAGE_UNIT, avg, 2))?;
-                totals.push(cpus.iter().sum::<f64>() / 100.0);
+                self.totals.push(cpus.iter().sum::<f64>() / 100.0);
             }
             Sample::Mem { used, total, .. } => {
-                mem.push(*used as f64);
-                mem_total = mem_total.max(*total);
+                self.mem.push(*used as f64);
+                self.mem_total = self.mem_total.max(*total);
                 let pct = 100.0 * *used as f64 / (*total).max(1) as f64;
                 tlw(tl.process(memp, mem_name, "CPU", mem_sort))?;
                 tlw(tl.counter(memp, 0, mem_name, at, hs::USAGE_UNIT, pct, 2))?;
                 db.row("HOST_MEM_USAGE", &[V::Integer(wall), V::Real(pct)])?;
             }
             Sample::Disk { read, write, .. } => {
-                reads.push(*read as f64);
-                writes.push(*write as f64);
+                self.reads.push(*read as f64);
+                self.writes.push(*write as f64);
                 tlw(tl.process(diskp, disk_name, "CPU", disk_sort))?;
                 tlw(tl.counter(diskp, 0, "Disk Read", at, "KB/s", *read as f64 / 1024.0, 3))?;
                 tlw(tl.counter(
@@ -433,8 +474,8 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
             Sample::Net {
                 used, speed: sp, ..
             } => {
-                net.push(*used as f64);
-                speed = speed.max(*sp);
+                self.net.push(*used as f64);
+                self.speed = self.speed.max(*sp);
                 let pct = if *sp > 0 {
                     100.0 * *used as f64 / *sp as f64
                 } else {
@@ -447,11 +488,11 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                     &[V::Integer(wall), V::Real(pct), V::Integer(*sp as i64)],
                 )?;
             }
-            Sample::SysCpu { cpus, .. } => sys_cpu.push(cpus),
-            Sample::SysMem { values, .. } => sys_mem.push(values),
+            Sample::SysCpu { cpus, .. } => self.sys_cpu.push(cpus),
+            Sample::SysMem { values, .. } => self.sys_mem.push(values),
             Sample::Procs { procs: ps, .. } => {
                 for p in ps {
-                    let e = procs.entry((p.pid, p.name.clone())).or_default();
+                    let e = self.procs.entry((p.pid, p.name.clone())).or_default();
                     e.0 += p.cpu;
                     e.1 += p.size;
                     e.2 += p.resident;
@@ -461,64 +502,74 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
             }
             Sample::Other => {}
         }
+        Ok(())
     }
-    let kbs = |v: f64| format!("{:.3}", v / 1024.0);
-    let peak = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
-    // The per-process summaries, each written when its item was sampled.
-    let summaries: [(&str, &[&str], bool, Vec<String>); 4] = [
-        (
-            "host_cpu_usage",
-            hs::HOST_CPU_USAGE,
-            !totals.is_empty(),
-            vec![
-                ncpu.to_string(),
-                used_cpus.len().to_string(),
-                format!("{:.0}", hs::recommend(&totals).ceil()),
-            ],
-        ),
-        (
-            "host_mem_usage",
-            hs::HOST_MEM_USAGE,
-            !mem.is_empty(),
-            vec![
-                kbs(mem_total as f64),
-                kbs(peak(&mem)),
-                kbs(hs::recommend(&mem)),
-            ],
-        ),
-        (
-            "host_disk_usage",
-            hs::HOST_DISK_USAGE,
-            !reads.is_empty(),
-            vec![
-                kbs(peak(&reads)),
-                kbs(hs::recommend(&reads)),
-                kbs(peak(&writes)),
-                kbs(hs::recommend(&writes)),
-            ],
-        ),
-        (
-            "host_network_usage",
-            hs::HOST_NETWORK_USAGE,
-            !net.is_empty(),
-            vec![kbs(speed as f64), kbs(peak(&net)), kbs(hs::recommend(&net))],
-        ),
-    ];
-    for (name, header, sampled, cells) in summaries {
-        if sampled {
-            let row: Vec<String> = std::iter::once(host.clone()).chain(cells).collect();
-            csv_file(&file(name), header, &[row])?;
+
+    /// The per-process summaries, each written when its item was sampled.
+    fn write_summaries(&self, file: &dyn Fn(&str) -> PathBuf) -> Result<()> {
+        let kbs = |v: f64| format!("{:.3}", v / 1024.0);
+        let peak = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+        let summaries: [(&str, &[&str], bool, Vec<String>); 4] = [
+            (
+                "host_cpu_usage",
+                hs::HOST_CPU_USAGE,
+                !self.totals.is_empty(),
+                vec![
+                    self.ncpu.to_string(),
+                    self.used_cpus.len().to_string(),
+                    format!("{:.0}", hs::recommend(&self.totals).ceil()),
+                ],
+            ),
+            (
+                "host_mem_usage",
+                hs::HOST_MEM_USAGE,
+                !self.mem.is_empty(),
+                vec![
+                    kbs(self.mem_total as f64),
+                    kbs(peak(&self.mem)),
+                    kbs(hs::recommend(&self.mem)),
+                ],
+            ),
+            (
+                "host_disk_usage",
+                hs::HOST_DISK_USAGE,
+                !self.reads.is_empty(),
+                vec![
+                    kbs(peak(&self.reads)),
+                    kbs(hs::recommend(&self.reads)),
+                    kbs(peak(&self.writes)),
+                    kbs(hs::recommend(&self.writes)),
+                ],
+            ),
+            (
+                "host_network_usage",
+                hs::HOST_NETWORK_USAGE,
+                !self.net.is_empty(),
+                vec![
+                    kbs(self.speed as f64),
+                    kbs(peak(&self.net)),
+                    kbs(hs::recommend(&self.net)),
+                ],
+            ),
+        ];
+        for (name, header, sampled, cells) in summaries {
+            if sampled {
+                let row: Vec<String> = std::iter::once(HOST.to_string()).chain(cells).collect();
+                csv_file(&file(name), header, &[row])?;
+            }
         }
+        Ok(())
     }
-    if !sys_cpu.is_empty() {
-        // Averages over the run, per CPU, then all CPUs ("Avg").
-        let n = sys_cpu.iter().map(|c| c.len()).max().unwrap_or(0);
+
+    /// `cpu_usage`: averages over the run, per CPU, then all CPUs ("Avg").
+    fn sys_cpu_rows(&self) -> Vec<Vec<String>> {
+        let n = self.sys_cpu.iter().map(|c| c.len()).max().unwrap_or(0);
         let mut rows = Vec::new();
         let mut all = [0.0f64; 6];
         for i in 0..n {
             let mut sum = [0.0f64; 6];
             let mut k = 0.0;
-            for c in &sys_cpu {
+            for c in &self.sys_cpu {
                 if let Some(v) = c.get(i) {
                     for j in 0..6 {
                         sum[j] += v[j];
@@ -530,41 +581,46 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
             for j in 0..6 {
                 all[j] += avg[j] / n as f64;
             }
-            let mut r = vec![host.clone(), format!("CPU{i}")];
+            let mut r = vec![HOST.to_string(), format!("CPU{i}")];
             r.extend(avg.iter().map(|x| hs::pct(*x)));
             rows.push(r);
         }
-        let mut r = vec![host.clone(), "Avg".to_string()];
+        let mut r = vec![HOST.to_string(), "Avg".to_string()];
         r.extend(all.iter().map(|x| hs::pct(*x)));
         rows.push(r);
-        csv_file(&file("cpu_usage"), hs::CPU_USAGE, &rows)?;
+        rows
     }
-    if !sys_mem.is_empty() {
-        let k = sys_mem.len() as u64;
+
+    /// `sys_mem`: each value's average over the run.
+    fn sys_mem_row(&self) -> Vec<String> {
+        let k = self.sys_mem.len() as u64;
         let cols = hs::SYS_MEM_KEYS.len();
-        let mut r = vec![host.clone()];
+        let mut r = vec![HOST.to_string()];
         r.extend((0..cols).map(|j| {
-            (sys_mem
+            (self
+                .sys_mem
                 .iter()
                 .map(|v| v.get(j).copied().unwrap_or(0))
                 .sum::<u64>()
                 / k)
                 .to_string()
         }));
-        csv_file(&file("sys_mem"), hs::SYS_MEM, &[r])?;
+        r
     }
-    if !procs.is_empty() {
+
+    /// `process_cpu_usage` and `process_mem`: each process's averages over the run.
+    fn process_rows(&self) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
         let (mut cpu_rows, mut mem_rows) = (Vec::new(), Vec::new());
-        for ((pid, name), (cpu, size, res, shared, k)) in &procs {
+        for ((pid, name), (cpu, size, res, shared, k)) in &self.procs {
             let k = (*k).max(1);
             cpu_rows.push(vec![
-                host.clone(),
+                HOST.to_string(),
                 pid.to_string(),
                 name.clone(),
                 hs::pct(cpu / k as f64),
             ]);
             mem_rows.push(vec![
-                host.clone(),
+                HOST.to_string(),
                 pid.to_string(),
                 name.clone(),
                 (size / k).to_string(),
@@ -572,8 +628,9 @@ fn host_usage(g: &Gathered, out: &Path, stamp: &str, tl: &mut Timeline, db: &mut
                 (shared / k).to_string(),
             ]);
         }
-        csv_file(&file("process_cpu_usage"), hs::PROCESS_CPU_USAGE, &cpu_rows)?;
-        csv_file(&file("process_mem"), hs::PROCESS_MEM, &mem_rows)?;
+        (cpu_rows, mem_rows)
     }
-    Ok(())
 }
+
+/// The host column of the host's tables.
+const HOST: &str = "host";

@@ -1,7 +1,9 @@
 //! The threads the export hands batches to: the timeline writers and the database.
 
 use super::*;
-use crate::formats::timeline::{HARDWARE_PROCESS, HCCL_PROCESS};
+use crate::formats::timeline::{
+    HARDWARE_PROCESS, HARDWARE_SORT, HCCL_PROCESS, HCCL_SORT, OVERLAP_SORT,
+};
 
 /// One op on its way to the timeline thread.
 pub(super) struct TlOp {
@@ -83,7 +85,11 @@ impl TlState {
     /// The pids of the device's Ascend Hardware, HCCL and Overlap Analysis processes.
     pub(super) fn pids(tl: &Timeline, dev: u32) -> (u64, u64, u64) {
         let d = dev as u64;
-        (tl.pid(14, d), tl.pid(15, d), tl.pid(31, d))
+        (
+            tl.pid(HARDWARE_SORT, d),
+            tl.pid(HCCL_SORT, d),
+            tl.pid(OVERLAP_SORT, d),
+        )
     }
 
     pub(super) fn write(&mut self, tl: &mut Timeline, b: &TlBatch) -> std::io::Result<()> {
@@ -94,8 +100,18 @@ impl TlState {
                 self.dev = Some(op.dev);
                 self.steps.begin_device();
                 let (hw, _, ov) = Self::pids(tl, op.dev);
-                tl.process(hw, HARDWARE_PROCESS, &format!("NPU {}", op.dev), 14)?;
-                tl.process(ov, "Overlap Analysis", &format!("NPU {}", op.dev), 31)?;
+                tl.process(
+                    hw,
+                    HARDWARE_PROCESS,
+                    &format!("NPU {}", op.dev),
+                    HARDWARE_SORT,
+                )?;
+                tl.process(
+                    ov,
+                    "Overlap Analysis",
+                    &format!("NPU {}", op.dev),
+                    OVERLAP_SORT,
+                )?;
                 for p in [
                     Track::Computing,
                     Track::Communication,
@@ -114,7 +130,7 @@ impl TlState {
             let stream = op.stream as u64;
             // Communication goes to the HCCL process, as real runs show it.
             let (pid, tid) = if op.comm {
-                tl.process(hccl, HCCL_PROCESS, &format!("NPU {}", op.dev), 15)?;
+                tl.process(hccl, HCCL_PROCESS, &format!("NPU {}", op.dev), HCCL_SORT)?;
                 tl.thread(hccl, 0, "Group 0 Communication", 0)?;
                 (hccl, 0)
             } else {

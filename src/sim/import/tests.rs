@@ -275,3 +275,44 @@ fn unknown_keys_in_a_model_description_are_refused_by_name() {
         assert!(e.msg.contains(says), "{text}: {}", e.msg);
     }
 }
+
+/// A description read by serde still says which key is wrong, where, and what it must be.
+#[test]
+fn a_bad_value_in_a_description_is_named_with_its_place() {
+    let p = Path::new("m.json");
+    for (text, says) in [
+        (r#"{"ops": []}"#, r#"missing "name" (a string)"#),
+        (r#"{"name": "m"}"#, r#"missing "ops" (an array of ops)"#),
+        (r#"[1]"#, "must be a JSON object"),
+        (r#"{"name": "m", "ops": [1]}"#, "ops[0] must be an op"),
+        (
+            r#"{"name": "m", "device": -1, "ops": []}"#,
+            "device must be a non-negative integer",
+        ),
+        (
+            r#"{"name": "m", "wait_us": -1, "ops": []}"#,
+            "wait_us must be a non-negative number",
+        ),
+        (
+            r#"{"name": "m", "inputs": [1, "x"], "ops": []}"#,
+            "inputs must be an array of byte sizes",
+        ),
+        (
+            r#"{"name": "m", "ops": [{"name": "a", "duration_us": 1}]}"#,
+            r#"ops[0] needs "type" (a string)"#,
+        ),
+        (
+            r#"{"name": "m", "ops": [{"name": "a", "type": "T", "duration_us": 1},
+                {"name": "b", "type": "T", "duration_us": -2}]}"#,
+            "ops[1].duration_us must be a non-negative number",
+        ),
+        (
+            r#"{"name": "m", "ops": [{"name": "a", "type": "T", "duration_us": 1, "flops": 1.5}]}"#,
+            "ops[0].flops must be a non-negative integer",
+        ),
+    ] {
+        let e = parse_json(p, text).unwrap_err();
+        assert_eq!(e.code, ACL_ERROR_INVALID_FILE);
+        assert!(e.msg.contains(says), "{text}: {}", e.msg);
+    }
+}
