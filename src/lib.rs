@@ -9,6 +9,8 @@
 // Unsafety is explicit: an `unsafe fn`'s body is not one big unsafe block, and every unsafe
 // block says why it holds (docs/design.md, "The C boundary").
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+// A function fits on a screen: at most 120 lines (clippy.toml), one concern each.
+#![warn(clippy::too_many_lines)]
 
 pub mod accessor;
 pub(crate) mod agg;

@@ -60,64 +60,38 @@ pub const OUT_EMPTY: f64 = 0.2;
 /// pipeline cannot keep up (MindSpore: 60 %).
 pub const DEVICE_EMPTY: f64 = 0.6;
 
-/// Analyses `events`.
-pub fn analyze(events: &[Event]) -> Analysis {
-    let mut order: Vec<String> = Vec::new();
-    let mut first = u64::MAX;
-    let mut last = 0u64;
-    struct Acc {
-        spans: u64,
-        busy: u64,
-        /// First span start, last span end.
-        first: u64,
-        last: u64,
-        workers: BTreeMap<u32, u64>,
-        samples: u64,
-        fill: f64,
-        depth: u64,
-        empty: u64,
-        full: u64,
-        depths: Vec<u32>,
-        capacity: u32,
-        /// First and last sample.
-        sampled: (u64, u64),
-    }
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut a = Analysis::default();
-    for e in events {
-        let (stage, t0, t1) = match e {
-            Event::Span {
-                stage, start, end, ..
-            } => (stage, *start, *end),
-            Event::Queue { stage, ns, .. } => (stage, *ns, *ns),
-        };
-        first = first.min(t0);
-        last = last.max(t1);
-        if stage == WAIT {
-            if let Event::Span { start, end, .. } = e {
-                a.wait_ns += end - start;
-                a.waits += 1;
-            }
-            continue;
-        }
-        if !order.contains(stage) {
-            order.push(stage.clone());
-        }
-        let s = acc.entry(stage.clone()).or_insert(Acc {
-            spans: 0,
-            busy: 0,
+/// What the events of one stage add up to.
+#[derive(Default)]
+struct Acc {
+    spans: u64,
+    busy: u64,
+    /// First span start, last span end.
+    first: u64,
+    last: u64,
+    workers: BTreeMap<u32, u64>,
+    samples: u64,
+    fill: f64,
+    depth: u64,
+    empty: u64,
+    full: u64,
+    depths: Vec<u32>,
+    capacity: u32,
+    /// First and last sample.
+    sampled: (u64, u64),
+}
+
+impl Acc {
+    fn empty() -> Acc {
+        Acc {
             first: u64::MAX,
-            last: 0,
-            workers: BTreeMap::new(),
-            samples: 0,
-            fill: 0.0,
-            depth: 0,
-            empty: 0,
-            full: 0,
-            depths: Vec::new(),
-            capacity: 0,
             sampled: (u64::MAX, 0),
-        });
+            ..Acc::default()
+        }
+    }
+
+    /// Adds one of the stage's events.
+    fn add(&mut self, e: &Event) {
+        let s = self;
         match e {
             Event::Span {
                 worker, start, end, ..
@@ -151,14 +125,15 @@ pub fn analyze(events: &[Event]) -> Analysis {
             }
         }
     }
-    a.span_ns = last.saturating_sub(first.min(last));
-    for name in &order {
-        let s = &acc[name];
+
+    /// The stage's figures.
+    fn stage(&self, name: &str) -> Stage {
+        let s = self;
         let n = s.samples.max(1) as f64;
         // Over the stage's own active window: from its first span to its last.
         let window = s.last.saturating_sub(s.first.min(s.last)).max(1) as f64;
-        a.stages.push(Stage {
-            name: name.clone(),
+        Stage {
+            name: name.to_string(),
             spans: s.spans,
             busy_ns: s.busy,
             workers: s.workers.len() as u32,
@@ -179,8 +154,48 @@ pub fn analyze(events: &[Event]) -> Analysis {
             } else {
                 0
             },
-        });
+        }
     }
+}
+
+/// Analyses `events`.
+pub fn analyze(events: &[Event]) -> Analysis {
+    let mut order: Vec<String> = Vec::new();
+    let mut first = u64::MAX;
+    let mut last = 0u64;
+    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
+    let mut a = Analysis::default();
+    for e in events {
+        let (stage, t0, t1) = match e {
+            Event::Span {
+                stage, start, end, ..
+            } => (stage, *start, *end),
+            Event::Queue { stage, ns, .. } => (stage, *ns, *ns),
+        };
+        first = first.min(t0);
+        last = last.max(t1);
+        if stage == WAIT {
+            if let Event::Span { start, end, .. } = e {
+                a.wait_ns += end - start;
+                a.waits += 1;
+            }
+            continue;
+        }
+        if !order.contains(stage) {
+            order.push(stage.clone());
+        }
+        acc.entry(stage.clone()).or_insert_with(Acc::empty).add(e);
+    }
+    a.span_ns = last.saturating_sub(first.min(last));
+    for name in &order {
+        a.stages.push(acc[name].stage(name));
+    }
+    judge(&mut a);
+    a
+}
+
+/// The rules: which stage is the bottleneck, and what else stands out.
+fn judge(a: &mut Analysis) {
     // Rule 1: a full queue into a stage and an empty one out of it.
     for w in a.stages.windows(2) {
         let (up, st) = (&w[0], &w[1]);
@@ -237,7 +252,6 @@ pub fn analyze(events: &[Event]) -> Analysis {
             ));
         }
     }
-    a
 }
 
 /// The analysis as text, or as JSON (what `aclprof analyze --pipeline --format json` and

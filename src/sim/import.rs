@@ -510,6 +510,98 @@ fn type_from_kernel_name(name: &str) -> String {
     last.split("-op").next().unwrap_or(last).to_string()
 }
 
+/// A table row's duration and wait (ns), or what is wrong with them (`line` is the row's
+/// line in the file).
+fn row_times(
+    c: &Columns,
+    row: &csv::StringRecord,
+    line: usize,
+) -> std::result::Result<(u64, u64), String> {
+    let get = |c: usize| row.get(c).unwrap_or("");
+    let dur = if c.duration_in_ms {
+        get(c.duration)
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(|ms| us_to_ns(ms * 1000.0))
+    } else {
+        span_str_to_ns(get(c.duration))
+    };
+    let Some(d) = dur else {
+        return Err(format!(
+            "row {line}: the duration {:?} is not a number",
+            get(c.duration)
+        ));
+    };
+    // A blank or "N/A" wait is filled in; a number out of range is an error.
+    let w = match c.wait.and_then(|c| us_str_to_ns(get(c))) {
+        None => DEFAULT_WAIT_NS,
+        Some(w) if w < MAX_SPAN_NS => w,
+        Some(_) => {
+            return Err(format!(
+                "row {line}: the wait time {:?} is out of range",
+                get(c.wait.unwrap_or(0))
+            ))
+        }
+    };
+    Ok((d, w))
+}
+
+/// A table row's op, its duration `d` and wait `w` known.
+fn csv_op(
+    c: &Columns,
+    row: &csv::StringRecord,
+    columns: usize,
+    has_task_columns: bool,
+    d: u64,
+    w: u64,
+) -> SimOp {
+    let get = |c: usize| row.get(c).unwrap_or("");
+    let int = |s: &str| s.trim().parse::<u32>().ok();
+    let name = get(c.name).to_string();
+    let op_type = match c.op_type {
+        Some(t) => get(t).to_string(),
+        None => type_from_kernel_name(&name),
+    };
+    let task = has_task_columns.then(|| TaskInfo {
+        task_type: c
+            .task_type
+            .map(|c| get(c).trim().to_string())
+            .filter(|t| !t.is_empty()),
+        block_dim: c.block_dim.and_then(|c| int(get(c))),
+        mix_block_dim: c.mix_block_dim.and_then(|c| int(get(c))),
+        stream_id: c.stream.and_then(|c| int(get(c))),
+        task_id: c.task_id.and_then(|c| int(get(c))),
+    });
+    SimOp {
+        name,
+        op_type,
+        duration_ns: d,
+        wait_ns: w,
+        offset_ns: None,
+        task,
+        pmu: (c.pmu_from..columns)
+            .map(|i| get(i).trim().to_string())
+            .collect(),
+        meta: {
+            let m = |k: usize| c.meta[k].map_or(String::new(), |i| get(i).trim().to_string());
+            OpMeta {
+                input_shapes: m(0),
+                input_types: m(1),
+                input_formats: m(2),
+                output_shapes: m(3),
+                output_types: m(4),
+                output_formats: m(5),
+                ..OpMeta::default()
+            }
+            .known()
+            .map(Box::new)
+        },
+        meta_id: 0,
+        ..Default::default()
+    }
+}
+
 pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
     let mut rd = csv::ReaderBuilder::new()
         .flexible(true)
@@ -540,40 +632,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
             Err(e) => return bad(path, format!("row {}: {e}", i + 2)),
         };
         let get = |c: usize| row.get(c).unwrap_or("");
-        let dur = if c.duration_in_ms {
-            get(c.duration)
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .and_then(|ms| us_to_ns(ms * 1000.0))
-        } else {
-            span_str_to_ns(get(c.duration))
-        };
-        let Some(d) = dur else {
-            return bad(
-                path,
-                format!(
-                    "row {}: the duration {:?} is not a number",
-                    i + 2,
-                    get(c.duration)
-                ),
-            );
-        };
-        // A blank or "N/A" wait is filled in; a number out of range is an error.
-        let w = match c.wait.and_then(|c| us_str_to_ns(get(c))) {
-            None => DEFAULT_WAIT_NS,
-            Some(w) if w < MAX_SPAN_NS => w,
-            Some(_) => {
-                return bad(
-                    path,
-                    format!(
-                        "row {}: the wait time {:?} is out of range",
-                        i + 2,
-                        get(c.wait.unwrap_or(0))
-                    ),
-                )
-            }
-        };
+        let (d, w) = row_times(&c, &row, i + 2).or_else(|e| bad(path, e))?;
         if device.is_none() {
             device = c.device.and_then(|c| int(get(c)));
         }
@@ -584,48 +643,7 @@ pub fn parse_csv(path: &Path, text: &str) -> Result<SimModel> {
                 .filter(|s| !s.is_empty());
         }
         starts.push(c.start.and_then(|c| us_str_to_ns(get(c))));
-        let name = get(c.name).to_string();
-        let op_type = match c.op_type {
-            Some(t) => get(t).to_string(),
-            None => type_from_kernel_name(&name),
-        };
-        let task = has_task_columns.then(|| TaskInfo {
-            task_type: c
-                .task_type
-                .map(|c| get(c).trim().to_string())
-                .filter(|t| !t.is_empty()),
-            block_dim: c.block_dim.and_then(|c| int(get(c))),
-            mix_block_dim: c.mix_block_dim.and_then(|c| int(get(c))),
-            stream_id: c.stream.and_then(|c| int(get(c))),
-            task_id: c.task_id.and_then(|c| int(get(c))),
-        });
-        ops.push(SimOp {
-            name,
-            op_type,
-            duration_ns: d,
-            wait_ns: w,
-            offset_ns: None,
-            task,
-            pmu: (c.pmu_from..headers.len())
-                .map(|i| get(i).trim().to_string())
-                .collect(),
-            meta: {
-                let m = |k: usize| c.meta[k].map_or(String::new(), |i| get(i).trim().to_string());
-                OpMeta {
-                    input_shapes: m(0),
-                    input_types: m(1),
-                    input_formats: m(2),
-                    output_shapes: m(3),
-                    output_types: m(4),
-                    output_formats: m(5),
-                    ..OpMeta::default()
-                }
-                .known()
-                .map(Box::new)
-            },
-            meta_id: 0,
-            ..Default::default()
-        });
+        ops.push(csv_op(&c, &row, headers.len(), has_task_columns, d, w));
     }
     // The run's memory beside the table, at its offsets from the first op.
     let t0 = starts.iter().flatten().min().copied();

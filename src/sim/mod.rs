@@ -100,6 +100,60 @@ pub fn execute(id: u32) -> Result<()> {
     Ok(())
 }
 
+/// Writes the replay of `m` (model `id`) as a session's stream files under `data`: one
+/// record per op, a file per stream, starting at `base`.
+fn write_streams(m: &SimModel, id: u32, base: u64, data: &Path) -> Result<()> {
+    use crate::formats::record::{encode, sign, OpFields, FLAG_OP, RECORD_SIZE};
+    use std::io::Write;
+    let mut files: std::collections::HashMap<u32, std::io::BufWriter<std::fs::File>> =
+        Default::default();
+    let mut rec = [0u8; RECORD_SIZE];
+    let pid = std::process::id();
+    for (i, op) in m.ops.iter().enumerate() {
+        let stream = op.task.as_ref().and_then(|t| t.stream_id).unwrap_or(0);
+        let start = base + op.offset_ns.unwrap_or(0);
+        let f = OpFields {
+            model_id: id,
+            flag: FLAG_OP,
+            op_index: i as u64 + 1,
+            start,
+            end: start + op.duration_ns,
+            execution_time: op.duration_ns,
+            dev_id: m.device,
+            pid,
+            stream_id: stream,
+            sim_op: u32::try_from(i + 1).unwrap_or(0),
+            meta: op.meta_id,
+            ..Default::default()
+        };
+        rec.fill(0);
+        encode(
+            &mut rec,
+            &f,
+            until_nul(op.name.as_bytes()),
+            until_nul(op.op_type.as_bytes()),
+        );
+        sign(&mut rec);
+        let w = match files.entry(stream) {
+            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                let p = crate::transport::StreamFiles::path(data, stream);
+                let f = std::fs::File::create(&p)
+                    .map_err(|e| crate::error::file_error("cannot create", &p, e))?;
+                v.insert(std::io::BufWriter::with_capacity(1 << 18, f))
+            }
+        };
+        w.write_all(&rec)
+            .map_err(|e| crate::error::file_error("cannot write", data, e))?;
+    }
+    for w in files.values_mut() {
+        w.flush()
+            .map_err(|e| crate::error::file_error("cannot write", data, e))?;
+    }
+    drop(files);
+    Ok(())
+}
+
 /// Makes a result directory under `out` from CANN's database `db` (`msprof_*.db`,
 /// `ascend_pytorch_profiler_*.db`) and exports it: op_summary, op_statistic, the timelines,
 /// step trace and our own database, from the database's first device, with its task types,
@@ -112,8 +166,6 @@ pub fn import_db(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<std::path::PathBuf> {
     use crate::error::ACL_ERROR_INVALID_FILE;
-    use crate::formats::record::{encode, sign, OpFields, FLAG_OP, RECORD_SIZE};
-    use std::io::Write;
     if !crate::formats::layout::is_database(db) {
         return err(
             ACL_ERROR_INVALID_FILE,
@@ -191,52 +243,7 @@ pub fn import_db(
         let info = dir.join(format!("device_{dev}/info.json.{dev}"));
         std::fs::write(&info, serde_json::json!({"rank_id": dev}).to_string())
             .map_err(|e| crate::error::file_error("cannot write", &info, e))?;
-        let mut files: std::collections::HashMap<u32, std::io::BufWriter<std::fs::File>> =
-            Default::default();
-        let mut rec = [0u8; RECORD_SIZE];
-        let pid = std::process::id();
-        for (i, op) in m.ops.iter().enumerate() {
-            let stream = op.task.as_ref().and_then(|t| t.stream_id).unwrap_or(0);
-            let start = base + op.offset_ns.unwrap_or(0);
-            let f = OpFields {
-                model_id: id,
-                flag: FLAG_OP,
-                op_index: i as u64 + 1,
-                start,
-                end: start + op.duration_ns,
-                execution_time: op.duration_ns,
-                dev_id: dev,
-                pid,
-                stream_id: stream,
-                sim_op: u32::try_from(i + 1).unwrap_or(0),
-                meta: op.meta_id,
-                ..Default::default()
-            };
-            rec.fill(0);
-            encode(
-                &mut rec,
-                &f,
-                until_nul(op.name.as_bytes()),
-                until_nul(op.op_type.as_bytes()),
-            );
-            sign(&mut rec);
-            let w = match files.entry(stream) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    let p = crate::transport::StreamFiles::path(&data, stream);
-                    let f = std::fs::File::create(&p)
-                        .map_err(|e| crate::error::file_error("cannot create", &p, e))?;
-                    v.insert(std::io::BufWriter::with_capacity(1 << 18, f))
-                }
-            };
-            w.write_all(&rec)
-                .map_err(|e| crate::error::file_error("cannot write", &data, e))?;
-        }
-        for w in files.values_mut() {
-            w.flush()
-                .map_err(|e| crate::error::file_error("cannot write", &data, e))?;
-        }
-        drop(files);
+        write_streams(&m, id, base, &data)?;
         if done.exists() {
             std::fs::remove_dir_all(&done)
                 .map_err(|e| crate::error::file_error("cannot replace", &done, e))?;
