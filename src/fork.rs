@@ -53,10 +53,6 @@ pub enum Rank {
     Descs,
     /// `runtime`: live allocations.
     Allocations,
-    /// `runtime`: each model's work and weight memory.
-    ModelMemory,
-    /// `sim`: simulated models.
-    SimModels,
     /// `memory`: pool totals.
     Pools,
     /// `tx`: msproftx stamps.
@@ -100,7 +96,7 @@ pub enum Rank {
 
 impl Rank {
     /// Every rank, in order.
-    pub const ALL: [Rank; 33] = [
+    pub const ALL: [Rank; 31] = [
         Rank::Configs,
         Rank::SubConfigs,
         Rank::Core,
@@ -113,8 +109,6 @@ impl Rank {
         Rank::Datasets,
         Rank::Descs,
         Rank::Allocations,
-        Rank::ModelMemory,
-        Rank::SimModels,
         Rank::Pools,
         Rank::Stamps,
         Rank::Steps,

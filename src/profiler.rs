@@ -413,15 +413,56 @@ pub fn waits() -> transport::Waits {
     transport::waits()
 }
 
-pub fn model_load(name: &str, device: u32) -> Result<u32> {
-    let id = crate::registry::with(|r| r.load(name, device, settings::get().device_count))?;
+/// Loads a model (with the description the simulator executes, for a simulated one): the
+/// one place a model enters the registry.
+pub fn model_load(
+    name: &str,
+    device: u32,
+    sim: Option<Arc<crate::sim::import::SimModel>>,
+) -> Result<u32> {
+    let count = settings::get().device_count;
+    let id = crate::registry::with(|r| r.load(name, device, count, sim))?;
     hotpath::routes_changed();
     Ok(id)
 }
 
+/// Records that the emulated runtime allocated `bytes` of work and weight memory for model
+/// `id` (a memory event; [`model_unload`] releases it).
+pub fn model_memory(id: u32, bytes: u64) {
+    let Some(m) = crate::registry::get(id) else {
+        return;
+    };
+    crate::registry::with(|r| r.set_runtime_bytes(id, bytes));
+    let (name, at) = (format!("model {id}"), crate::clock::now_ns());
+    crate::memory::event(
+        m.device,
+        crate::formats::memory::Pool::Model,
+        0,
+        bytes as i64,
+        &name,
+        at,
+        None,
+    );
+}
+
+/// Unloads a model, whoever loaded it: the one place a model leaves the registry, with
+/// the memory the runtime allocated for it.
 pub fn model_unload(id: u32) -> Result<()> {
-    crate::registry::with(|r| r.unload(id))?;
+    let m = crate::registry::with(|r| r.unload(id))?;
     hotpath::routes_changed();
+    if m.runtime_bytes > 0 {
+        let (name, at) = (format!("model {id}"), crate::clock::now_ns());
+        let bytes = -(m.runtime_bytes as i64);
+        crate::memory::event(
+            m.device,
+            crate::formats::memory::Pool::Model,
+            0,
+            bytes,
+            &name,
+            at,
+            None,
+        );
+    }
     Ok(())
 }
 
@@ -482,7 +523,7 @@ fn session_started(data_type: u64) {
         crate::tx::set_enabled(true);
     }
     crate::memory::snapshot();
-    for (id, m) in crate::sim::import::loaded() {
+    for (id, m) in crate::registry::simulated() {
         crate::memory::plan(id, &m);
     }
 }

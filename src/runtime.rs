@@ -73,9 +73,6 @@ global! {
     static DESCS: Table<Desc> = Table::new(Rank::Descs);
     /// Address -> layout of each live `aclrtMalloc`/`aclrtMallocHost` block.
     static MEMORY: Mutex<Option<Allocations>> = Mutex::new(Rank::Allocations, None);
-    /// The work and weight memory the runtime allocated for a loaded model: (device, bytes).
-    static MODEL_MEMORY: Mutex<Option<HashMap<u32, (u32, u64)>>> =
-        Mutex::new(Rank::ModelMemory, None);
 }
 
 thread_local! {
@@ -409,15 +406,7 @@ pub fn load_model(path: &Path, own_memory: bool) -> Result<u32> {
     let device = CURRENT_DEVICE.get().map(|d| d as u32);
     let id = crate::sim::load_on(&desc, device).map_err(as_loader_error)?;
     if own_memory {
-        let dev = crate::sim::get(id).map_or(0, |m| m.device);
-        let bytes = (SIM_WORK_SIZE + SIM_WEIGHT_SIZE) as u64;
-        MODEL_MEMORY
-            .lock()
-            .get_or_insert_with(HashMap::new)
-            .insert(id, (dev, bytes));
-        let name = format!("model {id}");
-        let at = crate::clock::now_ns();
-        crate::memory::event(dev, Pool::Model, 0, bytes as i64, &name, at, None);
+        crate::profiler::model_memory(id, (SIM_WORK_SIZE + SIM_WEIGHT_SIZE) as u64);
     }
     Ok(id)
 }
@@ -442,14 +431,7 @@ fn loaded(model: u32) -> Result<Arc<SimModel>> {
 
 pub fn unload_model(model: u32) -> Result<()> {
     loaded(model)?;
-    crate::profiler::model_unload(model)?;
-    crate::sim::forget(model);
-    let owned = MODEL_MEMORY.lock().as_mut().and_then(|m| m.remove(&model));
-    if let Some((dev, bytes)) = owned {
-        let (name, at) = (format!("model {model}"), crate::clock::now_ns());
-        crate::memory::event(dev, Pool::Model, 0, -(bytes as i64), &name, at, None);
-    }
-    Ok(())
+    crate::profiler::model_unload(model)
 }
 
 pub fn query_size(path: &Path) -> Result<(usize, usize)> {

@@ -58,7 +58,8 @@ pub unsafe extern "C" fn aclprofExtModelLoad(
             let name = unsafe { cstr(modelName, "modelName") }?;
             // SAFETY: `modelId` is NULL or valid for writes (the C contract).
             let modelId = unsafe { super::out(modelId, "modelId") }?;
-            let id = crate::profiler::model_load(&String::from_utf8_lossy(name), deviceId)?;
+            let name = String::from_utf8_lossy(name);
+            let id = crate::profiler::model_load(&name, deviceId, None)?;
             *modelId = id;
             Ok(())
         },
@@ -72,11 +73,7 @@ pub extern "C" fn aclprofExtModelUnload(modelId: u32) -> aclError {
     entry(
         "aclprofExtModelUnload",
         crate::error::ACL_ERROR_PROFILING_FAILURE,
-        || {
-            crate::profiler::model_unload(modelId)?;
-            crate::sim::forget(modelId);
-            Ok(())
-        },
+        || crate::profiler::model_unload(modelId),
     )
 }
 

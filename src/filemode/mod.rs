@@ -30,12 +30,51 @@ use std::time::Duration;
 use crate::formats::host::{HostEvent, Session as HostSession};
 use crate::formats::layout::{HOST_LOG, SESSION_FILE};
 
-/// One running `aclprofStart`.
+/// One running `aclprofStart`: its result directory and config, the file sinks of its
+/// devices, its host event log and data types (published to reporting threads while it
+/// lives), and its host sampler.
 pub struct Session {
     pub dir: PathBuf,
     pub config: ProfConfig,
     sinks: Vec<Arc<Sub>>,
+    host: HostRecording,
     sampler: Option<sampler::Sampler>,
+}
+
+/// A session's host event log and data types, published where reporting threads find them
+/// without a lock ([`host_event`], [`recording`]). Only a [`Session`] holds one, so the
+/// log and the switch begin and end with it: installed when the session begins, removed
+/// when it ends or is dropped.
+struct HostRecording(());
+
+impl HostRecording {
+    fn install(log: HostLog, data_type: u64) -> HostRecording {
+        *HOST.lock() = Some(log);
+        DATA_TYPE.store(data_type, std::sync::atomic::Ordering::Release);
+        HostRecording(())
+    }
+
+    /// Stops recording host events (the log stays open for what is in flight).
+    fn pause(&self) {
+        DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Closes the log, writing what it holds; returns the events it lost and why.
+    fn finish(self) -> (u64, String) {
+        self.pause();
+        let lost = HOST.lock().take().map(|mut h| {
+            h.flush();
+            (h.lost, h.why.clone())
+        });
+        lost.unwrap_or_default()
+    }
+}
+
+impl Drop for HostRecording {
+    fn drop(&mut self) {
+        self.pause();
+        drop(HOST.lock().take());
+    }
 }
 
 global! {
@@ -388,7 +427,12 @@ pub fn begin(
                 format!("cannot open the host event log: {e}"),
             )
         })?;
-    *HOST.lock() = Some(HostLog {
+    let sampled = if mem_freq_hz.is_some() {
+        crate::formats::prof_values::MEM_SAMPLED
+    } else {
+        0
+    };
+    let log = HostLog {
         file: host,
         buf: Vec::new(),
         pending: 0,
@@ -396,16 +440,8 @@ pub fn begin(
         reported: 0,
         why: String::new(),
         torn: false,
-    });
-    let sampled = if mem_freq_hz.is_some() {
-        crate::formats::prof_values::MEM_SAMPLED
-    } else {
-        0
     };
-    DATA_TYPE.store(
-        config.data_type | sampled,
-        std::sync::atomic::Ordering::Release,
-    );
+    let host = HostRecording::install(log, config.data_type | sampled);
     crate::hotpath::set_file_sinks(routes);
     let ask = sampler::Ask::new(
         host_sys.as_deref(),
@@ -426,6 +462,7 @@ pub fn begin(
         dir,
         config: config.clone(),
         sinks,
+        host,
         sampler,
     })
 }
@@ -479,7 +516,7 @@ pub fn end(mut session: Session) -> Result<PathBuf> {
     if let Some(s) = session.sampler.take() {
         s.stop();
     }
-    DATA_TYPE.store(0, std::sync::atomic::Ordering::Release);
+    session.host.pause();
     crate::hotpath::set_file_sinks(HashMap::new());
     let timeout = settings::get()
         .unsubscribe_timeout
@@ -495,11 +532,7 @@ pub fn end(mut session: Session) -> Result<PathBuf> {
             why = sink.loss_reason();
         }
     }
-    let mut host_lost = (0, String::new());
-    if let Some(mut h) = HOST.lock().take() {
-        h.flush();
-        host_lost = (h.lost, h.why.clone());
-    }
+    let host_lost = session.host.finish();
     // Best effort (a full disk): the loss marker and the export still run; the first
     // error is returned after them, unless a loss is.
     let failed = write_end_info(&session.dir, &session.config.devices);

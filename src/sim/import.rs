@@ -25,7 +25,6 @@
 //! `aclmdlExecute`: the call returns when the simulated model has finished.
 
 use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE};
-use crate::fork::{global, Mutex, MutexGuard, Rank};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -811,41 +810,10 @@ pub fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
     parse_json(path, text)
 }
 
-global! {
-    /// The simulated models, which a forked child keeps.
-    static MODELS: Mutex<Option<HashMap<u32, Arc<SimModel>>>> = Mutex::new(Rank::SimModels, None);
-}
-
-fn models() -> MutexGuard<'static, Option<HashMap<u32, Arc<SimModel>>>> {
-    MODELS.lock()
-}
-
-/// Remembers `m` as the description of model `id`.
-pub(crate) fn insert(id: u32, m: SimModel) {
-    models()
-        .get_or_insert_with(HashMap::new)
-        .insert(id, Arc::new(m));
-}
-
-/// Every loaded simulated model, by id.
-pub fn loaded() -> Vec<(u32, Arc<SimModel>)> {
-    let mut v: Vec<_> = models()
-        .as_ref()
-        .map(|m| m.iter().map(|(id, m)| (*id, m.clone())).collect())
-        .unwrap_or_default();
-    v.sort_by_key(|(id, _)| *id);
-    v
-}
-
+/// The description model `id` executes, if it is a loaded simulated model (the registry
+/// keeps it with the model's other state).
 pub fn get(id: u32) -> Option<Arc<SimModel>> {
-    models().as_ref()?.get(&id).cloned()
-}
-
-/// Forgets a simulated model (after `aclprofExtModelUnload`).
-pub fn forget(id: u32) {
-    if let Some(m) = models().as_mut() {
-        m.remove(&id);
-    }
+    crate::registry::sim(id)
 }
 
 #[cfg(test)]

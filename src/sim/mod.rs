@@ -27,9 +27,9 @@ pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
             .and_then(|d| crate::opmeta::intern(d.clone()))
             .unwrap_or(0);
     }
-    let id = crate::profiler::model_load(&m.name, m.device)?;
+    let m = std::sync::Arc::new(m);
+    let id = crate::profiler::model_load(&m.name, m.device, Some(m.clone()))?;
     crate::memory::plan(id, &m);
-    import::insert(id, m);
     Ok(id)
 }
 
@@ -41,12 +41,6 @@ pub fn execute(id: u32) -> Result<()> {
             format!("model {id} is not a loaded simulated model"),
         );
     };
-    if crate::registry::get(id).is_none() {
-        return err(
-            ACL_ERROR_INVALID_MODEL_ID,
-            format!("model {id} was unloaded"),
-        );
-    }
     let call_start = crate::clock::now_ns();
     let mut t = call_start;
     // A replayed table's own memory replaces what its ops' shapes would give.

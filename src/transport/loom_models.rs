@@ -259,7 +259,12 @@ fn lane_passes_between_threads() {
 fn route_change_keeps_each_threads_lane() {
     static MODELS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
     let &(a, b) = MODELS.get_or_init(|| {
-        crate::registry::with(|r| (r.load("A", 0, 1).unwrap(), r.load("B", 0, 1).unwrap()))
+        crate::registry::with(|r| {
+            (
+                r.load("A", 0, 1, None).unwrap(),
+                r.load("B", 0, 1, None).unwrap(),
+            )
+        })
     });
     model(move || {
         let (sub_a, ra, wa) = pipe_sub();
@@ -329,7 +334,7 @@ fn route_change_keeps_each_threads_lane() {
 #[test]
 fn resolved_route_meets_a_route_change() {
     static MODEL: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    let &a = MODEL.get_or_init(|| crate::registry::with(|r| r.load("A2", 0, 1).unwrap()));
+    let &a = MODEL.get_or_init(|| crate::registry::with(|r| r.load("A2", 0, 1, None).unwrap()));
     model(move || {
         let (sub_a, ra, wa) = pipe_sub();
         let (sub_c, rc, wc) = pipe_sub();
