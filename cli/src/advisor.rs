@@ -375,13 +375,13 @@ fn host_cpu_bound(r: &RunStats, free: f64, e2e: f64) -> Option<Advice> {
         rule: "host-cpu-bound",
         title: "The host keeps a CPU busy while the device waits".into(),
         evidence: format!(
-            "the process's busiest CPU was {} busy on average over {} samples                      (threshold {}) while the device was free {} of the time",
+            "the process's busiest CPU was {} busy on average over {} samples (threshold {}) while the device was free {} of the time",
             pct(mean),
             busiest.len(),
             pct(HOST_CPU_BOUND),
             pct(free / e2e)
         ),
-        what_to_do: "One host thread is the limit: launch work from more threads,                              move preprocessing off the launching thread, or use graph mode                              so one call launches many ops.",
+        what_to_do: "One host thread is the limit: launch work from more threads, move preprocessing off the launching thread, or use graph mode so one call launches many ops.",
         targets: Vec::new(),
     })
 }
@@ -675,6 +675,12 @@ mod tests {
         r.devices[0].free = 300_000;
         r.memory.samples = vec![cpu(95.0), cpu(95.0)];
         assert_eq!(rules(&r), ["free-time", "host-cpu-bound"]);
+        // The advice reads as prose: no run of spaces from a broken line continuation.
+        for a in advise(&r) {
+            for text in [a.title.as_str(), &a.evidence, a.what_to_do] {
+                assert!(!text.contains("  "), "{}: {text:?}", a.rule);
+            }
+        }
         r.memory.samples = vec![cpu(90.0), cpu(90.0)];
         assert_eq!(rules(&r), ["free-time"]);
         let mut r = balanced();
