@@ -4,6 +4,7 @@
 //! records are written as they come, so a capture that is killed leaves a directory that
 //! `aclprof export` completes; what the ring dropped is counted in the directory.
 
+use crate::error::CliError;
 use aclprof::error::*;
 use aclprof::formats::raw::is_intact;
 use aclprof::formats::record::{get_u32, OFF_DEV_ID, RECORD_SIZE};
@@ -143,7 +144,7 @@ pub fn run(
     all: bool,
     duration: Duration,
     output: &Path,
-) -> std::result::Result<std::process::ExitCode, String> {
+) -> crate::error::Result<std::process::ExitCode> {
     let pids = if all {
         let me = std::process::id();
         // SAFETY: geteuid has no preconditions.
@@ -153,11 +154,15 @@ pub fn run(
             .filter(|&p| p != me)
             .collect();
         if found.is_empty() {
-            return Err("no process to capture: none that uses aclprof runs as this user".into());
+            return Err(CliError::process(
+                "no process to capture: none that uses aclprof runs as this user",
+            ));
         }
         found
     } else if pids.is_empty() {
-        return Err("name the processes to capture (PID...), or --all".into());
+        return Err(CliError::usage(
+            "name the processes to capture (PID...), or --all",
+        ));
     } else {
         pids
     };
@@ -169,11 +174,13 @@ pub fn run(
         match crate::watch::attach(pid) {
             Ok(a) => attached.push((pid, a)),
             Err(e) if all => eprintln!("aclprof: {}", e.msg),
-            Err(e) => return Err(e.msg),
+            Err(e) => return Err(e.into()),
         }
     }
     if attached.is_empty() {
-        return Err("no process to capture: none of them could be attached".into());
+        return Err(CliError::process(
+            "no process to capture: none of them could be attached",
+        ));
     }
     crate::record::make_output_dir(output)?;
     eprintln!(
@@ -217,18 +224,18 @@ pub fn run(
                     if c.ended { "; the process ended" } else { "" }
                 );
             }
-            Ok(Err(e)) => failed = Some(e.msg),
-            Err(_) => failed = Some("a capture failed".into()),
+            Ok(Err(e)) => failed = Some(CliError::from(e)),
+            Err(_) => failed = Some(CliError::process("a capture failed")),
         }
     }
     if let Some(e) = failed {
         return Err(e);
     }
     if !any_ops {
-        return Err(format!(
+        return Err(CliError::no_data(format!(
             "no op was reported in {:.1} s: the result directories hold none",
             duration.as_secs_f64()
-        ));
+        )));
     }
     Ok(std::process::ExitCode::SUCCESS)
 }

@@ -1,6 +1,7 @@
 //! `aclprof export` and `aclprof timeline`: the result files written again from a run's raw
 //! data (a database first made a result directory), and the Parquet dataset.
 
+use crate::error::{CliError, Result};
 use aclprof::analyze;
 use aclprof::formats::text::count;
 use aclprof::logging::{progress_bar, progress_done};
@@ -8,29 +9,31 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// `export --format parquet`: the dataset of everything in `path`, at `output`.
-pub fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
+pub fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
     let Some(out) = output else {
-        return Err("--format parquet: say where the dataset goes with -o DIR".into());
+        return Err(CliError::usage(
+            "--format parquet: say where the dataset goes with -o DIR",
+        ));
     };
     if out.exists() && std::fs::read_dir(out).map_or(true, |mut d| d.next().is_some()) {
-        return Err(format!(
+        return Err(CliError::usage(format!(
             "{}: exists and is not empty; the dataset goes into a new or empty directory",
             out.display()
-        ));
+        )));
     }
     if path.is_dir() {
         refuse_without_records(path)?;
     }
     let made = !out.exists();
-    let w = crate::parquet::export(path, out, &mut |_| {}).map_err(|e| e.msg)?;
+    let w = crate::parquet::export(path, out, &mut |_| {})?;
     if w.rows.get("tasks").copied().unwrap_or(0) == 0 {
         if made {
             let _ = std::fs::remove_dir_all(out);
         }
-        return Err(format!(
+        return Err(CliError::no_data(format!(
             "{}: no tasks in it, so no dataset (nothing was recorded)",
             path.display()
-        ));
+        )));
     }
     outln!(
         "{}: {}, {}; {}",
@@ -47,23 +50,38 @@ pub fn export_parquet(path: &Path, output: Option<&Path>) -> Result<ExitCode, St
 }
 
 /// Re-exports one result directory, with a progress bar on a terminal.
-fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary, String> {
+fn export_one(dir: &Path) -> Result<aclprof::filemode::export::Summary> {
     let r = aclprof::filemode::export_quietly_with_progress(dir, &mut progress_bar("exporting"));
     progress_done();
-    r.map_err(|e| e.msg)
+    Ok(r?)
+}
+
+/// A result directory to export, and its export's summary when making it exported it
+/// already (a database's import).
+type ToExport = (PathBuf, Option<aclprof::filemode::export::Summary>);
+
+/// What exporting `dir` wrote: the import's own export, or a re-export.
+fn exported(
+    dir: &Path,
+    imported: Option<aclprof::filemode::export::Summary>,
+) -> Result<aclprof::filemode::export::Summary> {
+    match imported {
+        Some(s) => Ok(s),
+        None => export_one(dir),
+    }
 }
 
 /// The result directories `path` names; a database is first made one under `output`
-/// (default: `NAME_aclprof/` in the current directory) and exported; exporting the same
-/// database again replaces its result directory there.
-fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+/// (default: `NAME_aclprof/` in the current directory) and exported (once: the import
+/// exports it); exporting the same database again replaces its result directory there.
+fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<ToExport>> {
     let is_db = path.is_file() && aclprof::formats::layout::is_database(path);
     if path == Path::new("-") || (path.is_file() && !is_db) {
-        return Err(format!(
+        return Err(CliError::usage(format!(
             "{}: timeline and export read a result directory, a folder of them or a CANN \
              database; op records alone are read by analyze, report and diff",
             path.display()
-        ));
+        )));
     }
     if is_db {
         let out = match output {
@@ -76,39 +94,40 @@ fn result_dirs_of(path: &Path, output: Option<&Path>) -> Result<Vec<PathBuf>, St
         };
         let r = aclprof::sim::import_db(path, &out, &mut progress_bar("exporting"));
         progress_done();
-        return r.map(|d| vec![d]).map_err(|e| {
+        return r.map(|(d, s)| vec![(d, Some(s))]).map_err(|mut e| {
             // Named once: the library's message may already start with it.
             let name = path.display().to_string();
-            if e.msg.contains(&name) {
-                e.msg
-            } else {
-                format!("{name}: {}", e.msg)
+            if !e.msg.contains(&name) {
+                e.msg = format!("{name}: {}", e.msg);
             }
+            CliError::from(e)
         });
     }
     if output.is_some() {
-        return Err("-o is for a database; a result directory is exported in place".into());
+        return Err(CliError::usage(
+            "-o is for a database; a result directory is exported in place",
+        ));
     }
-    let dirs = analyze::result_dirs(path).map_err(|e| e.msg)?;
+    let dirs = analyze::result_dirs(path)?;
     refuse_without_records(path)?;
-    Ok(dirs)
+    Ok(dirs.into_iter().map(|d| (d, None)).collect())
 }
 
 /// Checked before anything is written: an export of a run that holds no op record would
 /// replace its files with empty ones.
-fn refuse_without_records(path: &Path) -> Result<(), String> {
-    if analyze::holds_records(path).map_err(|e| e.msg)? {
+fn refuse_without_records(path: &Path) -> Result<()> {
+    if analyze::holds_records(path)? {
         Ok(())
     } else {
-        Err(analyze::why_no_records(path))
+        Err(CliError::no_data(analyze::why_no_records(path)))
     }
 }
 
 /// Re-exports every result directory in `path` (one, or a folder of them, as `timeline`
 /// takes).
-pub fn export(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
-    for d in result_dirs_of(path, output)? {
-        let s = export_one(&d)?;
+pub fn export(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
+    for (d, imported) in result_dirs_of(path, output)? {
+        let s = exported(&d, imported)?;
         let ops: u64 = s.ops.values().sum();
         outln!(
             "{}: {ops} ops exported to mindstudio_profiler_output/ (stamp {}){}",
@@ -125,9 +144,9 @@ pub fn export(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
 }
 
 /// Re-exports every result directory in `path` and names its two timeline files.
-pub fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode, String> {
-    for d in result_dirs_of(path, output)? {
-        let s = export_one(&d)?;
+pub fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
+    for (d, imported) in result_dirs_of(path, output)? {
+        let s = exported(&d, imported)?;
         let out = d.join("mindstudio_profiler_output");
         outln!(
             "{}\t(Perfetto: ui.perfetto.dev, trace_processor; nanosecond timestamps)",

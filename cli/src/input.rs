@@ -1,5 +1,6 @@
 //! A command's input as the user named it, standard input (`-`) included.
 
+use crate::error::{CliError, Result};
 use std::path::{Path, PathBuf};
 
 /// A command's input: the path given, or for `-` standard input copied into a file named
@@ -18,10 +19,10 @@ impl Input {
     }
 
     /// An error about the input as the user gave it: the spooled copy is "standard input".
-    pub fn named(&self, e: String) -> String {
+    pub fn named(&self, e: CliError) -> CliError {
         match self {
             Input::Path(_) => e,
-            Input::Spooled { file, .. } => e.replace(&file.display().to_string(), "standard input"),
+            Input::Spooled { file, .. } => e.renamed(&file.display().to_string(), "standard input"),
         }
     }
 }
@@ -34,7 +35,7 @@ impl Drop for Input {
     }
 }
 
-pub fn spool_stdin(path: &Path) -> Result<Input, String> {
+pub fn spool_stdin(path: &Path) -> Result<Input> {
     use std::os::unix::fs::DirBuilderExt;
     if path != Path::new("-") {
         return Ok(Input::Path(path.to_path_buf()));
@@ -45,7 +46,7 @@ pub fn spool_stdin(path: &Path) -> Result<Input, String> {
         match std::fs::DirBuilder::new().mode(0o700).create(&d) {
             Ok(()) => break d,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 100 => n += 1,
-            Err(e) => return Err(format!("{}: {e}", d.display())),
+            Err(e) => return Err(CliError::io(&d, e)),
         }
     };
     let file = dir.join("stdin");
@@ -53,8 +54,8 @@ pub fn spool_stdin(path: &Path) -> Result<Input, String> {
         dir,
         file: file.clone(),
     };
-    let mut f = std::fs::File::create(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut f = std::fs::File::create(&file).map_err(|e| CliError::io(&file, e))?;
     std::io::copy(&mut std::io::stdin().lock(), &mut f)
-        .map_err(|e| format!("standard input: {e}"))?;
+        .map_err(|e| CliError::io_on("standard input", e))?;
     Ok(input)
 }

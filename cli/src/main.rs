@@ -3,6 +3,8 @@
 //! `aclprof::filemode`); this file only reads arguments and prints.
 // Unsafety is explicit, as in the library (docs/design.md, "The C boundary").
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+// A function fits on a screen, as in the library (clippy.toml).
+#![warn(clippy::too_many_lines)]
 
 /// Writes to standard output like `print!`, but a write that fails (a full disk, a closed
 /// descriptor) ends the command with one line and exit 1 instead of a panic.
@@ -20,6 +22,7 @@ mod advisor;
 mod capture;
 mod comm;
 mod databases;
+mod error;
 mod exports;
 mod input;
 mod interrupt;
@@ -34,6 +37,7 @@ use aclprof::analyze::{self, Format, Func, Key, Query};
 use aclprof::formats::text::count;
 use aclprof::logging::{progress_bar, progress_done};
 use clap::{Parser, Subcommand};
+use error::{CliError, Result};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -305,20 +309,21 @@ enum Cmd {
 }
 
 // The choices and their names are the library's (analyze::Options), as the JSON query's.
-fn parse_key(s: &str) -> Result<Key, String> {
-    Key::parse(s).ok_or_else(|| Key::CHOICES.one_of())
+// Their errors clap says after the value and the option (`invalid value 'x' for ...: `).
+fn parse_key(s: &str) -> Result<Key> {
+    Key::parse(s).ok_or_else(|| CliError::usage(Key::CHOICES.one_of()))
 }
-fn parse_func(s: &str) -> Result<Func, String> {
-    Func::parse(s).ok_or_else(|| Func::CHOICES.one_of())
+fn parse_func(s: &str) -> Result<Func> {
+    Func::parse(s).ok_or_else(|| CliError::usage(Func::CHOICES.one_of()))
 }
-fn parse_format(s: &str) -> Result<Format, String> {
-    Format::parse(s).ok_or_else(|| Format::CHOICES.one_of())
+fn parse_format(s: &str) -> Result<Format> {
+    Format::parse(s).ok_or_else(|| CliError::usage(Format::CHOICES.one_of()))
 }
 /// `--format` of the commands that write only a table or JSON.
-fn parse_table_or_json(s: &str) -> Result<Format, String> {
+fn parse_table_or_json(s: &str) -> Result<Format> {
     match Format::parse(s) {
         Some(f @ (Format::Table | Format::Json)) => Ok(f),
-        _ => Err("one of: table, json".into()),
+        _ => Err(CliError::usage("one of: table, json")),
     }
 }
 
@@ -343,21 +348,19 @@ impl AnalyzeArgs {
         }
     }
 
-    fn query(&self) -> Result<Query, String> {
-        self.options().query(true)
+    fn query(&self) -> Result<Query> {
+        self.options().query(true).map_err(CliError::Usage)
     }
 }
 
-pub(crate) fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String, String> {
+pub(crate) fn run_analyze(path: &Path, q: &Query, format: Format) -> Result<String> {
     let r = analyze::analyze_with_progress(path, q, &mut progress_bar("reading"));
     progress_done();
-    r.map(|r| {
-        if let Some(why) = unknown_cost_order(q, &r) {
-            eprintln!("aclprof: {why}");
-        }
-        analyze::render(&r, format)
-    })
-    .map_err(|e| e.msg)
+    let r = r?;
+    if let Some(why) = unknown_cost_order(q, &r) {
+        eprintln!("aclprof: {why}");
+    }
+    Ok(analyze::render(&r, format))
 }
 
 /// Why `--order-by` a cost column ordered nothing: no op shown carries that cost.
@@ -384,11 +387,13 @@ fn unknown_cost_order(q: &Query, r: &analyze::Report) -> Option<String> {
     })
 }
 
-fn seconds(what: &str, s: f64) -> Result<std::time::Duration, String> {
+fn seconds(what: &str, s: f64) -> Result<std::time::Duration> {
     if s.is_finite() && s > 0.0 && s < 1e7 {
         Ok(std::time::Duration::from_secs_f64(s))
     } else {
-        Err(format!("{what}: a number of seconds above 0, not {s}"))
+        Err(CliError::usage(format!(
+            "{what}: a number of seconds above 0, not {s}"
+        )))
     }
 }
 
@@ -398,9 +403,9 @@ fn top(
     duration: Option<f64>,
     once: bool,
     format: Format,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode> {
     if !matches!(format, Format::Table | Format::Json) {
-        return Err("--format: table or json".into());
+        return Err(CliError::usage("--format: table or json"));
     }
     let Some(pid) = pid else {
         // SAFETY: geteuid has no preconditions.
@@ -446,17 +451,16 @@ fn top(
             _ => format!("\n{}", top::text(pid, &command, w, total, dropped)),
         };
         if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-            output_failed(&e);
+            output_failed(e);
         }
     };
-    let attached = crate::watch::attach(pid).map_err(|e| e.msg)?;
+    let attached = crate::watch::attach(pid)?;
     eprintln!("aclprof: watching process {pid} ({command})");
     let mut last = None;
     let end = top::watch(attached, interval, duration, &mut |w, t, d| {
         show(w, t, d);
         last = Some((w.clone(), t.clone(), d));
-    })
-    .map_err(|e| e.msg)?;
+    })?;
     if once {
         // One view: of everything seen (--duration may span several intervals).
         if let Some((_, total, dropped)) = last {
@@ -481,11 +485,11 @@ fn diff(
     top: usize,
     format: Format,
     fail_above: Option<f64>,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode> {
     if fail_above.is_some_and(|p| !p.is_finite() || p < 0.0) {
-        return Err("--fail-above: a percentage, 0 or more".into());
+        return Err(CliError::usage("--fail-above: a percentage, 0 or more"));
     }
-    let read = |p: &Path| aclprof::runstats::RunStats::of(p).map_err(|e| e.msg);
+    let read = aclprof::runstats::RunStats::of;
     let mut d = aclprof::diff::diff(&read(base)?, &read(new)?);
     let regressed = fail_above.map(|p| d.regressions(p)).unwrap_or_default();
     d.cut(top);
@@ -503,101 +507,87 @@ fn diff(
 }
 
 /// `aclprof analyze`: the pipeline, communication or memory analysis, else the ops.
-fn analyze_command(path: &Path, args: &AnalyzeArgs) -> Result<ExitCode, String> {
+fn analyze_command(path: &Path, args: &AnalyzeArgs) -> Result<ExitCode> {
     if args.pipeline && !matches!(args.format, Format::Table | Format::Json) {
-        Err("--pipeline writes a table or JSON: --format table or json".into())
+        return Err(CliError::usage(
+            "--pipeline writes a table or JSON: --format table or json",
+        ));
     } else if args.pipeline {
-        aclprof::pipeline::analysis::events_of(path)
-            .map(|ev| {
-                let a = aclprof::pipeline::analysis::analyze(&ev);
-                out!(
-                    "{}",
-                    aclprof::pipeline::analysis::render(&a, args.format == Format::Json)
-                );
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg)
+        use aclprof::pipeline::analysis;
+        let a = analysis::analyze(&analysis::events_of(path)?);
+        out!("{}", analysis::render(&a, args.format == Format::Json));
     } else if args.communication {
-        comm::analyze(path)
-            .map(|c| {
-                out!("{}", comm::render(&c, args.format));
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg)
+        out!("{}", comm::render(&comm::analyze(path)?, args.format));
     } else if args.memory {
         use aclprof::analyze::memory;
-        memory::events_of(path)
-            .map(|(ev, steps)| {
-                out!(
-                    "{}",
-                    memory::render(&memory::analyze(&ev, &steps), args.format)
-                );
-                ExitCode::SUCCESS
-            })
-            .map_err(|e| e.msg)
+        let (ev, steps) = memory::events_of(path)?;
+        out!(
+            "{}",
+            memory::render(&memory::analyze(&ev, &steps), args.format)
+        );
     } else {
-        args.query()
-            .and_then(|q| run_analyze(path, &q, args.format))
-            .map(|text| {
-                out!("{text}");
-                ExitCode::SUCCESS
-            })
+        let q = args.query()?;
+        out!("{}", run_analyze(path, &q, args.format)?);
     }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `aclprof report`: writes the page or the site for `input`, and says what it holds.
-fn report(input: &input::Input, output: &Path) -> Result<ExitCode, String> {
-    let r = page::write(input.path(), output, &mut progress_bar("reading")).map_err(|mut e| {
-        e.msg = input.named(e.msg);
-        e
-    });
+fn report(input: &input::Input, output: &Path) -> Result<ExitCode> {
+    let r = page::write(input.path(), output, &mut progress_bar("reading"));
     progress_done();
-    r.map(|w| {
-        if page::is_site(output) {
-            outln!(
-                "{}: {}, {}; {}, {:.1} MB",
-                output.join("index.html").display(),
-                count(w.runs as u64, "run", "runs"),
-                count(w.ops, "op", "ops"),
-                count(w.pages as u64, "page", "pages"),
-                w.bytes as f64 / 1e6
-            );
+    let w = r.map_err(|e| input.named(e.into()))?;
+    if page::is_site(output) {
+        outln!(
+            "{}: {}, {}; {}, {:.1} MB",
+            output.join("index.html").display(),
+            count(w.runs as u64, "run", "runs"),
+            count(w.ops, "op", "ops"),
+            count(w.pages as u64, "page", "pages"),
+            w.bytes as f64 / 1e6
+        );
+    } else {
+        let timeline = if w.timeline_tracks == 0 {
+            "no timeline (the input has no trace: a result directory has)".into()
         } else {
-            let timeline = if w.timeline_tracks == 0 {
-                "no timeline (the input has no trace: a result directory has)".into()
-            } else {
-                format!(
-                    "a timeline of {} on {}",
-                    count(w.timeline_slices as u64, "slice", "slices"),
-                    count(w.timeline_tracks as u64, "track", "tracks")
-                )
-            };
-            outln!(
-                "{}: {} ({} in the table), {}, {}, {timeline}; {:.1} MB",
-                output.display(),
-                count(w.ops, "op", "ops"),
-                w.table_ops,
-                count(w.types as u64, "op type", "op types"),
-                count(w.steps as u64, "step", "steps"),
-                w.bytes as f64 / 1e6
-            );
-        }
-        ExitCode::SUCCESS
-    })
-    .map_err(|e| e.msg)
+            format!(
+                "a timeline of {} on {}",
+                count(w.timeline_slices as u64, "slice", "slices"),
+                count(w.timeline_tracks as u64, "track", "tracks")
+            )
+        };
+        outln!(
+            "{}: {} ({} in the table), {}, {}, {timeline}; {:.1} MB",
+            output.display(),
+            count(w.ops, "op", "ops"),
+            w.table_ops,
+            count(w.types as u64, "op type", "op types"),
+            count(w.steps as u64, "step", "steps"),
+            w.bytes as f64 / 1e6
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// What [`out!`] and [`outln!`] do.
 fn write_out(args: std::fmt::Arguments) {
     use std::io::Write;
     if let Err(e) = std::io::stdout().lock().write_fmt(args) {
-        output_failed(&e);
+        output_failed(e);
     }
 }
 
-fn output_failed(e: &std::io::Error) -> ! {
-    eprintln!("aclprof: cannot write the output: {e}");
-    std::process::exit(1)
+/// A write to standard output failed: the command ends there, as [`fail`] ends it.
+fn output_failed(e: std::io::Error) -> ! {
+    let code = fail(&CliError::io_on("cannot write the output", e));
+    std::process::exit(code.into())
+}
+
+/// The one way a command ends in failure: says `e` on standard error in one line,
+/// `aclprof: ` and its message, and gives the code to exit with ([`CliError::exit_code`]).
+fn fail(e: &CliError) -> u8 {
+    eprintln!("aclprof: {e}");
+    e.exit_code()
 }
 
 fn main() -> ExitCode {
@@ -608,7 +598,7 @@ fn main() -> ExitCode {
     // Help and usage errors, reported like every other output.
     let cli = Cli::try_parse().unwrap_or_else(|e| {
         if let Err(w) = e.print() {
-            output_failed(&w);
+            output_failed(w);
         }
         std::process::exit(e.exit_code())
     });
@@ -645,9 +635,9 @@ fn main() -> ExitCode {
             format,
             fail_above,
         } => match (spool_stdin(&base), spool_stdin(&new)) {
-            (Ok(_), Ok(_)) if base == Path::new("-") && new == Path::new("-") => {
-                Err("standard input can be read once: give - for one of the runs".into())
-            }
+            (Ok(_), Ok(_)) if base == Path::new("-") && new == Path::new("-") => Err(
+                CliError::usage("standard input can be read once: give - for one of the runs"),
+            ),
             (Ok(b), Ok(n)) => {
                 diff(b.path(), n.path(), top, format, fail_above).map_err(|e| n.named(b.named(e)))
             }
@@ -656,14 +646,7 @@ fn main() -> ExitCode {
         Cmd::Timeline { path, output } => timeline(&path, output.as_deref()),
         Cmd::Report { path, output } => {
             interrupt::clean_up_when_interrupted();
-            let input = match spool_stdin(&path) {
-                Ok(i) => i,
-                Err(e) => {
-                    eprintln!("aclprof: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            report(&input, &output)
+            spool_stdin(&path).and_then(|input| report(&input, &output))
         }
         Cmd::Record {
             output,
@@ -687,10 +670,7 @@ fn main() -> ExitCode {
     };
     // What is still buffered goes out now, where a failure can be reported.
     if let Err(e) = std::io::Write::flush(&mut std::io::stdout()) {
-        output_failed(&e);
+        output_failed(e);
     }
-    r.unwrap_or_else(|e| {
-        eprintln!("aclprof: {e}");
-        ExitCode::FAILURE
-    })
+    r.unwrap_or_else(|e| ExitCode::from(fail(&e)))
 }

@@ -2,6 +2,7 @@
 //! environment (PROFILING_MODE, PROFILING_OPTIONS) and names the result directories it
 //! wrote.
 
+use crate::error::{CliError, Result};
 use crate::run_analyze;
 use aclprof::analyze::{Format, Key, Query};
 use std::io::IsTerminal;
@@ -24,7 +25,7 @@ pub struct RecordSwitches<'a> {
 
 /// `aclprof record`: the folders it makes for `output` go again if they hold nothing when it
 /// ends (the program could not start, or wrote no result directory).
-pub fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
+pub fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode> {
     // Deepest first: the folders create_dir_all is about to make.
     let made: Vec<PathBuf> = output
         .ancestors()
@@ -40,28 +41,28 @@ pub fn record(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<
 }
 
 /// Makes the folder `dir` (and those above it), or says in one line why it cannot be.
-pub fn make_output_dir(dir: &Path) -> Result<(), String> {
+pub fn make_output_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| {
         if dir.exists() && !dir.is_dir() {
-            format!(
+            CliError::usage(format!(
                 "{}: exists and is not a folder; give a folder for the results",
                 dir.display()
-            )
+            ))
         } else {
-            format!("{}: {e}", dir.display())
+            CliError::io(dir, e)
         }
     })
 }
 
-fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode, String> {
+fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result<ExitCode> {
     make_output_dir(output)?;
-    let out = std::fs::canonicalize(output).map_err(|e| format!("{}: {e}", output.display()))?;
+    let out = std::fs::canonicalize(output).map_err(|e| CliError::io(output, e))?;
     let before = prof_dirs(&out);
     let out_text = out.to_str().ok_or_else(|| {
-        format!(
+        CliError::usage(format!(
             "{}: the output path must be UTF-8 (it is passed in PROFILING_OPTIONS, JSON)",
             out.display()
-        )
+        ))
     })?;
     let mut options =
         serde_json::json!({"output": out_text, "task_trace": "on", "training_trace": "on"});
@@ -83,8 +84,8 @@ fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result
     }
     // Checked here: the program would only log a bad option and run unprofiled.
     let text = options.to_string();
-    aclprof::init::env_mode_config(&text, 1, aclprof::init::Unknown::Refuse).map_err(|e| e.msg)?;
-    aclprof::init::env_mode_settings(&text, aclprof::init::Unknown::Refuse).map_err(|e| e.msg)?;
+    aclprof::init::env_mode_config(&text, 1, aclprof::init::Unknown::Refuse)?;
+    aclprof::init::env_mode_settings(&text, aclprof::init::Unknown::Refuse)?;
     // The program finds this build's library first (beside this binary, or lib/ beside bin/).
     let mut libs: Vec<PathBuf> = Vec::new();
     if let Some(dir) = std::env::current_exe()
@@ -98,7 +99,8 @@ fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result
         // (An empty entry would mean the working directory to the loader.)
         libs.extend(std::env::split_paths(&old).filter(|p| !p.as_os_str().is_empty()));
     }
-    let ld = std::env::join_paths(libs).map_err(|e| e.to_string())?;
+    let ld =
+        std::env::join_paths(libs).map_err(|e| CliError::process_caused_by(e.to_string(), e))?;
     // Marks the result directories this run writes: other processes (a cluster's other
     // ranks) may write theirs into the same folder meanwhile.
     let token = format!(
@@ -124,7 +126,7 @@ fn record_into(output: &Path, sw: &RecordSwitches, command: &[String]) -> Result
             },
         )
         .status()
-        .map_err(|e| format!("cannot run {:?}: {e}", command[0]))?;
+        .map_err(|e| CliError::process_caused_by(format!("cannot run {:?}: {e}", command[0]), e))?;
     let new: Vec<PathBuf> = prof_dirs(&out)
         .into_iter()
         .filter(|p| !before.contains(p) && recorded_by(p, &token))

@@ -5,6 +5,7 @@
 //! process's lock: the watched program never waits for it (its ring drops what this reader
 //! misses, counted in `aclprof_records_dropped_total`).
 
+use crate::error::{CliError, Result};
 use aclprof::formats::record::{View, RECORD_SIZE};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
@@ -282,12 +283,12 @@ fn render(registry: &Registry, openmetrics: bool) -> (String, &'static str) {
 }
 
 /// `PORT` or `ADDR:PORT` (loopback unless an address is given).
-fn address(s: &str) -> Result<SocketAddr, String> {
+fn address(s: &str) -> Result<SocketAddr> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
     }
     s.parse::<SocketAddr>()
-        .map_err(|_| format!("--serve: PORT or ADDRESS:PORT, not {s:?}"))
+        .map_err(|_| CliError::usage(format!("--serve: PORT or ADDRESS:PORT, not {s:?}")))
 }
 
 /// Serves `GET /metrics` on `listener` until the process ends: hyper's HTTP/1 on one
@@ -295,19 +296,19 @@ fn address(s: &str) -> Result<SocketAddr, String> {
 /// and none of them delays a scrape. Each connection must send a request's head within
 /// [`REQUEST_TIMEOUT`] of being accepted (and of its last answer), at most
 /// [`MAX_REQUEST`] bytes of it, and ends after [`CONNECTION_LIMIT`].
-fn serve(listener: std::net::TcpListener, registry: Arc<Registry>) -> Result<(), String> {
+fn serve(listener: std::net::TcpListener, registry: Arc<Registry>) -> Result<()> {
     use http_body_util::Full;
     use hyper::body::Bytes;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("--serve: {e}"))?;
+        .map_err(|e| CliError::io_on("--serve", e))?;
     listener
         .set_nonblocking(true)
-        .map_err(|e| format!("--serve: {e}"))?;
+        .map_err(|e| CliError::io_on("--serve", e))?;
     rt.block_on(async move {
-        let listener =
-            tokio::net::TcpListener::from_std(listener).map_err(|e| format!("--serve: {e}"))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| CliError::io_on("--serve", e))?;
         loop {
             let stream = match listener.accept().await {
                 Ok((s, _)) => s,
@@ -380,17 +381,18 @@ fn raise_open_files_limit() {
 
 /// `top --serve`: attaches to the process (or, with `all`, to every watchable one, looking
 /// again every 2 s for new ones) and serves their metrics until interrupted.
-pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<(), String> {
+pub fn run(pid: Option<u32>, all: bool, addr: &str) -> Result<()> {
     let addr = address(addr)?;
     if pid.is_none() && !all {
-        return Err("--serve: name the process (PID), or --all".into());
+        return Err(CliError::usage("--serve: name the process (PID), or --all"));
     }
     raise_open_files_limit();
-    let listener = std::net::TcpListener::bind(addr).map_err(|e| format!("--serve {addr}: {e}"))?;
-    let bound = listener.local_addr().map_err(|e| e.to_string())?;
+    let (listener, bound) = std::net::TcpListener::bind(addr)
+        .and_then(|l| l.local_addr().map(|bound| (l, bound)))
+        .map_err(|e| CliError::io_on(format!("--serve {addr}"), e))?;
     let procs: Processes = Default::default();
-    let attach = |pid: u32, procs: &Processes| -> Result<(), String> {
-        let a = crate::watch::attach(pid).map_err(|e| e.msg)?;
+    let attach = |pid: u32, procs: &Processes| -> Result<()> {
+        let a = crate::watch::attach(pid)?;
         let command = crate::watch::command_of(pid);
         procs
             .lock()

@@ -153,12 +153,13 @@ fn write_streams(m: &SimModel, id: u32, base: u64, data: &Path) -> Result<()> {
 /// step trace and our own database, from the database's first device, with its task types,
 /// block dims, streams, shapes and PMU values (the simulator's replay of it, recorded as a
 /// session of this process would record it, in the database's epoch times). Returns the
-/// result directory. `aclprof export` and `timeline` run it for a database.
+/// result directory and what its export wrote. `aclprof export` and `timeline` run it for a
+/// database.
 pub fn import_db(
     db: &Path,
     out: &Path,
     progress: &mut dyn FnMut(u64, u64),
-) -> Result<std::path::PathBuf> {
+) -> Result<(std::path::PathBuf, crate::filemode::export::Summary)> {
     use crate::error::ACL_ERROR_INVALID_FILE;
     if !crate::formats::layout::is_database(db) {
         return err(
@@ -244,8 +245,8 @@ pub fn import_db(
         }
         std::fs::rename(&dir, &done)
             .map_err(|e| crate::error::file_error("cannot rename into place", &done, e))?;
-        crate::filemode::export_quietly_with_progress(&done, progress)?;
-        Ok(done)
+        let summary = crate::filemode::export_quietly_with_progress(&done, progress)?;
+        Ok((done, summary))
     })();
     let _ = crate::profiler::model_unload(id);
     if result.is_err() {
