@@ -146,7 +146,7 @@ impl Replays {
             .models
             .entry(v.model_id())
             .or_insert_with(|| {
-                let m = crate::sim::import::get(v.model_id())?;
+                let m = crate::registry::sim(v.model_id())?;
                 let at = columns
                     .iter()
                     .map(|c| m.pmu_columns.iter().position(|h| h == c))

@@ -27,7 +27,6 @@
 use crate::error::{err, Error, Result, ACL_ERROR_INVALID_FILE};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 
 pub const DEFAULT_WAIT_NS: u64 = 1_000;
 
@@ -810,11 +809,6 @@ pub fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
     parse_json(path, text)
 }
 
-/// The description model `id` executes, if it is a loaded simulated model (the registry
-/// keeps it with the model's other state).
-pub fn get(id: u32) -> Option<Arc<SimModel>> {
-    crate::registry::sim(id)
-}
 
 #[cfg(test)]
 mod tests;

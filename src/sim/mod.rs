@@ -11,6 +11,12 @@ use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID};
 use crate::formats::record::until_nul;
 use std::path::Path;
 
+/// The description model `id` executes, if it is a loaded simulated model (the registry
+/// keeps it with the model's other state).
+pub fn get(id: u32) -> Option<std::sync::Arc<SimModel>> {
+    crate::registry::sim(id)
+}
+
 /// Loads the description as a model of the emulated runtime; returns its model id.
 pub fn load(path: &Path) -> Result<u32> {
     load_on(path, None)
