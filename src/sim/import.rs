@@ -809,6 +809,5 @@ pub fn parse_text(path: &Path, text: &str) -> Result<SimModel> {
     parse_json(path, text)
 }
 
-
 #[cfg(test)]
 mod tests;
