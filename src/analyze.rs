@@ -793,6 +793,7 @@ fn sort_rows(rows: &mut [Row], col: Col, ascending: bool) {
     }
 }
 
+pub mod comm;
 mod discover;
 pub mod memory;
 mod options;

@@ -39,6 +39,7 @@ pub(crate) mod settings;
 pub mod sim;
 pub mod state;
 pub(crate) mod sync;
+pub mod torch_npu;
 pub mod transport;
 pub(crate) mod tx;
 pub mod watch;

@@ -159,3 +159,35 @@ pub fn timeline(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `export --format torch_npu`: each result directory in `path` (one, a folder of them, or a
+/// database, imported first) as torch_npu writes a PyTorch run, a `*_ascend_pt` folder each,
+/// under `output` (default: the current directory). The runs themselves are only read.
+pub fn export_torch_npu(path: &Path, output: Option<&Path>) -> Result<ExitCode> {
+    let out = output.unwrap_or(Path::new("."));
+    let is_db = path.is_file() && aclprof::formats::layout::is_database(path);
+    // A database becomes a result directory first, in a folder of its own that goes away.
+    let scratch = is_db.then(|| {
+        let n = std::process::id();
+        std::env::temp_dir().join(format!("aclprof-torch-npu-{n}"))
+    });
+    let r = (|| {
+        let dirs = match &scratch {
+            Some(s) => result_dirs_of(path, Some(s))?,
+            None => result_dirs_of(path, None)?,
+        };
+        std::fs::create_dir_all(out).map_err(|e| CliError::io(out, e))?;
+        for (d, imported) in dirs {
+            if imported.is_none() && !d.join("mindstudio_profiler_output").is_dir() {
+                export_one(&d)?;
+            }
+            let pt = aclprof::torch_npu::export_into(&d, out)?;
+            outln!("{}: torch_npu's layout of {}", pt.display(), d.display());
+        }
+        Ok(ExitCode::SUCCESS)
+    })();
+    if let Some(s) = scratch {
+        let _ = std::fs::remove_dir_all(s);
+    }
+    r
+}

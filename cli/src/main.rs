@@ -160,11 +160,15 @@ enum Cmd {
         /// A result directory, a folder of them, or a database
         #[arg(value_name = "PATH")]
         dir: PathBuf,
-        /// Where a database's result directory goes; with --format parquet, the dataset
+        /// Where a database's result directory goes; with --format parquet, the dataset;
+        /// with --format torch_npu, the folder the *_ascend_pt folders go into (default: the
+        /// current directory)
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
-        /// What to write: msprof (the result directory's files, the default) or parquet
-        #[arg(long, default_value = "msprof", value_parser = ["msprof", "parquet"])]
+        /// What to write: msprof (the result directory's files, the default), parquet, or
+        /// torch_npu (each run as torch_npu writes a PyTorch run: a *_ascend_pt folder for
+        /// msprof-analyze compare, advisor and cluster, and MindStudio Insight)
+        #[arg(long, default_value = "msprof", value_parser = ["msprof", "parquet", "torch_npu"])]
         format: String,
     },
     /// Write an HTML report: one page for a run, or a site comparing many
@@ -609,6 +613,11 @@ fn main() -> ExitCode {
             output,
             format,
         } if format == "parquet" => export_parquet(&dir, output.as_deref()),
+        Cmd::Export {
+            dir,
+            output,
+            format,
+        } if format == "torch_npu" => exports::export_torch_npu(&dir, output.as_deref()),
         Cmd::Export { dir, output, .. } => export(&dir, output.as_deref()),
         Cmd::Top {
             pid,

@@ -363,6 +363,21 @@ MSVP_PROF_API aclError aclprofExtExport(const char *profDir);
 MSVP_PROF_API aclError aclprofExtAnalyze(const char *path, const char *queryJson, char **result);
 
 /**
+ * Writes a result directory (`PROF_…`, exported) in torch_npu's layout, the one
+ * PyTorch-on-Ascend users open with msprof-analyze (compare, advisor, cluster) and
+ * MindStudio Insight: a folder `{host}_{pid}_{time}_ascend_pt` under `outDir` (made if
+ * missing) holding `ASCEND_PROFILER_OUTPUT/` and `profiler_info_{rank}.json`, as
+ * `aclprof export --format torch_npu` writes it. On success `*result` is the folder's path,
+ * NUL-terminated, freed with aclprofExtFreeResult. Errors (`*result` NULL): NULL arguments or
+ * a run without ops -> ACL_ERROR_INVALID_PARAM; not a result directory, or a folder that
+ * cannot be written -> ACL_ERROR_INVALID_FILE.
+ */
+MSVP_PROF_API
+aclError aclprofExtExportTorchNpu(const char *profDir,
+                                  const char *outDir,
+                                  char **result);
+
+/**
  * Compares two runs, as `aclprof diff BASE NEW` does: `base` and `newRun` are what
  * aclprofExtAnalyze takes. `optionsJson` (NULL: the defaults) is a JSON object: "top" (rows
  * per section but the overall one, 0 = all; default 0), "format" ("json" (default),
@@ -410,7 +425,8 @@ aclError aclprofExtSlowestLink(const uint64_t *bytes,
                                double *ofMedian);
 
 /**
- * Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
+ * Frees what aclprofExtAnalyze, aclprofExtDiff or aclprofExtExportTorchNpu returned. NULL does
+ * nothing.
  */
 MSVP_PROF_API void aclprofExtFreeResult(char *result);
 

@@ -24,7 +24,7 @@ from . import _bindings, memory, pipeline
 from ._bindings import *  # noqa: F401,F403  (the headers' constants and aclprofExtStats)
 from ._lib import LibraryNotFound, find_library, load, recent_error
 from .errors import AclError, check
-from .profiler import Analysis, Profiler
+from .profiler import Analysis, Profiler, export_torch_npu
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, RecordError, decode
 from .ring import RingBatch, RingReader, RingSubscription
 from .runtime import Model, Stats, flush, now_ns, op_meta, report_op, stats
@@ -57,6 +57,7 @@ __all__ = [
     "MemoryRows",
     "check",
     "decode",
+    "export_torch_npu",
     "find_library",
     "flush",
     "load",

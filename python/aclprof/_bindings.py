@@ -737,6 +737,7 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtPipelineQueue": (c_int, [c_char_p, c_uint32, c_uint32, c_uint64]),
     "aclprofExtExport": (c_int, [c_char_p]),
     "aclprofExtAnalyze": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
+    "aclprofExtExportTorchNpu": (c_int, [c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtDiff": (c_int, [c_char_p, c_char_p, c_char_p, POINTER(c_void_p)]),
     "aclprofExtSlowRank": (c_int, [POINTER(c_uint32), POINTER(c_uint64), POINTER(c_uint64), c_size_t, POINTER(c_uint32), POINTER(c_uint32)]),
     "aclprofExtSlowestLink": (c_int, [POINTER(c_uint64), POINTER(c_uint64), c_size_t, POINTER(c_size_t), POINTER(c_double)]),
@@ -865,6 +866,7 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtPipelineQueue": ['stage', 'depth', 'capacity', 'timeNs'],
     "aclprofExtExport": ['profDir'],
     "aclprofExtAnalyze": ['path', 'queryJson', 'result'],
+    "aclprofExtExportTorchNpu": ['profDir', 'outDir', 'result'],
     "aclprofExtDiff": ['base', 'newRun', 'optionsJson', 'result'],
     "aclprofExtSlowRank": ['ranks', 'computingNs', 'waitingNs', 'n', 'rank', 'why'],
     "aclprofExtSlowestLink": ['bytes', 'ns', 'n', 'index', 'ofMedian'],
@@ -1002,6 +1004,7 @@ class Library(Protocol):
     def aclprofExtPipelineQueue(self, stage: CharP, depth: int, capacity: int, timeNs: int, /) -> int: ...
     def aclprofExtExport(self, profDir: CharP, /) -> int: ...
     def aclprofExtAnalyze(self, path: CharP, queryJson: CharP, result: Ptr[c_void_p], /) -> int: ...
+    def aclprofExtExportTorchNpu(self, profDir: CharP, outDir: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtDiff(self, base: CharP, newRun: CharP, optionsJson: CharP, result: Ptr[c_void_p], /) -> int: ...
     def aclprofExtSlowRank(self, ranks: Ptr[c_uint32], computingNs: Ptr[c_uint64], waitingNs: Ptr[c_uint64], n: int, rank: Ptr[c_uint32], why: Ptr[c_uint32], /) -> int: ...
     def aclprofExtSlowestLink(self, bytes: Ptr[c_uint64], ns: Ptr[c_uint64], n: int, index: Ptr[c_size_t], ofMedian: Ptr[c_double], /) -> int: ...

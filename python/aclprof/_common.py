@@ -71,9 +71,11 @@ def rank() -> int:
 
 
 def result_dirs(directory: Path) -> List[Path]:
-    """The result directories (``PROF_*``) in ``directory``, sorted (oldest first: their
-    names hold their start time)."""
-    return sorted(d for d in directory.glob("PROF_*") if d.is_dir())
+    """The result directories (``PROF_*``) in ``directory``, and in its torch_npu-layout
+    folders (``*_ascend_pt/PROF_*``), sorted (oldest first: their names hold their start
+    time)."""
+    found = list(directory.glob("PROF_*")) + list(directory.glob("*_ascend_pt/PROF_*"))
+    return sorted((d for d in found if d.is_dir()), key=lambda d: d.name)
 
 
 # ---- the analysis engine's text results ------------------------------------------------------

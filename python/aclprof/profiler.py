@@ -66,6 +66,19 @@ class Analysis:
         return f"<Analysis of {len(self.result_dirs)} result directories>"
 
 
+def export_torch_npu(result_dir: PathLike, output_dir: PathLike) -> Path:
+    """Writes ``result_dir`` (a ``PROF_*`` directory, exported) as torch_npu writes a PyTorch
+    run: a folder ``{host}_{pid}_{time}_ascend_pt`` in ``output_dir`` with
+    ``ASCEND_PROFILER_OUTPUT/`` (kernel_details, operator_details, trace_view, op_statistic,
+    api_statistic, step_trace_time and, when recorded, the memory tables) and
+    ``profiler_info_{rank}.json``, as ``aclprof export --format torch_npu`` does
+    (aclprofExtExportTorchNpu). Returns the folder; the result directory is only read."""
+    prof, out = os.fsencode(Path(result_dir)), os.fsencode(Path(output_dir))
+    text = _common.text_result("aclprofExtExportTorchNpu",
+                               lambda lib, res: lib.aclprofExtExportTorchNpu(prof, out, res))
+    return Path(text)
+
+
 class Profiler(contextlib.ContextDecorator):
     """File-mode profiling into ``output_dir``::
 
@@ -77,6 +90,12 @@ class Profiler(contextlib.ContextDecorator):
     ``aicore_metrics`` an ``ACL_AICORE_*`` value and ``options`` ``{ACL_PROF_* config type:
     value}`` for aclprofSetConfig. Each start() is one aclprofInit..aclprofFinalize session;
     file mode is process-wide, so only one Profiler runs at a time. Failures raise AclError.
+
+    ``layout="torch_npu"`` writes each session as torch_npu writes a PyTorch run, for
+    msprof-analyze (compare, advisor, cluster) and MindStudio Insight: a folder
+    ``{host}_{pid}_{time}_ascend_pt`` in ``output_dir`` holding ``ASCEND_PROFILER_OUTPUT/``,
+    ``profiler_info_{rank}.json`` and the session's ``PROF_*`` directory (see
+    :func:`export_torch_npu`).
     """
 
     def __init__(
@@ -87,7 +106,11 @@ class Profiler(contextlib.ContextDecorator):
         data_types: int = _bindings.ACL_PROF_ACL_API | _bindings.ACL_PROF_TASK_TIME,
         aicore_metrics: int = _bindings.ACL_AICORE_NONE,
         options: Optional[Mapping[int, str]] = None,
+        layout: str = "msprof",
     ):
+        if layout not in ("msprof", "torch_npu"):
+            raise ValueError(f"layout: expected 'msprof' or 'torch_npu', got {layout!r}")
+        self.layout = layout
         self.output_dir = Path(output_dir).resolve()
         self.devices = list(devices)
         self.data_types = data_types
@@ -143,6 +166,12 @@ class Profiler(contextlib.ContextDecorator):
         record("aclprofFinalize", lib.aclprofFinalize())
         if errors:
             raise AclError(*errors[0])
+        if self.layout == "torch_npu":
+            # The new result directories, not yet in a torch_npu folder, each into its own.
+            for d in sorted(self.output_dir.glob("PROF_*")):
+                if d.is_dir() and d not in (self._before or set()):
+                    folder = export_torch_npu(d, self.output_dir)
+                    d.rename(folder / d.name)
 
     def analyse(self, print_summary: bool = True, top: int = 10) -> Analysis:
         """The result directories this profiler's sessions created and their exported tables.

@@ -38,6 +38,7 @@ except ImportError as e:  # pragma: no cover - exercised where torch is absent
 
 from . import _bindings, _common
 from ._lib import load, recent_error
+from .profiler import Profiler
 from .runtime import Model, op_meta
 
 __all__ = ["profile", "profile_loader"]
@@ -462,10 +463,26 @@ class profile(contextlib.ContextDecorator):
     (``torch.profiler``) already reports is left to it. Without the compiled path, PyTorch's
     own profiler collects them in the block and they are reported at its end, owned by the
     top-level operator.
+
+    With ``output`` the block records a file-mode session of its own (from the first thread's
+    entry to the last one's exit), written as torch_npu writes a PyTorch run
+    (``layout="torch_npu"``, the default: a ``{host}_{pid}_{time}_ascend_pt`` folder in
+    ``output`` for msprof-analyze compare, advisor and cluster, and MindStudio Insight) or as
+    msprof does (``layout="msprof"``): what ``torch_npu.profiler.profile`` with
+    ``tensorboard_trace_handler(output)`` writes.
     """
 
     def __init__(self, module: Optional[Any] = None, name: str = "torch", device: int = 0,
-                 record_shapes: bool = True, profile_memory: bool = False):
+                 record_shapes: bool = True, profile_memory: bool = False,
+                 output: Optional[_common.PathLike] = None, layout: str = "torch_npu"):
+        self._session: Optional[Profiler] = None
+        self._session_users = 0
+        if output is not None:
+            data_types = _bindings.ACL_PROF_ACL_API | _bindings.ACL_PROF_TASK_TIME
+            if profile_memory:
+                data_types |= _bindings.ACL_PROF_TASK_MEMORY
+            self._session = Profiler(output, devices=(device,), data_types=data_types,
+                                     layout=layout)
         self.module = module
         self.name = name
         self.record_shapes = record_shapes
@@ -518,6 +535,11 @@ class profile(contextlib.ContextDecorator):
     def __enter__(self) -> "profile":
         if not self.model.loaded:
             raise RuntimeError("this aclprof.torch.profile was closed")
+        if self._session is not None:
+            with _hook_lock:
+                if self._session_users == 0:
+                    self._session.start()
+                self._session_users += 1
         _hooks_acquire(self.module, self.name)
         if self._ext is not None:
             # The callbacks run only while someone listens: nothing is installed per op.
@@ -561,6 +583,11 @@ class profile(contextlib.ContextDecorator):
         _hooks_release(self.module)
         if exc_type is not None:
             _scope.stack.clear()  # a forward that raised left its modules on the stack
+        if self._session is not None:
+            with _hook_lock:
+                self._session_users -= 1
+                if self._session_users == 0:
+                    _common.exit_cleanup(self._session.stop, exc_type)
 
     def __call__(self, func: _F) -> _F:
         return super().__call__(func)

@@ -386,3 +386,63 @@ def profile_memory_run(net: torch.nn.Module, out: Path, compiled: bool) -> None:
     with open(paired, newline="") as f:
         allocs = list(csv.DictReader(f))
     assert sum(1 for r in allocs if r["Duration(us)"]) > 10
+
+
+def test_torch_npu_layout_compares_with_a_torch_profiler_trace(net: torch.nn.Module,
+                                                               out_root: Path) -> None:
+    """The PyTorch-on-Ascend user's first comparison: the model's ``torch.profiler`` trace (as
+    a GPU user collects it; here on the CPU) against the same model profiled by aclprof.torch
+    in torch_npu's layout, with ``msprof-analyze compare``: no error line, and its operator
+    and memory comparisons list our run's ops with the device time and memory our own
+    kernel_details and operator_memory say."""
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "tools"))
+    from check_torch_npu import xlsx_sheet  # the workbook reader of the layout's checks
+
+    exe = root / "target" / "tools-cache" / "msprof-venv" / "bin" / "msprof-analyze"
+    if not exe.exists():
+        pytest.skip("msprof-analyze is installed by tools/check_filemode.py (scripts/test runs it first)")
+    out = out_root / "torch-npu"
+    shutil.rmtree(out, ignore_errors=True)
+    with torch.no_grad(), aclprof.torch.profile(net, name="resnet18", profile_memory=True,
+                                                output=out / "npu") as prof:
+        forward(net, 1)
+    prof.close()
+    (pt,) = (out / "npu").glob("*_ascend_pt")
+    assert (pt / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").exists()
+    assert list(pt.glob("PROF_*")), "the session's result directory is in the folder, as torch_npu's"
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.no_grad(), torch.profiler.profile(activities=activities, record_shapes=True,
+                                                 profile_memory=True) as p:
+        forward(net, 1)
+    gpu = out / "resnet18.pt.trace.json"
+    p.export_chrome_trace(str(gpu))
+    r = subprocess.run([str(exe), "compare", "-d", str(pt), "-bp", str(gpu), "--enable_operator_compare",
+                        "--enable_memory_compare", "--disable_module", "-o", str(out / "compare")],
+                       capture_output=True, text=True, cwd=out)
+    text = r.stdout + r.stderr
+    for bad in ("[ERROR]", "Can't find any torch op", "Can't find any flow event",
+                "Can't find any memory event", "Invalid profiling path"):
+        assert bad not in text, text[-3000:]
+    (book,) = (out / "compare").glob("performance_comparison_result_*.xlsx")
+    ops = xlsx_sheet(book, "OperatorCompare")
+    assert ops, text[-2000:]
+    head = ops[3]
+    cols = sorted(c for c, h in head.items() if h == "Device Duration(us)")
+    names = sorted(c for c, h in head.items() if h == "Operator Name")
+    rows = [ops[i] for i in sorted(ops) if i > 3]
+    ours = [r for r in rows if r.get(names[-1])]
+    device = sum(float(r.get(cols[-1]) or 0) for r in ours)
+    out_dir = pt / "ASCEND_PROFILER_OUTPUT"
+    with open(out_dir / "kernel_details.csv", newline="") as f:
+        kernels = list(csv.DictReader(f))
+    want = sum(float(k["Duration(us)"]) for k in kernels)
+    assert len(ours) == len(kernels) and abs(device - want) < 0.01 * len(kernels), (len(ours), device, want)
+    assert {r[names[-1]] for r in ours} == {k["Type"] for k in kernels}
+    memory = xlsx_sheet(book, "MemoryCompare")
+    assert memory, text[-2000:]
+    sizes = sorted(c for c, h in memory[3].items() if h == "Size(KB)")
+    got = sum(float(memory[i].get(sizes[-1]) or 0) for i in memory if i > 3)
+    with open(out_dir / "operator_memory.csv", newline="") as f:
+        allocated = sum(float(r["Size(KB)"]) for r in csv.DictReader(f))
+    assert got > 0 and abs(got - allocated) < 0.01, (got, allocated)

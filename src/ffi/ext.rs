@@ -616,6 +616,36 @@ fn give_text(out: &mut *mut c_char, text: String) -> crate::error::Result<()> {
     Ok(())
 }
 
+/// Writes a result directory (`PROF_…`, exported) in torch_npu's layout, the one
+/// PyTorch-on-Ascend users open with msprof-analyze (compare, advisor, cluster) and
+/// MindStudio Insight: a folder `{host}_{pid}_{time}_ascend_pt` under `outDir` (made if
+/// missing) holding `ASCEND_PROFILER_OUTPUT/` and `profiler_info_{rank}.json`, as
+/// `aclprof export --format torch_npu` writes it. On success `*result` is the folder's path,
+/// NUL-terminated, freed with aclprofExtFreeResult. Errors (`*result` NULL): NULL arguments or
+/// a run without ops -> ACL_ERROR_INVALID_PARAM; not a result directory, or a folder that
+/// cannot be written -> ACL_ERROR_INVALID_FILE.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtExportTorchNpu(
+    profDir: *const c_char,
+    outDir: *const c_char,
+    result: *mut *mut c_char,
+) -> aclError {
+    entry(
+        "aclprofExtExportTorchNpu",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            // SAFETY: `result` is NULL or valid for writes (the C contract).
+            let out = unsafe { super::out(result, "result") }?;
+            *out = std::ptr::null_mut();
+            // SAFETY: `profDir` and `outDir` are NULL or C strings (the C contract).
+            let (prof, dir) =
+                unsafe { (path_arg(profDir, "profDir")?, path_arg(outDir, "outDir")?) };
+            let pt = crate::torch_npu::export_into(prof, dir)?;
+            give_text(out, pt.display().to_string())
+        },
+    )
+}
+
 /// Compares two runs, as `aclprof diff BASE NEW` does: `base` and `newRun` are what
 /// aclprofExtAnalyze takes. `optionsJson` (NULL: the defaults) is a JSON object: "top" (rows
 /// per section but the overall one, 0 = all; default 0), "format" ("json" (default),
@@ -727,7 +757,8 @@ pub unsafe extern "C" fn aclprofExtSlowestLink(
     )
 }
 
-/// Frees a report aclprofExtAnalyze or aclprofExtDiff returned. NULL does nothing.
+/// Frees what aclprofExtAnalyze, aclprofExtDiff or aclprofExtExportTorchNpu returned. NULL does
+/// nothing.
 #[no_mangle]
 pub unsafe extern "C" fn aclprofExtFreeResult(result: *mut c_char) {
     guard("aclprofExtFreeResult", (), || {

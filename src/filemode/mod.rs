@@ -190,7 +190,8 @@ fn mkdir(path: &Path) -> Result<()> {
         })
 }
 
-fn hostname() -> String {
+/// This machine's name, as CANN writes it in a result directory.
+pub(crate) fn hostname() -> String {
     fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())

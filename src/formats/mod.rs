@@ -16,3 +16,4 @@ pub mod record;
 pub mod signature;
 pub mod text;
 pub mod timeline;
+pub mod torch_npu;

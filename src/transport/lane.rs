@@ -396,7 +396,8 @@ impl Lane {
     #[inline]
     pub unsafe fn prod(&self) -> &mut Prod {
         #[cfg(loom)]
-        self.prod_shadow.with_mut(|p| *p += 1);
+        // SAFETY: a tracked cell of our own; loom checks the access is exclusive.
+        self.prod_shadow.with_mut(|p| unsafe { *p += 1 });
         // SAFETY: the caller has the producer side to itself (this function's contract).
         unsafe { &mut *self.prod.get() }
     }
