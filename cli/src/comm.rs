@@ -1,14 +1,8 @@
 //! `aclprof analyze --communication`, and the report's communication view: per
 //! communication group and op type, the time split into transfer and wait; per link (sender
 //! and receiver rank, transport) the bytes, time and bandwidth; the slowest link and the rank
-//! that waits most (docs/design.md, "Communication").
-//!
-//! It reads CANN's tables, so a real run's database and an aclprof result directory are read
-//! alike: COMMUNICATION_OP for the ops, and their tasks from COMMUNICATION_TASK_INFO joined
-//! to TASK. As CANN's own analysis counts them, a task that moves data (Memcpy,
-//! Reduce_Inline, RDMA sends) is transfer and Notify_Wait is waiting; the rest of an op is
-//! neither. A link is the transfer tasks of one (group, sender, receiver, transport): bytes
-//! over time, in GB/s (bytes per ns), as msprof-analyze's communication_matrix computes it.
+//! that waits most (docs/design.md, "Communication"). The reading of CANN's tables is the
+//! library's (`aclprof::analyze::comm`); this module finds the databases and renders.
 
 use crate::databases::databases;
 pub use aclprof::analyze::comm::{Comm, Link, Times};

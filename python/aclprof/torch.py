@@ -477,6 +477,8 @@ class profile(contextlib.ContextDecorator):
                  output: Optional[_common.PathLike] = None, layout: str = "torch_npu"):
         self._session: Optional[Profiler] = None
         self._session_users = 0
+        # Not _hook_lock: starting and stopping a session calls _on_listening, which takes it.
+        self._session_lock = threading.Lock()
         if output is not None:
             data_types = _bindings.ACL_PROF_ACL_API | _bindings.ACL_PROF_TASK_TIME
             if profile_memory:
@@ -536,7 +538,7 @@ class profile(contextlib.ContextDecorator):
         if not self.model.loaded:
             raise RuntimeError("this aclprof.torch.profile was closed")
         if self._session is not None:
-            with _hook_lock:
+            with self._session_lock:
                 if self._session_users == 0:
                     self._session.start()
                 self._session_users += 1
@@ -584,7 +586,7 @@ class profile(contextlib.ContextDecorator):
         if exc_type is not None:
             _scope.stack.clear()  # a forward that raised left its modules on the stack
         if self._session is not None:
-            with _hook_lock:
+            with self._session_lock:
                 self._session_users -= 1
                 if self._session_users == 0:
                     _common.exit_cleanup(self._session.stop, exc_type)
