@@ -74,7 +74,12 @@ impl Export {
 /// id and the local time it started, to the millisecond.
 pub fn folder_name(prof: &Path) -> Result<String> {
     let e = Export::open(prof)?;
-    let at = crate::clock::local_stamp_at(e.session.wall_clock_ns, true);
+    // A run made from a database has no session clock: it started at its first kernel.
+    let started = match e.session.wall_clock_ns {
+        0 => Kernels::read(&e)?.first_start().unwrap_or(0),
+        ns => ns,
+    };
+    let at = crate::clock::local_stamp_at(started, true);
     Ok(tn::folder_name(
         &crate::filemode::hostname(),
         e.session.pid,
@@ -379,6 +384,14 @@ impl Kernels {
             header,
             rows,
         })
+    }
+
+    /// The earliest kernel's start, epoch ns.
+    fn first_start(&self) -> Option<u64> {
+        self.rows
+            .iter()
+            .filter_map(|r| tn::ns_of_us(Self::cell(r, Some(self.start))))
+            .min()
     }
 
     /// op_summary's header with kernel_details' names.

@@ -182,7 +182,9 @@ pub fn export_torch_npu(path: &Path, output: Option<&Path>) -> Result<ExitCode> 
                 export_one(&d)?;
             }
             let pt = aclprof::torch_npu::export_into(&d, out)?;
-            outln!("{}: torch_npu's layout of {}", pt.display(), d.display());
+            // (A database's result directory was a scratch one: name the database.)
+            let of = if scratch.is_some() { path } else { d.as_path() };
+            outln!("{}: torch_npu's layout of {}", pt.display(), of.display());
         }
         Ok(ExitCode::SUCCESS)
     })();

@@ -10,6 +10,7 @@
 
 use crate::databases::{databases, sql_err};
 use aclprof::error::*;
+use aclprof::sim::has_table;
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, DoubleType, Int64Type};
 use parquet::file::properties::WriterProperties;
@@ -460,16 +461,6 @@ fn export_one(
         written.files += 1;
     }
     Ok(())
-}
-
-/// Whether the database has the table `name` (its own, not a TEMP one).
-fn has_table(c: &rusqlite::Connection, name: &str) -> bool {
-    c.query_row(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-        [name],
-        |_| Ok(()),
-    )
-    .is_ok()
 }
 
 /// Gives the database every table and column the queries read, in its TEMP schema.

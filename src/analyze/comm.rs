@@ -164,14 +164,7 @@ impl Reader {
     pub fn add(&mut self, db: &Path) -> Result<()> {
         let e = sql_err(db);
         let conn = crate::sim::import::open_read_only(db).map_err(&e)?;
-        let has = |t: &str| -> bool {
-            conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-                [t],
-                |r| r.get::<_, i64>(0),
-            )
-            .is_ok_and(|n| n > 0)
-        };
+        let has = |t: &str| crate::sim::import::has_table(&conn, t);
         if !has("COMMUNICATION_OP") || !has("STRING_IDS") {
             return Ok(());
         }

@@ -38,6 +38,16 @@ pub fn open_read_only(path: &Path) -> rusqlite::Result<rusqlite::Connection> {
     Ok(conn)
 }
 
+/// Whether the database has the table `name` (its own, not a TEMP one).
+pub fn has_table(conn: &rusqlite::Connection, name: &str) -> bool {
+    conn.query_row(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+        [name],
+        |_| Ok(()),
+    )
+    .is_ok()
+}
+
 /// `path` as the path of an SQLite `file:` URI: every byte but unreserved ones and `/`
 /// percent-encoded.
 fn uri_path(path: &Path) -> String {
@@ -67,14 +77,7 @@ pub fn db_tasks(path: &Path, f: &mut dyn FnMut(DbTask) -> Result<()>) -> Result<
         )
     })?;
     let fail = |e: rusqlite::Error| -> Error { Error::new(ACL_ERROR_INVALID_FILE, e.to_string()) };
-    let has = |table: &str| -> bool {
-        conn.query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1",
-            [table],
-            |r| r.get::<_, i64>(0),
-        )
-        .is_ok_and(|n| n > 0)
-    };
+    let has = |table: &str| has_table(&conn, table);
     if !has("TASK") || !has("STRING_IDS") || !(has("COMPUTE_TASK_INFO") || has("COMMUNICATION_OP"))
     {
         return err(
@@ -188,12 +191,7 @@ type PmuValues = (Vec<String>, HashMap<i64, Vec<String>>);
 /// they first appear, and each task's values (text, times in µs) by globalTaskId. None if
 /// it has no such table.
 fn db_pmu(conn: &rusqlite::Connection) -> rusqlite::Result<Option<PmuValues>> {
-    let exists: i64 = conn.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'TASK_PMU_INFO'",
-        [],
-        |r| r.get(0),
-    )?;
-    if exists == 0 {
+    if !has_table(conn, "TASK_PMU_INFO") {
         return Ok(None);
     }
     let mut stmt = conn.prepare(
@@ -289,14 +287,7 @@ pub fn db_op_memory(path: &Path) -> Result<Vec<crate::formats::memory::MemEvent>
         Error::new(ACL_ERROR_INVALID_FILE, format!("NPU_OP_MEM: {e}"))
     };
     let conn = open_read_only(path).map_err(fail)?;
-    let has = conn
-        .query_row(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'NPU_OP_MEM'",
-            [],
-            |r| r.get::<_, i64>(0),
-        )
-        .map_err(fail)?;
-    if has == 0 {
+    if !has_table(&conn, "NPU_OP_MEM") {
         return Ok(Vec::new());
     }
     let mut st = conn
