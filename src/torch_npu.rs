@@ -317,9 +317,15 @@ fn read_csv(p: &Path) -> Result<Table> {
     Ok((header, rows))
 }
 
+/// Creates (or truncates) an output file, never through a symbolic link (as the export
+/// writes its own).
+fn create(p: &Path) -> Result<fs::File> {
+    crate::filemode::export::create_output(p).map_err(|e| file_error("cannot create", p, e))
+}
+
 /// torch_npu's CSV: Python's csv module's (CRLF, fields quoted only when they must be).
 fn write_csv(p: &Path, header: &[String], rows: &[Vec<String>]) -> Result<()> {
-    let f = fs::File::create(p).map_err(|e| file_error("cannot create", p, e))?;
+    let f = create(p)?;
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::CRLF)
         .from_writer(std::io::BufWriter::new(f));
@@ -332,7 +338,8 @@ fn write_csv(p: &Path, header: &[String], rows: &[Vec<String>]) -> Result<()> {
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
-    fs::copy(from, to)
+    let mut src = fs::File::open(from).map_err(|e| file_error("cannot read", from, e))?;
+    std::io::copy(&mut src, &mut create(to)?)
         .map(|_| ())
         .map_err(|e| file_error("cannot write", to, e))
 }
@@ -344,7 +351,9 @@ fn write_json(p: &Path, v: &Value, pretty: bool) -> Result<()> {
         serde_json::to_string(v)
     }
     .unwrap_or_default();
-    fs::write(p, text).map_err(|e| file_error("cannot write", p, e))
+    create(p)?
+        .write_all(text.as_bytes())
+        .map_err(|e| file_error("cannot write", p, e))
 }
 
 /// The run's kernels: op_summary's rows, kernel_details' columns.
@@ -531,8 +540,7 @@ fn write_trace_view(e: &Export, k: &Kernels, to: &Path) -> Result<()> {
         ));
         out.push(meta(py, t, "thread_sort_index", json!({"sort_index": t})));
     }
-    let f = fs::File::create(to).map_err(|x| file_error("cannot create", to, x))?;
-    let mut w = std::io::BufWriter::new(f);
+    let mut w = std::io::BufWriter::new(create(to)?);
     let werr = |x: std::io::Error| file_error("cannot write", to, x);
     w.write_all(b"[").map_err(werr)?;
     let all = out.iter().chain(events.iter()).chain(flows.iter());

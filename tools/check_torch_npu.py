@@ -128,6 +128,7 @@ def compare_two_runs():
         check(record(d, model(os.path.join(d, "model.json"), factor, SLOWED), 3).wait() == 0, name + " run")
         prof = glob.glob(os.path.join(d, "PROF_*"))[0]
         runs[name] = (prof, export(prof, os.path.join(d, "pt")))
+    links_refused(runs["base"][0], runs["base"][1])
     out = os.path.join(folder, "out")
     r = cf.run([cf.msprof_exe(), "compare", "-d", runs["slow"][1], "-bp", runs["base"][1], "--enable_operator_compare",
                 "--enable_memory_compare", "--disable_module", "-o", out], capture_output=True, cwd=folder)
@@ -166,6 +167,25 @@ def compare_two_runs():
               "compare's memory is operator_memory's (%.3f KB vs %.3f KB)" % (sizes, want))
     for name in runs:
         insight_rules(runs[name][1], name)
+
+
+def links_refused(prof, pt):
+    """Exporting again over a folder where a file was replaced by a link to elsewhere: the
+    command fails in one line and the link's target is left as it was."""
+    victim = os.path.join(os.path.dirname(pt), "victim.txt")
+    with open(victim, "w", encoding="utf-8") as f:
+        f.write("mine\n")
+    kd = os.path.join(pt, "ASCEND_PROFILER_OUTPUT", "kernel_details.csv")
+    os.remove(kd)
+    os.symlink(victim, kd)
+    r = subprocess.run([ACLPROF, "export", prof, "--format", "torch_npu", "-o", os.path.dirname(pt)],
+                       capture_output=True, text=True)
+    with open(victim, encoding="utf-8") as f:
+        kept = f.read() == "mine\n"
+    check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and kept,
+          "a link in the folder is not written through (%d, %r)" % (r.returncode, r.stderr.strip()))
+    os.remove(kd)
+    export(prof, os.path.dirname(pt))
 
 
 def cluster_and_advisor():

@@ -74,7 +74,7 @@ fn previous_stamp(out: &Path) -> Option<String> {
 
 /// Creates (or truncates) an output file, refusing to follow a symbolic link: a link there
 /// was not made by us, and writing through it could clobber anything.
-fn create_output(p: &Path) -> std::io::Result<File> {
+pub(crate) fn create_output(p: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .write(true)
