@@ -181,6 +181,15 @@ static aclError new_meta(unsigned *n, uint32_t *id) {
     return aclprofExtOpMetaCreate(&m, id);
 }
 
+/* Registers an op (one of 5000 names, so the table never fills) and reports it by id. */
+static aclError registered_op(unsigned n) {
+    char name[48];
+    snprintf(name, sizeof name, "registered/%u/%d", n % 5000, (int)getpid());
+    uint32_t op = 0;
+    aclError e = aclprofExtOpRegister(name, strlen(name), "Add", 3, 0, &op);
+    return e != ACL_SUCCESS ? e : aclprofExtReportRegisteredOp(g_model, op, 1, 2);
+}
+
 static void *meta_traffic(void *arg) {
     (void)arg;
     unsigned n = 0;
@@ -189,6 +198,7 @@ static void *meta_traffic(void *arg) {
         if (new_meta(&n, &id) != ACL_SUCCESS) return (void *)1;
         aclError e = aclprofExtReportOpMeta(g_model, "meta/op", "Conv2D", 1, 2, id);
         if (e != ACL_SUCCESS) return (void *)2;
+        if (registered_op(n) != ACL_SUCCESS) return (void *)3;
     }
     return NULL;
 }
@@ -247,6 +257,7 @@ static int traffic_child(void) {
     uint32_t id = 0;
     if (new_meta(&n, &id) != ACL_SUCCESS || id == 0) return 3;
     if (aclprofExtReportOpMeta(g_model, "child/op", "Add", 1, 2, id) != ACL_SUCCESS) return 4;
+    if (registered_op(n) != ACL_SUCCESS) return 17;
     if (mem_event(0x2000, 64) != ACL_SUCCESS || mem_event(0x2000, -64) != ACL_SUCCESS) return 5;
     if (runtime_round() != 0) return 6;
     /* a ring of its own: subscribed, attached, read and ended */

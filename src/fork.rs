@@ -85,6 +85,8 @@ pub enum Rank {
     Names,
     /// `opmeta`: op metadata.
     OpMeta,
+    /// `opreg`: registered ops.
+    OpReg,
     /// `ffi::ext_ring`: ring readers.
     RingReaders,
     /// `watch`: the agent's files.
@@ -96,7 +98,7 @@ pub enum Rank {
 
 impl Rank {
     /// Every rank, in order.
-    pub const ALL: [Rank; 31] = [
+    pub const ALL: [Rank; 32] = [
         Rank::Configs,
         Rank::SubConfigs,
         Rank::Core,
@@ -125,6 +127,7 @@ impl Rank {
         Rank::FlusherQueue,
         Rank::Names,
         Rank::OpMeta,
+        Rank::OpReg,
         Rank::RingReaders,
         Rank::WatchFiles,
         Rank::Sqlite,

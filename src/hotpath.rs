@@ -9,7 +9,7 @@
 
 use crate::error::{err, Result, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM};
 use crate::fork::{global, Mutex, Rank, RwLock};
-use crate::formats::record::{OpFields, FLAG_OP, MAX_NAME_LEN, MAX_TYPE_LEN};
+use crate::formats::record::{Names, OpFields, OpStrings, FLAG_OP};
 use crate::transport::{lane::Mem, Sub};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -471,19 +471,12 @@ fn lookup(model: u32) -> Option<(u32, Dests, u64)> {
 /// have a new destination already, and give the op to each that has not taken it.
 #[cold]
 #[inline(never)]
-fn retry(
-    l: &mut Local,
-    model: u32,
-    f: &OpFields,
-    name: &[u8],
-    op_type: &[u8],
-    took: &[*const Sub],
-) {
+fn retry<'a>(l: &mut Local, model: u32, f: &OpFields, op: impl OpStrings<'a>, took: &[*const Sub]) {
     l.forget_routes();
     if let Some(r) = l.lookup(model) {
         for (s, lane) in [r.sub, r.also, r.tap].into_iter().flatten() {
             if !took.contains(&Arc::as_ptr(&s)) {
-                s.push(lane, f, name, op_type);
+                s.push_op(lane, f, op);
             }
         }
     }
@@ -512,12 +505,42 @@ pub fn report_op(
     end: u64,
     replay: Replay,
 ) -> Result<()> {
+    report_with(model, Names(name, op_type), start, end, replay)
+}
+
+/// [`report_op`] of an op's strings in either form: its names, or the image of a
+/// registered op ([`crate::opreg`]).
+#[inline]
+pub fn report_with<'a>(
+    model: u32,
+    op: impl OpStrings<'a>,
+    start: u64,
+    end: u64,
+    replay: Replay,
+) -> Result<()> {
     if ACTIVE.load(Ordering::Acquire) == LISTENING
-        && report_repeated::<{ Site::Rust as u8 }>(model, name, op_type, start, end, replay)
+        && report_repeated::<{ Site::Rust as u8 }>(model, op, start, end, replay)
     {
         return Ok(());
     }
-    report_whole(model, name, op_type, start, end, replay)
+    report_whole_op(model, op, start, end, replay)
+}
+
+/// Reports one execution of the op registered as `id` ([`crate::opreg`]): the record's
+/// strings are copied from the image prepared at registration. An id this process did not
+/// register is an error, whoever listens.
+pub fn report_registered(model: u32, id: u32, start: u64, end: u64) -> Result<()> {
+    let Some(op) = crate::opreg::get(id) else {
+        return err(
+            ACL_ERROR_INVALID_PARAM,
+            format!("opId {id:#x} was not returned by aclprofExtOpRegister"),
+        );
+    };
+    let replay = Replay {
+        meta: op.meta,
+        ..Default::default()
+    };
+    report_with(model, &op.image, start, end, replay)
 }
 
 /// [`report_op`] without trying the resolved route: for a caller that tried it already
@@ -526,6 +549,18 @@ pub fn report_whole(
     model: u32,
     name: &[u8],
     op_type: &[u8],
+    start: u64,
+    end: u64,
+    replay: Replay,
+) -> Result<()> {
+    report_whole_op(model, Names(name, op_type), start, end, replay)
+}
+
+/// [`report_whole`] of an op's strings in either form.
+#[inline(never)]
+fn report_whole_op<'a>(
+    model: u32,
+    op: impl OpStrings<'a>,
     start: u64,
     end: u64,
     replay: Replay,
@@ -543,7 +578,7 @@ pub fn report_whole(
     if a & LISTENING == 0 {
         return Ok(());
     }
-    report_active(model, name, op_type, start, end, replay)
+    report_active(model, op, start, end, replay)
 }
 
 /// Who calls [`report_repeated`]: each caller gets its own copy inlined (one generic
@@ -555,6 +590,10 @@ pub enum Site {
     C = 0,
     /// [`report_op`]: the simulator.
     Rust = 1,
+    /// `aclprofExtReportRegisteredOp`.
+    Registered = 2,
+    /// `aclprofExtReportOpLen`.
+    Lengths = 3,
 }
 
 /// The reporting path's common case, whole, once [`activity`] said someone listens: this
@@ -564,10 +603,9 @@ pub enum Site {
 /// otherwise: then the whole path takes it (and says what is wrong with `end < start`).
 /// `SITE` is the caller's [`Site`].
 #[inline(always)]
-pub fn report_repeated<const SITE: u8>(
+pub fn report_repeated<'a, const SITE: u8>(
     model: u32,
-    name: &[u8],
-    op_type: &[u8],
+    op: impl OpStrings<'a>,
     start: u64,
     end: u64,
     replay: Replay,
@@ -588,13 +626,13 @@ pub fn report_repeated<const SITE: u8>(
                 return false;
             }
             let f = l.ids.stamp(model, fast.device, start, end, replay);
-            if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN {
+            if let Some(Names(name, op_type)) = op.cut() {
                 crate::names::remember(f.op_index, name, op_type);
             }
             // SAFETY: `mem` is the storage of `fast.lane` in `fast.sub`, which `fast` keeps.
             let m = unsafe { &*fast.mem };
-            if !fast.sub.push_to(fast.lane, m, &f, name, op_type) {
-                retry(l, model, &f, name, op_type, &[]);
+            if !fast.sub.push_to(fast.lane, m, &f, op) {
+                retry(l, model, &f, op, &[]);
             }
             true
         })
@@ -602,10 +640,9 @@ pub fn report_repeated<const SITE: u8>(
 }
 
 #[inline(never)]
-fn report_active(
+fn report_active<'a>(
     model: u32,
-    name: &[u8],
-    op_type: &[u8],
+    op: impl OpStrings<'a>,
     start: u64,
     end: u64,
     replay: Replay,
@@ -659,11 +696,11 @@ fn report_active(
             }
         }
         let f = l.ids.stamp(model, route.device, start, end, replay);
-        if name.len() > MAX_NAME_LEN || op_type.len() > MAX_TYPE_LEN {
+        if let Some(Names(name, op_type)) = op.cut() {
             crate::names::remember(f.op_index, name, op_type);
         }
         let push = |d: &Option<(Arc<Sub>, usize)>| match d {
-            Some((s, lane)) => s.push(*lane, &f, name, op_type),
+            Some((s, lane)) => s.push_op(*lane, &f, op),
             None => true,
         };
         let took = [push(&route.sub), push(&route.also), push(&route.tap)];
@@ -675,7 +712,7 @@ fn report_active(
                 .zip(took)
                 .filter_map(|(d, ok)| d.as_ref().filter(|_| ok).map(|(s, _)| Arc::as_ptr(s)))
                 .collect();
-            retry(l, model, &f, name, op_type, &took);
+            retry(l, model, &f, op, &took);
         }
         Ok(())
     })

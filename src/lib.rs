@@ -29,6 +29,7 @@ pub mod logging;
 pub mod memory;
 pub(crate) mod names;
 pub mod opmeta;
+pub(crate) mod opreg;
 pub(crate) mod panic;
 pub mod pipeline;
 pub mod profiler;

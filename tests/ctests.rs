@@ -114,6 +114,16 @@ fn documented_subscription_flow_linked_as_msprofiler() {
     assert!(out.contains("PASSED test_documented_flow"), "{out}");
 }
 
+/// Ops registered once and reported by id, or with their strings' lengths: decoded as
+/// aclprofExtReportOp's, exactly once and in order, bad ids refused, ids kept in a child.
+#[test]
+fn registered_ops_decode_as_named_ones() {
+    let exe = build("registered_ops", "aclprof");
+    let out = exec(&exe, &[], &[]);
+    assert!(out.contains("PASSED") && !out.contains("FAILED"), "{out}");
+    assert_eq!(out.matches("PASSED").count(), 5, "{out}");
+}
+
 /// Per op type: (count, total ns) of `executions` runs of a model description.
 fn expected_per_type(model: &Path, executions: u64) -> BTreeMap<String, (u64, u64)> {
     let m = aclprof::sim::parse_file(model).unwrap();
@@ -793,6 +803,7 @@ fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
     for (name, args, extra) in [
         ("error_paths", vec![], vec![("ACLPROF_DEVICE_COUNT", "2")]),
         ("subscribe_flow", vec![data("tiny.json")], vec![]),
+        ("registered_ops", vec![], vec![]),
         (
             "ring",
             vec![data("tiny.json"), PathBuf::from("live")],

@@ -243,6 +243,60 @@ aclError aclprofExtReportOpMeta(uint32_t modelId,
                                 uint32_t metaId);
 
 /**
+ * Registers an op once, as CANN's runtime prepares a node's record at model load, and
+ * stores its id in `*opId`, for aclprofExtReportRegisteredOp. `opName` and `opType` are
+ * `opNameLen` and `opTypeLen` bytes long (read to a NUL among them, if any); `metaId` is
+ * an id from aclprofExtOpMetaCreate, or 0 for none. The same three get the same id, so a
+ * runtime can register a model's ops each time it loads it. Ids are valid in this process
+ * (and a child it forks) until it exits, and are never reused; 0 is never an id. Call it
+ * outside the op's timed span: it takes a lock. Names longer than 256 bytes and types
+ * longer than 64 are truncated in records as aclprofExtReportOp truncates them. The process
+ * keeps at most 2^20 registered ops (128 MiB); past that, one warning is logged and the
+ * call fails: report those ops by name.
+ *
+ * Errors: NULL arguments, a `metaId` aclprofExtOpMetaCreate did not return, or a full table
+ * -> ACL_ERROR_INVALID_PARAM.
+ */
+MSVP_PROF_API
+aclError aclprofExtOpRegister(const char *opName,
+                              size_t opNameLen,
+                              const char *opType,
+                              size_t opTypeLen,
+                              uint32_t metaId,
+                              uint32_t *opId);
+
+/**
+ * Reports one execution, from `startNs` to `endNs`, of the op registered as `opId`, on the
+ * device of model `modelId`: what aclprofExtReportOp does, without reading any string (the
+ * record's strings were prepared at registration). Subscribers decode the same records.
+ *
+ * Errors: an `opId` aclprofExtOpRegister did not return or endNs < startNs ->
+ * ACL_ERROR_INVALID_PARAM; model not loaded (checked while someone subscribes) ->
+ * ACL_ERROR_INVALID_MODEL_ID.
+ */
+MSVP_PROF_API
+aclError aclprofExtReportRegisteredOp(uint32_t modelId,
+                                      uint32_t opId,
+                                      uint64_t startNs,
+                                      uint64_t endNs);
+
+/**
+ * aclprofExtReportOp with the strings' lengths, for names that change per call: `opName`
+ * and `opType` are `opNameLen` and `opTypeLen` bytes long (read to a NUL among them, if
+ * any), so nothing measures them.
+ *
+ * Errors: those of aclprofExtReportOp.
+ */
+MSVP_PROF_API
+aclError aclprofExtReportOpLen(uint32_t modelId,
+                               const char *opName,
+                               size_t opNameLen,
+                               const char *opType,
+                               size_t opTypeLen,
+                               uint64_t startNs,
+                               uint64_t endNs);
+
+/**
  * The library's version, "MAJOR.MINOR.PATCH" (ACLPROF_VERSION of the headers it was built
  * with): a static string, never NULL.
  */

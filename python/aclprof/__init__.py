@@ -27,7 +27,8 @@ from .errors import AclError, check
 from .profiler import Analysis, Profiler, export_torch_npu
 from .records import RECORD_DTYPE, RECORD_SIZE, OpBatch, OpReader, OpRecord, RecordError, decode
 from .ring import RingBatch, RingReader, RingSubscription
-from .runtime import Model, Stats, flush, now_ns, op_meta, report_op, stats
+from .runtime import (Model, Stats, flush, now_ns, op_meta, register_op, report_op,
+                      report_registered, stats)
 from .subscription import Subscription
 from .summary import DiffRows, MemoryRows, Rows, analyze, diff
 
@@ -66,6 +67,8 @@ __all__ = [
     "pipeline",
     "recent_error",
     "report_op",
+    "register_op",
+    "report_registered",
     "op_meta",
     "stats",
 ] + _bindings.__all__

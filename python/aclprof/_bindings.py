@@ -724,6 +724,9 @@ FUNCTIONS: Dict[str, Tuple[Optional[CType], List[CType]]] = {
     "aclprofExtReportOp": (c_int, [c_uint32, c_char_p, c_char_p, c_uint64, c_uint64]),
     "aclprofExtOpMetaCreate": (c_int, [POINTER(aclprofExtOpMeta), POINTER(c_uint32)]),
     "aclprofExtReportOpMeta": (c_int, [c_uint32, c_char_p, c_char_p, c_uint64, c_uint64, c_uint32]),
+    "aclprofExtOpRegister": (c_int, [c_char_p, c_size_t, c_char_p, c_size_t, c_uint32, POINTER(c_uint32)]),
+    "aclprofExtReportRegisteredOp": (c_int, [c_uint32, c_uint32, c_uint64, c_uint64]),
+    "aclprofExtReportOpLen": (c_int, [c_uint32, c_char_p, c_size_t, c_char_p, c_size_t, c_uint64, c_uint64]),
     "aclprofExtVersion": (c_char_p, []),
     "aclprofExtNowNs": (c_uint64, []),
     "aclprofExtFlush": (c_int, []),
@@ -853,6 +856,9 @@ ARG_NAMES: Dict[str, List[str]] = {
     "aclprofExtReportOp": ['modelId', 'opName', 'opType', 'startNs', 'endNs'],
     "aclprofExtOpMetaCreate": ['meta', 'metaId'],
     "aclprofExtReportOpMeta": ['modelId', 'opName', 'opType', 'startNs', 'endNs', 'metaId'],
+    "aclprofExtOpRegister": ['opName', 'opNameLen', 'opType', 'opTypeLen', 'metaId', 'opId'],
+    "aclprofExtReportRegisteredOp": ['modelId', 'opId', 'startNs', 'endNs'],
+    "aclprofExtReportOpLen": ['modelId', 'opName', 'opNameLen', 'opType', 'opTypeLen', 'startNs', 'endNs'],
     "aclprofExtVersion": [],
     "aclprofExtNowNs": [],
     "aclprofExtFlush": [],
@@ -991,6 +997,9 @@ class Library(Protocol):
     def aclprofExtReportOp(self, modelId: int, opName: CharP, opType: CharP, startNs: int, endNs: int, /) -> int: ...
     def aclprofExtOpMetaCreate(self, meta: Ptr[aclprofExtOpMeta], metaId: Ptr[c_uint32], /) -> int: ...
     def aclprofExtReportOpMeta(self, modelId: int, opName: CharP, opType: CharP, startNs: int, endNs: int, metaId: int, /) -> int: ...
+    def aclprofExtOpRegister(self, opName: CharP, opNameLen: int, opType: CharP, opTypeLen: int, metaId: int, opId: Ptr[c_uint32], /) -> int: ...
+    def aclprofExtReportRegisteredOp(self, modelId: int, opId: int, startNs: int, endNs: int, /) -> int: ...
+    def aclprofExtReportOpLen(self, modelId: int, opName: CharP, opNameLen: int, opType: CharP, opTypeLen: int, startNs: int, endNs: int, /) -> int: ...
     def aclprofExtVersion(self, /) -> Optional[bytes]: ...
     def aclprofExtNowNs(self, /) -> int: ...
     def aclprofExtFlush(self, /) -> int: ...

@@ -84,6 +84,25 @@ def report_op(model_id: int, name: str, op_type: str, start_ns: int, end_ns: int
               lib.aclprofExtReportOp(model_id, name.encode(), op_type.encode(), start_ns, end_ns))
 
 
+def register_op(name: str, op_type: str, meta: int = 0) -> int:
+    """``aclprofExtOpRegister``: the id of an op registered once (its name, type and ``meta``,
+    an :func:`op_meta` id or 0), for :func:`report_registered`. The same three give the same
+    id; ids stay valid until the process exits."""
+    n, t = name.encode(), op_type.encode()
+    out = ctypes.c_uint32()
+    check("aclprofExtOpRegister",
+          load().aclprofExtOpRegister(n, len(n), t, len(t), meta, ctypes.byref(out)))
+    return out.value
+
+
+def report_registered(model_id: int, op_id: int, start_ns: int, end_ns: int) -> None:
+    """``aclprofExtReportRegisteredOp``: the op registered as ``op_id`` (:func:`register_op`)
+    ran on model ``model_id`` from ``start_ns`` to ``end_ns``; subscribers get the record
+    :func:`report_op` would give them."""
+    check("aclprofExtReportRegisteredOp",
+          load().aclprofExtReportRegisteredOp(model_id, op_id, start_ns, end_ns))
+
+
 Shapes = Union[str, Sequence[Sequence[int]], None]
 Texts = Union[str, Sequence[str], None]
 

@@ -115,6 +115,21 @@ def test_reported_ops_from_threads():
     assert stats.reported == stats.delivered + stats.dropped
 
 
+def test_registered_ops_arrive_as_named_ones():
+    conv = aclprof.register_op("layer1/conv", "Conv2D")
+    assert conv != 0 and aclprof.register_op("layer1/conv", "Conv2D") == conv
+    with Model.register("reg") as model:
+        with Subscription(model.id) as sub:
+            aclprof.report_registered(model.id, conv, 100, 250)
+            model.report_op("layer1/conv", "Conv2D", 300, 450)
+            aclprof.flush()
+        with pytest.raises(AclError) as err:
+            aclprof.report_registered(model.id, conv + 12345, 1, 2)
+        assert err.value.code == aclprof.ACL_ERROR_INVALID_PARAM
+    got = [(op.name, op.type, op.start, op.end) for op in sub.records]
+    assert got == [("layer1/conv", "Conv2D", 100, 250), ("layer1/conv", "Conv2D", 300, 450)]
+
+
 def test_report_op_errors():
     with Model.register("m") as model:
         with pytest.raises(AclError) as err:

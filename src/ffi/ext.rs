@@ -3,7 +3,8 @@
 //! run the model simulator.
 
 use super::base::aclError;
-use super::{cstr, entry, guard, invalid, path_arg};
+use super::{bytes_arg, cstr, entry, guard, invalid, path_arg};
+use crate::formats::record::until_nul;
 use std::ffi::{c_char, c_void, CStr};
 
 /// Delivery statistics since the process started (all subscriptions together).
@@ -127,8 +128,7 @@ unsafe fn report_listening(
         let done = guard("aclprofExtReportOp", false, || {
             crate::hotpath::report_repeated::<{ crate::hotpath::Site::C as u8 }>(
                 model,
-                n,
-                t,
+                crate::formats::record::Names(n, t),
                 start,
                 end,
                 Default::default(),
@@ -284,6 +284,167 @@ unsafe fn report_op_meta_checked(
             crate::hotpath::report_op(model, name, ty, start, end, replay)
         },
     )
+}
+
+/// Registers an op once, as CANN's runtime prepares a node's record at model load, and
+/// stores its id in `*opId`, for aclprofExtReportRegisteredOp. `opName` and `opType` are
+/// `opNameLen` and `opTypeLen` bytes long (read to a NUL among them, if any); `metaId` is
+/// an id from aclprofExtOpMetaCreate, or 0 for none. The same three get the same id, so a
+/// runtime can register a model's ops each time it loads it. Ids are valid in this process
+/// (and a child it forks) until it exits, and are never reused; 0 is never an id. Call it
+/// outside the op's timed span: it takes a lock. Names longer than 256 bytes and types
+/// longer than 64 are truncated in records as aclprofExtReportOp truncates them. The process
+/// keeps at most 2^20 registered ops (128 MiB); past that, one warning is logged and the
+/// call fails: report those ops by name.
+///
+/// Errors: NULL arguments, a `metaId` aclprofExtOpMetaCreate did not return, or a full table
+/// -> ACL_ERROR_INVALID_PARAM.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtOpRegister(
+    opName: *const c_char,
+    opNameLen: usize,
+    opType: *const c_char,
+    opTypeLen: usize,
+    metaId: u32,
+    opId: *mut u32,
+) -> aclError {
+    entry(
+        "aclprofExtOpRegister",
+        crate::error::ACL_ERROR_PROFILING_FAILURE,
+        || {
+            // SAFETY: `opName` is NULL or valid for `opNameLen` bytes (the C contract).
+            let name = unsafe { bytes_arg(opName, opNameLen, "opName") }?;
+            // SAFETY: `opType` is NULL or valid for `opTypeLen` bytes (the C contract).
+            let ty = unsafe { bytes_arg(opType, opTypeLen, "opType") }?;
+            // SAFETY: `opId` is NULL or valid for writes (the C contract).
+            let out = unsafe { super::out(opId, "opId") }?;
+            if metaId != 0 && !crate::opmeta::valid(metaId) {
+                return Err(invalid(format!(
+                    "metaId {metaId} was not returned by aclprofExtOpMetaCreate"
+                )));
+            }
+            *out = crate::opreg::register(name, ty, metaId)?;
+            Ok(())
+        },
+    )
+}
+
+/// Reports one execution, from `startNs` to `endNs`, of the op registered as `opId`, on the
+/// device of model `modelId`: what aclprofExtReportOp does, without reading any string (the
+/// record's strings were prepared at registration). Subscribers decode the same records.
+///
+/// Errors: an `opId` aclprofExtOpRegister did not return or endNs < startNs ->
+/// ACL_ERROR_INVALID_PARAM; model not loaded (checked while someone subscribes) ->
+/// ACL_ERROR_INVALID_MODEL_ID.
+#[no_mangle]
+pub extern "C" fn aclprofExtReportRegisteredOp(
+    modelId: u32,
+    opId: u32,
+    startNs: u64,
+    endNs: u64,
+) -> aclError {
+    // The idle path: one atomic load and the id's check.
+    if startNs <= endNs && !crate::hotpath::active() && crate::opreg::valid(opId) {
+        return 0;
+    }
+    report_registered(modelId, opId, startNs, endNs)
+}
+
+/// aclprofExtReportRegisteredOp once someone may listen: the common case
+/// ([`crate::hotpath::report_repeated`]) first, else the whole path with its errors.
+#[inline(never)]
+fn report_registered(model: u32, id: u32, start: u64, end: u64) -> aclError {
+    const F: &str = "aclprofExtReportRegisteredOp";
+    if let Some(op) = crate::opreg::get(id) {
+        if crate::hotpath::activity() == crate::hotpath::Activity::Listening
+            && guard(F, false, || {
+                crate::hotpath::report_repeated::<{ crate::hotpath::Site::Registered as u8 }>(
+                    model,
+                    &op.image,
+                    start,
+                    end,
+                    crate::hotpath::Replay {
+                        meta: op.meta,
+                        ..Default::default()
+                    },
+                )
+            })
+        {
+            return 0;
+        }
+    }
+    entry(F, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        crate::hotpath::report_registered(model, id, start, end)
+    })
+}
+
+/// aclprofExtReportOp with the strings' lengths, for names that change per call: `opName`
+/// and `opType` are `opNameLen` and `opTypeLen` bytes long (read to a NUL among them, if
+/// any), so nothing measures them.
+///
+/// Errors: those of aclprofExtReportOp.
+#[no_mangle]
+pub unsafe extern "C" fn aclprofExtReportOpLen(
+    modelId: u32,
+    opName: *const c_char,
+    opNameLen: usize,
+    opType: *const c_char,
+    opTypeLen: usize,
+    startNs: u64,
+    endNs: u64,
+) -> aclError {
+    if !opName.is_null() && !opType.is_null() && startNs <= endNs && !crate::hotpath::active() {
+        return 0;
+    }
+    // SAFETY: the caller's pointers and lengths, passed on.
+    unsafe {
+        report_len(
+            modelId, opName, opNameLen, opType, opTypeLen, startNs, endNs,
+        )
+    }
+}
+
+/// aclprofExtReportOpLen once someone may listen: the common case
+/// ([`crate::hotpath::report_repeated`]) first, else the whole path with its errors.
+#[inline(never)]
+unsafe fn report_len(
+    model: u32,
+    name: *const c_char,
+    name_len: usize,
+    op_type: *const c_char,
+    type_len: usize,
+    start: u64,
+    end: u64,
+) -> aclError {
+    const F: &str = "aclprofExtReportOpLen";
+    if name.is_null() || op_type.is_null() {
+        let what = if name.is_null() { "opName" } else { "opType" };
+        return super::code(F, Err(invalid(format!("{what} is NULL"))));
+    }
+    // SAFETY: not NULL, so valid for `name_len` and `type_len` bytes (the C contract).
+    let (n, t) = unsafe {
+        (
+            std::slice::from_raw_parts(name.cast::<u8>(), name_len),
+            std::slice::from_raw_parts(op_type.cast::<u8>(), type_len),
+        )
+    };
+    if crate::hotpath::activity() == crate::hotpath::Activity::Listening
+        && guard(F, false, || {
+            crate::hotpath::report_repeated::<{ crate::hotpath::Site::Lengths as u8 }>(
+                model,
+                crate::formats::record::Given(n, t),
+                start,
+                end,
+                Default::default(),
+            )
+        })
+    {
+        return 0;
+    }
+    entry(F, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
+        let (n, t) = (until_nul(n), until_nul(t));
+        crate::hotpath::report_whole(model, n, t, start, end, Default::default())
+    })
 }
 
 /// The library's version, "MAJOR.MINOR.PATCH" (ACLPROF_VERSION of the headers it was built

@@ -121,6 +121,21 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a [u8]> 
     Ok(unsafe { std::ffi::CStr::from_ptr(p) }.to_bytes())
 }
 
+/// A string given by pointer and length, read as C would read it: to its first NUL, if one
+/// is among the `len` bytes. An error naming the argument if it is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for reads of `len` bytes.
+#[inline(always)]
+pub(crate) unsafe fn bytes_arg<'a>(p: *const c_char, len: usize, what: &str) -> Result<&'a [u8]> {
+    if p.is_null() {
+        return Err(invalid(format!("{what} is NULL")));
+    }
+    // SAFETY: not NULL, so valid for reads of `len` bytes (the caller's promise).
+    let b = unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) };
+    Ok(crate::formats::record::until_nul(b))
+}
+
 /// A C string argument as a path.
 ///
 /// # Safety

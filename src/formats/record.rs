@@ -200,6 +200,12 @@ pub fn truncate_at_char(s: &[u8], max: usize) -> &[u8] {
 #[inline(always)]
 pub fn encode(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     debug_assert!(!name.contains(&0) && !op_type.contains(&0));
+    encode_bytes(rec, f, name, op_type);
+}
+
+/// [`encode`] of any bytes, NULs among them included ([`Given`] checks for them after).
+#[inline(always)]
+fn encode_bytes(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
     if name.len() <= MAX_NAME_LEN && op_type.len() <= MAX_TYPE_LEN {
         // The common case, inline in the reporting path: nothing to cut.
         encode_cut(rec, f, name, op_type, name.len(), 0);
@@ -261,17 +267,8 @@ fn encode_cut(rec: &mut Record, f: &OpFields, n: &[u8], t: &[u8], name_len: usiz
 /// zeroed record, and fewer of the slot's cache lines are written.
 #[inline(always)]
 pub fn encode_over(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
-    let old_t = (get_u16(rec, OFF_TYPE_LEN) as usize).min(MAX_TYPE_LEN);
-    let old_n = (get_u16(rec, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN);
-    encode(rec, f, name, op_type);
-    let t = get_u16(rec, OFF_TYPE_LEN) as usize;
-    let n = get_u16(rec, OFF_NAME_LEN) as usize;
-    if old_t > t {
-        rec[OFF_TYPE + t..OFF_TYPE + old_t].fill(0);
-    }
-    if old_n > n {
-        rec[OFF_NAME + n..OFF_NAME + old_n].fill(0);
-    }
+    debug_assert!(!name.contains(&0) && !op_type.contains(&0));
+    encode_bytes_over(rec, f, name, op_type);
     #[cfg(debug_assertions)]
     {
         let mut fresh = [0; RECORD_SIZE];
@@ -281,6 +278,179 @@ pub fn encode_over(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) 
             fresh == *rec,
             "a reused slot held something encode did not write"
         );
+    }
+}
+
+/// [`encode_over`] of any bytes, NULs among them included.
+#[inline(always)]
+fn encode_bytes_over(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]) {
+    let old_t = (get_u16(rec, OFF_TYPE_LEN) as usize).min(MAX_TYPE_LEN);
+    let old_n = (get_u16(rec, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN);
+    encode_bytes(rec, f, name, op_type);
+    let t = get_u16(rec, OFF_TYPE_LEN) as usize;
+    let n = get_u16(rec, OFF_NAME_LEN) as usize;
+    if old_t > t {
+        rec[OFF_TYPE + t..OFF_TYPE + old_t].fill(0);
+    }
+    if old_n > n {
+        rec[OFF_NAME + n..OFF_NAME + old_n].fill(0);
+    }
+}
+
+/// An op's strings laid out as a record holds them, prepared once when the op is registered
+/// (docs/design.md, "Registered ops"): the lengths, the marks and the bytes from the type
+/// field to the end of the name, cut and marked as [`encode`] would cut them. A report then
+/// copies these bytes and stamps the fields that change per execution.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpImage {
+    /// The type field (zero-filled to its `MAX_TYPE_LEN + 1` bytes) and the name after it.
+    strings: Box<[u8]>,
+    type_len: u16,
+    name_len: u16,
+    name_full_len: u32,
+    marks: u8,
+    /// The whole name and type (one after the other) and the name's length, when one was
+    /// cut.
+    whole: Option<(Box<[u8]>, usize)>,
+}
+
+impl OpImage {
+    /// The image of `name` and `op_type` (no NUL inside, as for [`encode`]).
+    pub fn new(name: &[u8], op_type: &[u8]) -> OpImage {
+        let mut rec = [0u8; RECORD_SIZE];
+        encode(&mut rec, &OpFields::default(), name, op_type);
+        let name_len = get_u16(&rec, OFF_NAME_LEN);
+        OpImage {
+            strings: rec[OFF_TYPE..OFF_NAME + name_len as usize].into(),
+            type_len: get_u16(&rec, OFF_TYPE_LEN),
+            name_len,
+            name_full_len: get_u32(&rec, OFF_NAME_FULL_LEN),
+            marks: rec[OFF_MARKS],
+            whole: (rec[OFF_MARKS] != 0).then(|| ([name, op_type].concat().into(), name.len())),
+        }
+    }
+
+    /// The bytes the image holds.
+    pub fn size(&self) -> usize {
+        std::mem::size_of::<OpImage>()
+            + self.strings.len()
+            + self.whole.as_ref().map_or(0, |w| w.0.len())
+    }
+}
+
+/// Fills `rec` with `f` and the prepared strings of `img`, as [`encode`] of the registered
+/// strings would. `fresh`: `rec` is all zero (a lane's first lap); otherwise it holds a record
+/// [`encode_over`] or this function wrote, whose name bytes past the new name are cleared.
+/// The type field is copied whole, so an old type leaves nothing behind.
+#[inline(always)]
+pub fn encode_image(rec: &mut Record, f: &OpFields, img: &OpImage, fresh: bool) {
+    let old_n = if fresh {
+        0
+    } else {
+        (get_u16(rec, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN)
+    };
+    put_u32(rec, OFF_MODEL_ID, f.model_id);
+    put_u32(rec, OFF_FLAG, f.flag);
+    put_u32(rec, OFF_THREAD_ID, f.thread_id);
+    put_u64(rec, OFF_OP_INDEX, f.op_index);
+    put_u64(rec, OFF_DURATION, f.end.wrapping_sub(f.start));
+    put_u64(rec, OFF_START, f.start);
+    put_u64(rec, OFF_END, f.end);
+    put_u64(rec, OFF_EXEC_TIME, f.execution_time);
+    put_u32(rec, OFF_DEV_ID, f.dev_id);
+    put_u32(rec, OFF_SIM_OP, f.sim_op);
+    put_u32(rec, OFF_META, f.meta);
+    put_u16(rec, OFF_TYPE_LEN, img.type_len);
+    put_u16(rec, OFF_NAME_LEN, img.name_len);
+    put_u32(rec, OFF_NAME_FULL_LEN, img.name_full_len);
+    put_u32(rec, OFF_PID, f.pid);
+    put_u32(rec, OFF_STREAM_ID, f.stream_id);
+    rec[OFF_VERSION] = RECORD_VERSION;
+    rec[OFF_MARKS] = img.marks;
+    let end = OFF_TYPE + img.strings.len();
+    rec[OFF_TYPE..end].copy_from_slice(&img.strings);
+    let n = img.name_len as usize;
+    if old_n > n {
+        rec[OFF_NAME + n..OFF_NAME + old_n].fill(0);
+    }
+}
+
+/// What a record's strings are made from: the names a runtime reported ([`Names`]), or an
+/// image prepared when the op was registered ([`OpImage`]).
+pub trait OpStrings<'a>: Copy {
+    /// [`encode`] (`fresh`) or [`encode_over`] of these strings.
+    fn encode(self, rec: &mut Record, f: &OpFields, fresh: bool);
+    /// The whole strings when one is longer than its field (they are then remembered per
+    /// op, `names`), else None.
+    fn cut(self) -> Option<Names<'a>>;
+}
+
+/// A reported op's name and type, the bytes of C strings.
+#[derive(Clone, Copy, Debug)]
+pub struct Names<'a>(pub &'a [u8], pub &'a [u8]);
+
+impl<'a> OpStrings<'a> for Names<'a> {
+    #[inline(always)]
+    fn encode(self, rec: &mut Record, f: &OpFields, fresh: bool) {
+        if fresh {
+            encode(rec, f, self.0, self.1);
+        } else {
+            encode_over(rec, f, self.0, self.1);
+        }
+    }
+    #[inline(always)]
+    fn cut(self) -> Option<Names<'a>> {
+        (self.0.len() > MAX_NAME_LEN || self.1.len() > MAX_TYPE_LEN).then_some(self)
+    }
+}
+
+/// A reported op's name and type given with their lengths: C strings' bytes that may hold a
+/// NUL, which ends the string as a C reader would read it. Encoded as [`Names`] (no scan
+/// before the copy), then the copied bytes are checked for a NUL (16 at a time, inside the
+/// record) and, in the rare case one is there, encoded again, cut at it.
+#[derive(Clone, Copy, Debug)]
+pub struct Given<'a>(pub &'a [u8], pub &'a [u8]);
+
+impl Given<'_> {
+    #[cold]
+    #[inline(never)]
+    fn encode_cut_at_nul(self, rec: &mut Record, f: &OpFields) {
+        encode_over(rec, f, until_nul(self.0), until_nul(self.1));
+    }
+}
+
+impl<'a> OpStrings<'a> for Given<'a> {
+    #[inline(always)]
+    fn encode(self, rec: &mut Record, f: &OpFields, fresh: bool) {
+        if fresh {
+            encode_bytes(rec, f, self.0, self.1);
+        } else {
+            encode_bytes_over(rec, f, self.0, self.1);
+        }
+        let t = get_u16(rec, OFF_TYPE_LEN) as usize;
+        let n = get_u16(rec, OFF_NAME_LEN) as usize;
+        if nul_in(&rec[OFF_TYPE..], t) | nul_in(&rec[OFF_NAME..], n) != 0 {
+            self.encode_cut_at_nul(rec, f);
+        }
+    }
+    #[inline(always)]
+    fn cut(self) -> Option<Names<'a>> {
+        Names(self.0, self.1).cut()?;
+        Names(until_nul(self.0), until_nul(self.1)).cut()
+    }
+}
+
+impl<'a> OpStrings<'a> for &'a OpImage {
+    #[inline(always)]
+    fn encode(self, rec: &mut Record, f: &OpFields, fresh: bool) {
+        encode_image(rec, f, self, fresh);
+    }
+    #[inline(always)]
+    fn cut(self) -> Option<Names<'a>> {
+        self.whole.as_ref().map(|(b, n)| {
+            let (name, op_type) = b.split_at(*n);
+            Names(name, op_type)
+        })
     }
 }
 
@@ -413,6 +583,83 @@ impl<'a> View<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Strings given with their lengths encode as their bytes up to a NUL among them.
+    #[test]
+    fn given_strings_are_cut_at_a_nul() {
+        let f = OpFields::default();
+        let long = [b"a".repeat(200), vec![0], b"b".repeat(100)].concat();
+        for (n, t) in [
+            (&b"conv1\0xyz"[..], &b"Conv2D"[..]),
+            (b"conv1", b"T\0U"),
+            (b"\0", b""),
+            (&long, b"Add"),
+        ] {
+            let mut want = [0u8; RECORD_SIZE];
+            encode(&mut want, &f, until_nul(n), until_nul(t));
+            for old in [&b"x"[..], &b"y".repeat(300)] {
+                let mut slot = [0u8; RECORD_SIZE];
+                encode(&mut slot, &f, old, b"OldType");
+                Given(n, t).encode(&mut slot, &f, false);
+                assert!(slot == want, "{n:?} over {} bytes", old.len());
+            }
+            let mut fresh = [0u8; RECORD_SIZE];
+            Given(n, t).encode(&mut fresh, &f, true);
+            assert!(fresh == want);
+        }
+    }
+
+    /// A registered op's record is byte for byte what [`encode`] makes of its strings, into
+    /// a fresh slot and over any record before it, long names included.
+    #[test]
+    fn an_image_encodes_as_its_strings_do() {
+        let long = "n".repeat(300);
+        let long_t = "t".repeat(70);
+        let cases: [(&str, &str); 5] = [
+            ("resnet50/conv1/Conv2D", "Conv2D"),
+            ("", ""),
+            ("x", "MatMulV2"),
+            (&long, "Add"),
+            ("é".repeat(140).leak(), &long_t),
+        ];
+        let f = OpFields {
+            model_id: 3,
+            thread_id: 9,
+            op_index: 77,
+            start: 10,
+            end: 25,
+            execution_time: 15,
+            dev_id: 1,
+            pid: 5,
+            stream_id: 2,
+            sim_op: 4,
+            meta: 6,
+            ..Default::default()
+        };
+        for (n, t) in cases {
+            let img = OpImage::new(n.as_bytes(), t.as_bytes());
+            let mut want = [0u8; RECORD_SIZE];
+            encode(&mut want, &f, n.as_bytes(), t.as_bytes());
+            let mut fresh = [0u8; RECORD_SIZE];
+            encode_image(&mut fresh, &f, &img, true);
+            assert!(fresh == want, "fresh slot, name of {} bytes", n.len());
+            assert_eq!(
+                (&img).cut().is_some(),
+                n.len() > MAX_NAME_LEN || t.len() > MAX_TYPE_LEN
+            );
+            for (pn, pt) in cases {
+                let mut slot = [0u8; RECORD_SIZE];
+                encode(
+                    &mut slot,
+                    &OpFields::default(),
+                    pn.as_bytes(),
+                    pt.as_bytes(),
+                );
+                encode_image(&mut slot, &f, &img, false);
+                assert!(slot == want, "over {pn:?}/{pt:?}");
+            }
+        }
+    }
 
     /// Python's copy of the layout (`python/aclprof/records.py`, a numpy dtype that decodes
     /// records without the library) is this one, field for field.

@@ -48,6 +48,9 @@ pub struct SimOp {
     /// `meta`'s id in the process's table (see [`crate::opmeta`]) once the model is loaded;
     /// 0 before, or without metadata.
     pub meta_id: u32,
+    /// Its id among the registered ops (`opreg`), set when the model is loaded: executions
+    /// report its prepared record. 0 until then, or when the table was full.
+    pub reg_id: u32,
     /// Bytes of the op's outputs, when the description gives them (otherwise worked out
     /// from `meta`'s output shapes and types).
     pub output_bytes: Option<u64>,
@@ -596,6 +599,7 @@ fn csv_op(
             .map(Box::new)
         },
         meta_id: 0,
+        reg_id: 0,
         ..Default::default()
     }
 }
@@ -755,6 +759,7 @@ pub fn parse_trace(path: &Path, events: &[serde_json::Value]) -> Result<SimModel
             pmu: Vec::new(),
             meta: None,
             meta_id: 0,
+            reg_id: 0,
             ..Default::default()
         });
     }

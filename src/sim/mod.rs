@@ -32,6 +32,13 @@ pub fn load_on(path: &Path, device: Option<u32>) -> Result<u32> {
             .as_deref()
             .and_then(|d| crate::opmeta::intern(d.clone()))
             .unwrap_or(0);
+        // Each op's record prepared once, as CANN's runtime does at model load (a full
+        // table leaves the op to be reported by name).
+        let (name, ty) = (
+            until_nul(op.name.as_bytes()),
+            until_nul(op.op_type.as_bytes()),
+        );
+        op.reg_id = crate::opreg::register(name, ty, op.meta_id).unwrap_or(0);
     }
     let m = std::sync::Arc::new(m);
     let id = crate::profiler::model_load(&m.name, m.device, Some(m.clone()))?;
@@ -68,14 +75,17 @@ pub fn execute(id: u32) -> Result<()> {
             sim_op: u32::try_from(i + 1).unwrap_or(0),
             meta: op.meta_id,
         };
-        crate::hotpath::report_op(
-            id,
-            until_nul(op.name.as_bytes()),
-            until_nul(op.op_type.as_bytes()),
-            start,
-            end,
-            replay,
-        )?;
+        match crate::opreg::get(op.reg_id) {
+            Some(r) => crate::hotpath::report_with(id, &r.image, start, end, replay),
+            None => crate::hotpath::report_op(
+                id,
+                until_nul(op.name.as_bytes()),
+                until_nul(op.op_type.as_bytes()),
+                start,
+                end,
+                replay,
+            ),
+        }?;
         if let Some(mem) = memory.as_mut() {
             let (outputs, workspace) = op.memory();
             mem.op(i, outputs, workspace, start, end);

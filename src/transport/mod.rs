@@ -371,11 +371,22 @@ impl Sub {
     /// reported after its model's unsubscribe began.
     #[inline(always)]
     pub fn push(self: &Arc<Self>, lane: usize, f: &OpFields, name: &[u8], op_type: &[u8]) -> bool {
+        self.push_op(lane, f, record::Names(name, op_type))
+    }
+
+    /// [`Sub::push`] of an op's strings in either form ([`record::OpStrings`]).
+    #[inline(always)]
+    pub fn push_op<'a>(
+        self: &Arc<Self>,
+        lane: usize,
+        f: &OpFields,
+        op: impl record::OpStrings<'a>,
+    ) -> bool {
         // (No orphan check here: a forked child invalidates its routes, so it never pushes
         // to a subscription it inherited.)
         let _shared = (lane == 0).then(|| self.shared.lock().unwrap_or_else(|p| p.into_inner()));
         match self.mem(lane) {
-            Some(m) => self.push_to(lane, m, f, name, op_type),
+            Some(m) => self.push_to(lane, m, f, op),
             None => {
                 let l = &self.lanes[lane];
                 if !l.enter(|| self.accepting()) {
@@ -394,13 +405,12 @@ impl Sub {
     /// [`Sub::push`] once the lane's storage `m` is known ([`Sub::mem`] of the same
     /// lane): the calling thread owns `lane`, or holds the shared lane's lock (in `push`).
     #[inline(always)]
-    pub fn push_to(
+    pub fn push_to<'a>(
         self: &Arc<Self>,
         lane: usize,
         m: &Mem,
         f: &OpFields,
-        name: &[u8],
-        op_type: &[u8],
+        op: impl record::OpStrings<'a>,
     ) -> bool {
         let l = &self.lanes[lane];
         if !l.enter(|| self.accepting()) {
@@ -408,20 +418,19 @@ impl Sub {
         }
         // SAFETY: the calling thread owns `lane` (claimed), or holds `shared` for lane 0.
         let p = unsafe { l.prod() };
-        self.push_entered(lane, m, p, f, name, op_type);
+        self.push_entered(lane, m, p, f, op);
         l.leave();
         true
     }
 
     #[inline(always)]
-    fn push_entered(
+    fn push_entered<'a>(
         self: &Arc<Self>,
         lane: usize,
         m: &Mem,
         p: &mut Prod,
         f: &OpFields,
-        name: &[u8],
-        op_type: &[u8],
+        op: impl record::OpStrings<'a>,
     ) {
         if !m.has_room(p) && !self.make_room(lane, p) {
             let c = m.ctl();
@@ -436,13 +445,9 @@ impl Sub {
         m.track_write(p.slot);
         // SAFETY: slot `p.slot` is free (head - tail < cap) and only this producer writes it.
         let slot = unsafe { &mut *(m.slot(p.slot) as *mut record::Record) };
-        if p.head < m.cap {
-            // The lane's first lap: fresh zero pages. Reading the old record first would map
-            // the zero page and the write would then copy it: two page faults, not one.
-            record::encode(slot, f, name, op_type);
-        } else {
-            record::encode_over(slot, f, name, op_type);
-        }
+        // On the lane's first lap the slot is fresh zero pages: reading the old record first
+        // would map the zero page and the write would then copy it (two page faults, not one).
+        op.encode(slot, f, p.head < m.cap);
         // Signed off the reporting thread: by a ring's reader when it acquires them, by
         // the consumer that writes a pipe's or a file's batch (docs/design.md, "The
         // signature").

@@ -246,6 +246,7 @@ pub fn parse_db(path: &Path) -> Result<SimModel> {
             pmu: Vec::new(),
             meta: t.meta,
             meta_id: 0,
+            reg_id: 0,
             ..Default::default()
         });
         Ok(())

@@ -75,6 +75,7 @@ fn op_summary_csv_replays_names_types_durations_and_waits() {
                 ..Default::default()
             })),
             meta_id: 0,
+            reg_id: 0,
             output_bytes: None,
             workspace_bytes: 0,
         }
