@@ -39,12 +39,16 @@ struct OpMeta {
 using ReportOp = int (*)(uint32_t, const char*, const char*, uint64_t, uint64_t);
 using ReportOpMeta = int (*)(uint32_t, const char*, const char*, uint64_t, uint64_t, uint32_t);
 using MetaCreate = int (*)(const OpMeta*, uint32_t*);
+using OpRegister = int (*)(const char*, size_t, const char*, size_t, uint32_t, uint32_t*);
+using ReportRegistered = int (*)(uint32_t, uint32_t, uint64_t, uint64_t);
 using ListenFn = void (*)(int, void*);
 using Listen = int (*)(ListenFn, void*);
 
 ReportOp report_op;
 ReportOpMeta report_op_meta;
 MetaCreate meta_create;
+OpRegister op_register;
+ReportRegistered report_registered;
 
 // Bounds on the per-thread caches: names and shapes that never repeat must not grow memory.
 constexpr size_t kMaxCached = 65536;
@@ -300,8 +304,33 @@ struct NameKeyHash {
   }
 };
 
+// An op's names, and its ids as a registered op (aclprofExtOpRegister, on first sight):
+// without metadata, and for each of the first kMaxMetas metadata ids it was seen with. A
+// failed registration (the table full) is kept as id 0, so it is not tried again: those ops
+// are reported by name.
+constexpr size_t kMaxMetas = 16;
 struct Names {
   std::string name, type;
+  bool tried = false;
+  uint32_t id = 0;
+  std::vector<std::pair<uint32_t, uint32_t>> by_meta;
+
+  uint32_t registered(uint32_t meta) {
+    if (meta == 0) {
+      if (!tried) {
+        tried = true;
+        if (op_register(name.data(), name.size(), type.data(), type.size(), 0, &id) != 0) id = 0;
+      }
+      return id;
+    }
+    for (const auto& [m, i] : by_meta)
+      if (m == meta) return i;
+    if (by_meta.size() >= kMaxMetas) return 0;
+    uint32_t i = 0;
+    if (op_register(name.data(), name.size(), type.data(), type.size(), meta, &i) != 0) i = 0;
+    by_meta.emplace_back(meta, i);
+    return i;
+  }
 };
 
 template <bool Shapes>
@@ -338,6 +367,11 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* octx) {
         if (metas.size() < kMaxCached) metas.emplace(std::move(ctx->key), id);
       }
     }
+  }
+  uint32_t id = it->second.registered(Shapes ? ctx->meta : 0);
+  if (id != 0) {
+    rc = report_registered(p->model, id, ctx->start, end);
+  } else if (Shapes) {
     rc = report_op_meta(p->model, it->second.name.c_str(), it->second.type.c_str(), ctx->start,
                         end, ctx->meta);
   } else {
@@ -351,12 +385,15 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* octx) {
 extern "C" {
 
 // Registers the callbacks (disabled) and listens; the functions are the library's.
-int aclprof_torch_init(void* report, void* report_meta, void* create, void* listen) {
+int aclprof_torch_init(void* report, void* report_meta, void* create, void* listen,
+                       void* op_reg, void* report_reg) {
   std::unique_lock<std::mutex> g(state_mu);
   if (handles[0] != 0) return 0;
   report_op = reinterpret_cast<ReportOp>(report);
   report_op_meta = reinterpret_cast<ReportOpMeta>(report_meta);
   meta_create = reinterpret_cast<MetaCreate>(create);
+  op_register = reinterpret_cast<OpRegister>(op_reg);
+  report_registered = reinterpret_cast<ReportRegistered>(report_reg);
   handles[0] = at::addGlobalCallback(
       at::RecordFunctionCallback(on_start<false>, on_end<false>)
           .scopes({at::RecordScope::FUNCTION}));

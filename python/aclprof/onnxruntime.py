@@ -36,7 +36,8 @@ except ImportError as e:  # pragma: no cover - exercised where onnxruntime is ab
     ) from e
 
 from . import _common
-from .runtime import Model, op_meta, report_op
+from .errors import AclError
+from .runtime import Model, op_meta, register_op, report_op, report_registered
 
 __all__ = ["InferenceSession", "NodeEvent", "node_events", "report_profile"]
 
@@ -127,8 +128,22 @@ def report_profile(model_id: int, profile: Union[str, "os.PathLike[str]", List[D
     ``report_profile(model.id, sess.end_profiling(), sess.get_profiling_start_time_ns())``
     (see :func:`node_events` for ``realtime_offset_ns``)."""
     n = 0
+    # Each (node, type, metadata) registered once (aclprofExtOpRegister), as ORT runs the
+    # same nodes every run: a report then passes only its id and times.
+    ids: Dict[Tuple[str, str, int], int] = {}
     for ev in node_events(profile, start_time_ns, realtime_offset_ns):
-        report_op(model_id, ev.name, ev.type, ev.start, ev.end, ev.meta())
+        key = (ev.name, ev.type, ev.meta())
+        op = ids.get(key)
+        if op is None:
+            try:
+                op = register_op(*key)
+            except AclError:  # the process's table is full: reported by name
+                op = 0
+            ids[key] = op
+        if op:
+            report_registered(model_id, op, ev.start, ev.end)
+        else:
+            report_op(model_id, *key[:2], ev.start, ev.end, key[2])
         n += 1
     return n
 

@@ -147,7 +147,7 @@ def _ext() -> Optional[ctypes.CDLL]:
             try:
                 ext = ctypes.CDLL(str(_build_ext()))
                 vp, u32, u64p = ctypes.c_void_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)
-                for name, args in [("aclprof_torch_init", [vp] * 4),
+                for name, args in [("aclprof_torch_init", [vp] * 6),
                                    ("aclprof_torch_profile_new", [u32, ctypes.c_char_p, ctypes.c_int]),
                                    ("aclprof_torch_profile_free", [vp]),
                                    ("aclprof_torch_counts", [vp, u64p, u64p]),
@@ -168,7 +168,9 @@ def _ext() -> Optional[ctypes.CDLL]:
                 rc = ext.aclprof_torch_init(addr(lib.aclprofExtReportOp),
                                             addr(lib.aclprofExtReportOpMeta),
                                             addr(lib.aclprofExtOpMetaCreate),
-                                            addr(lib.aclprofExtListen))
+                                            addr(lib.aclprofExtListen),
+                                            addr(lib.aclprofExtOpRegister),
+                                            addr(lib.aclprofExtReportRegisteredOp))
                 if rc != 0:
                     raise OSError(f"aclprofExtListen failed: {recent_error()}")
                 _ext_push, _ext_pop = ext.aclprof_torch_push, ext.aclprof_torch_pop

@@ -297,13 +297,17 @@ fn encode_bytes_over(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]
     }
 }
 
+/// The bytes an [`OpImage`] copies at least: the type field and a name of up to 63 bytes.
+const IMAGE_MIN: usize = 128;
+
 /// An op's strings laid out as a record holds them, prepared once when the op is registered
 /// (docs/design.md, "Registered ops"): the lengths, the marks and the bytes from the type
 /// field to the end of the name, cut and marked as [`encode`] would cut them. A report then
 /// copies these bytes and stamps the fields that change per execution.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OpImage {
-    /// The type field (zero-filled to its `MAX_TYPE_LEN + 1` bytes) and the name after it.
+    /// The type field (zero-filled to its `MAX_TYPE_LEN + 1` bytes), the name after it and
+    /// zeros after that (see [`IMAGE_MIN`]), never past the strings' fields.
     strings: Box<[u8]>,
     type_len: u16,
     name_len: u16,
@@ -320,8 +324,12 @@ impl OpImage {
         let mut rec = [0u8; RECORD_SIZE];
         encode(&mut rec, &OpFields::default(), name, op_type);
         let name_len = get_u16(&rec, OFF_NAME_LEN);
+        // Zeros after the name, to a whole number of 32 bytes (at least IMAGE_MIN), so that
+        // the common image is copied in one fixed-size move, and clears what it covers.
+        let used = OFF_NAME + name_len as usize - OFF_TYPE;
+        let copied = used.div_ceil(32).max(IMAGE_MIN / 32) * 32;
         OpImage {
-            strings: rec[OFF_TYPE..OFF_NAME + name_len as usize].into(),
+            strings: rec[OFF_TYPE..OFF_TYPE + copied.min(OFF_RESERVED - OFF_TYPE)].into(),
             type_len: get_u16(&rec, OFF_TYPE_LEN),
             name_len,
             name_full_len: get_u32(&rec, OFF_NAME_FULL_LEN),
@@ -336,6 +344,27 @@ impl OpImage {
             + self.strings.len()
             + self.whole.as_ref().map_or(0, |w| w.0.len())
     }
+}
+
+/// Copies [`IMAGE_MIN`] bytes in eight 16-byte moves, inline (a constant-size
+/// `copy_from_slice` of this size still calls `memcpy`).
+#[inline(always)]
+fn copy_min(dst: &mut [u8], src: &[u8]) {
+    assert!(dst.len() == IMAGE_MIN && src.len() == IMAGE_MIN);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        for k in 0..IMAGE_MIN / 16 {
+            // SAFETY: SSE2 is part of x86-64; both slices hold IMAGE_MIN bytes (checked),
+            // and unaligned loads and stores may be anywhere in them.
+            unsafe {
+                let v = _mm_loadu_si128(src.as_ptr().add(16 * k) as *const __m128i);
+                _mm_storeu_si128(dst.as_mut_ptr().add(16 * k) as *mut __m128i, v);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    dst.copy_from_slice(src);
 }
 
 /// Fills `rec` with `f` and the prepared strings of `img`, as [`encode`] of the registered
@@ -368,10 +397,17 @@ pub fn encode_image(rec: &mut Record, f: &OpFields, img: &OpImage, fresh: bool) 
     rec[OFF_VERSION] = RECORD_VERSION;
     rec[OFF_MARKS] = img.marks;
     let end = OFF_TYPE + img.strings.len();
-    rec[OFF_TYPE..end].copy_from_slice(&img.strings);
-    let n = img.name_len as usize;
-    if old_n > n {
-        rec[OFF_NAME + n..OFF_NAME + old_n].fill(0);
+    if img.strings.len() == IMAGE_MIN {
+        copy_min(
+            &mut rec[OFF_TYPE..OFF_TYPE + IMAGE_MIN],
+            &img.strings[..IMAGE_MIN],
+        );
+    } else {
+        rec[OFF_TYPE..end].copy_from_slice(&img.strings);
+    }
+    // The image's zeros cleared the old name as far as they reach.
+    if OFF_NAME + old_n > end {
+        rec[end..OFF_NAME + old_n].fill(0);
     }
 }
 
@@ -429,7 +465,7 @@ impl<'a> OpStrings<'a> for Given<'a> {
         }
         let t = get_u16(rec, OFF_TYPE_LEN) as usize;
         let n = get_u16(rec, OFF_NAME_LEN) as usize;
-        if nul_in(&rec[OFF_TYPE..], t) | nul_in(&rec[OFF_NAME..], n) != 0 {
+        if first_nul(&rec[OFF_TYPE..], t) < t || first_nul(&rec[OFF_NAME..], n) < n {
             self.encode_cut_at_nul(rec, f);
         }
     }
@@ -452,6 +488,22 @@ impl<'a> OpStrings<'a> for &'a OpImage {
             Names(name, op_type)
         })
     }
+}
+
+/// Where the first zero byte of `field` is, given one at `len` or before (a string field's
+/// terminator): 16 bytes at a time, so `field` holds `len` rounded up to 16 and 16 more.
+#[inline(always)]
+fn first_nul(field: &[u8], len: usize) -> usize {
+    assert!(field.len() >= (len / 16 + 1) * 16);
+    let mut i = 0;
+    while i <= len {
+        let m = zero_bytes_16(&field[i..i + 16]);
+        if m != 0 {
+            return i + m.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    len
 }
 
 /// Non-zero iff one of the first `len` bytes of `field` is zero; `field` holds at least
