@@ -3,7 +3,8 @@
  * subscriptions, models and file-mode sessions come and go around it.
  *
  * Every op is named "t<thread>/<seq>" and typed "m<model id>": seq counts the thread's
- * reports to that model (file mode: to any model), so a reader can tell a duplicate, a
+ * reports to that model (file mode: to any model), every other one made with
+ * aclprofExtReportOpLen, so a reader can tell a duplicate, a
  * reordering, a gap and a record that belongs to another subscription.
  *
  *   churn pipe|ring|drop|stall ROUNDS   model B on a pipe for the whole run, model A
@@ -208,7 +209,10 @@ static void *reporter(void *arg) {
             snprintf(name, sizeof name, "t%u/%u", t, seq[m]);
             snprintf(type, sizeof type, "m%u", id);
             uint64_t now = aclprofExtNowNs();
-            aclError e = aclprofExtReportOp(id, name, type, now, now + 1);
+            /* every other op with its strings' lengths: the same path to the same lanes */
+            aclError e = seq[m] % 2 == 0
+                ? aclprofExtReportOp(id, name, type, now, now + 1)
+                : aclprofExtReportOpLen(id, name, strlen(name), type, strlen(type), now, now + 1);
             if (e == ACL_SUCCESS) {
                 atomic_fetch_add_explicit(&g_sent[t][m], 1, memory_order_relaxed);
                 seq[m]++;

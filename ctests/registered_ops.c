@@ -81,12 +81,31 @@ static void *reporter(void *arg) {
     return NULL;
 }
 
-static void subscribe(int fd[2], aclprofSubscribeConfig **c) {
-    CHECK_EQ(pipe(fd), 0);
-    g_rfd = fd[0];
-    *c = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &fd[1]);
-    CHECK(*c != NULL);
-    CHECK_EQ(aclprofModelSubscribe(g_model, *c), ACL_SUCCESS);
+/* A pipe subscription to g_model and its reader thread, collecting up to `cap` records. */
+typedef struct {
+    int fd[2];
+    aclprofSubscribeConfig *config;
+    pthread_t reader;
+} Listening;
+
+static void listen_for(Listening *l, size_t cap) {
+    g_cap = cap;
+    g_seen = calloc(g_cap, sizeof *g_seen);
+    g_nseen = 0;
+    CHECK_EQ(pipe(l->fd), 0);
+    g_rfd = l->fd[0];
+    l->config = aclprofCreateSubscribeConfig(1, ACL_AICORE_NONE, &l->fd[1]);
+    CHECK(l->config != NULL);
+    CHECK_EQ(aclprofModelSubscribe(g_model, l->config), ACL_SUCCESS);
+    CHECK_EQ(pthread_create(&l->reader, NULL, reader, NULL), 0);
+}
+
+/* Unsubscribes and waits for the reader to have read everything (g_seen stays). */
+static void stop_listening(Listening *l) {
+    CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
+    pthread_join(l->reader, NULL);
+    close(l->fd[0]);
+    aclprofDestroySubscribeConfig(l->config);
 }
 
 static void test_registered_ops_decode_as_named_ones(void) {
@@ -113,21 +132,13 @@ static void test_registered_ops_decode_as_named_ones(void) {
     }
     CHECK(g_ids[0] != g_ids[1] && g_ids[1] != g_ids[2] && g_ids[2] != g_ids[3]);
 
-    g_cap = THREADS * OPS_PER_THREAD + 16;
-    g_seen = calloc(g_cap, sizeof *g_seen);
-    g_nseen = 0;
-    int fd[2];
-    aclprofSubscribeConfig *c;
-    subscribe(fd, &c);
-    pthread_t rd, th[THREADS];
-    CHECK_EQ(pthread_create(&rd, NULL, reader, NULL), 0);
+    Listening l;
+    listen_for(&l, THREADS * OPS_PER_THREAD + 16);
+    pthread_t th[THREADS];
     for (intptr_t t = 0; t < THREADS; t++)
         CHECK_EQ(pthread_create(&th[t], NULL, reporter, (void *)t), 0);
     for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
-    CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
-    pthread_join(rd, NULL);
-    close(fd[0]);
-    aclprofDestroySubscribeConfig(c);
+    stop_listening(&l);
 
     /* Exactly once, in each thread's order; an op by id decodes as the same op by name. */
     CHECK_EQ(g_nseen, THREADS * OPS_PER_THREAD);
@@ -157,22 +168,13 @@ static void test_registered_ops_decode_as_named_ones(void) {
 
 /* Every kind by id and by name, once each, on one thread: the two records are equal. */
 static void test_each_kind_by_id_equals_by_name(void) {
-    g_cap = 2 * KINDS;
-    g_seen = calloc(g_cap, sizeof *g_seen);
-    g_nseen = 0;
-    int fd[2];
-    aclprofSubscribeConfig *c;
-    subscribe(fd, &c);
-    pthread_t rd;
-    CHECK_EQ(pthread_create(&rd, NULL, reader, NULL), 0);
+    Listening l;
+    listen_for(&l, 2 * KINDS);
     for (int k = 0; k < KINDS; k++) {
         CHECK_EQ(aclprofExtReportRegisteredOp(g_model, g_ids[k], 100, 200), ACL_SUCCESS);
         CHECK_EQ(aclprofExtReportOp(g_model, g_names[k], g_types[k], 100, 200), ACL_SUCCESS);
     }
-    CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
-    pthread_join(rd, NULL);
-    close(fd[0]);
-    aclprofDestroySubscribeConfig(c);
+    stop_listening(&l);
     CHECK_EQ(g_nseen, 2 * KINDS);
     for (size_t k = 0; k + 1 < g_nseen; k += 2) {
         Seen *a = &g_seen[k], *b = &g_seen[k + 1];
@@ -197,16 +199,8 @@ static void test_bad_ids_and_arguments(void) {
     uint32_t bad[] = {0, 1, 2, g_ids[0] + 1000000, g_ids[0] & 0xffffff, g_ids[0] ^ 0x10000000,
                       0xffffffff};
     for (int pass = 0; pass < 2; pass++) { /* nobody listening, then a subscriber */
-        int fd[2] = {-1, -1};
-        aclprofSubscribeConfig *c = NULL;
-        pthread_t rd;
-        g_cap = 4;
-        g_seen = calloc(g_cap, sizeof *g_seen);
-        g_nseen = 0;
-        if (pass == 1) {
-            subscribe(fd, &c);
-            CHECK_EQ(pthread_create(&rd, NULL, reader, NULL), 0);
-        }
+        Listening l;
+        if (pass == 1) listen_for(&l, 4);
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
             CHECK_EQ(aclprofExtReportRegisteredOp(g_model, bad[i], 1, 2), ACL_ERROR_INVALID_PARAM);
         CHECK_EQ(aclprofExtReportRegisteredOp(g_model, g_ids[0], 2, 1), ACL_ERROR_INVALID_PARAM);
@@ -216,36 +210,24 @@ static void test_bad_ids_and_arguments(void) {
         CHECK_EQ(aclprofExtReportRegisteredOp(g_model, g_ids[0], 5, 6), ACL_SUCCESS);
         if (pass == 1) {
             CHECK_EQ(aclprofExtReportRegisteredOp(4242, g_ids[0], 1, 2), ACL_ERROR_INVALID_MODEL_ID);
-            CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
-            pthread_join(rd, NULL);
-            close(fd[0]);
-            aclprofDestroySubscribeConfig(c);
+            stop_listening(&l);
             CHECK_EQ(g_nseen, 1);
             CHECK_EQ(g_seen[0].start, 5);
+            free(g_seen);
         }
-        free(g_seen);
     }
 }
 
 /* Lengths are taken as given; a NUL among the bytes ends a string as C would read it. */
 static void test_lengths_are_taken_as_given(void) {
-    g_cap = 4;
-    g_seen = calloc(g_cap, sizeof *g_seen);
-    g_nseen = 0;
-    int fd[2];
-    aclprofSubscribeConfig *c;
-    subscribe(fd, &c);
-    pthread_t rd;
-    CHECK_EQ(pthread_create(&rd, NULL, reader, NULL), 0);
+    Listening l;
+    listen_for(&l, 4);
     CHECK_EQ(aclprofExtReportOpLen(g_model, "conv1/Conv2Dxyz", 12, "Conv2Dabc", 6, 1, 2), ACL_SUCCESS);
     CHECK_EQ(aclprofExtReportOpLen(g_model, "ab\0cd", 5, "T\0U", 3, 3, 4), ACL_SUCCESS);
     uint32_t id = 0;
     CHECK_EQ(aclprofExtOpRegister("pool1/MaxPoolXX", 13, "MaxPoolV3!", 9, 0, &id), ACL_SUCCESS);
     CHECK_EQ(aclprofExtReportRegisteredOp(g_model, id, 5, 6), ACL_SUCCESS);
-    CHECK_EQ(aclprofModelUnSubscribe(g_model), ACL_SUCCESS);
-    pthread_join(rd, NULL);
-    close(fd[0]);
-    aclprofDestroySubscribeConfig(c);
+    stop_listening(&l);
     CHECK_EQ(g_nseen, 3);
     CHECK(strcmp(g_seen[0].name, "conv1/Conv2D") == 0 && strcmp(g_seen[0].type, "Conv2D") == 0);
     CHECK(strcmp(g_seen[1].name, "ab") == 0 && strcmp(g_seen[1].type, "T") == 0);

@@ -482,6 +482,13 @@ fn retry<'a>(l: &mut Local, model: u32, f: &OpFields, op: impl OpStrings<'a>, to
     }
 }
 
+/// [`retry`] of fields passed by value (see [`report_repeated`]).
+#[cold]
+#[inline(never)]
+fn retry_owned<'a>(l: &mut Local, model: u32, f: OpFields, op: impl OpStrings<'a>) {
+    retry(l, model, &f, op, &[]);
+}
+
 /// What the simulator knows about a replayed op beyond its times.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Replay {
@@ -632,7 +639,13 @@ pub fn report_repeated<'a, const SITE: u8>(
             // SAFETY: `mem` is the storage of `fast.lane` in `fast.sub`, which `fast` keeps.
             let m = unsafe { &*fast.mem };
             if !fast.sub.push_to(fast.lane, m, &f, op) {
-                retry(l, model, &f, op, &[]);
+                if SITE == Site::Registered as u8 {
+                    // By value: there the fields then stay in registers on the common path
+                    // (16 instructions fewer; for the named sites, 4 more).
+                    retry_owned(l, model, f, op);
+                } else {
+                    retry(l, model, &f, op, &[]);
+                }
             }
             true
         })

@@ -154,6 +154,38 @@ mod tests {
         }
     }
 
+    /// Readers that find an id as soon as it is published see its whole entry (under
+    /// ThreadSanitizer, `scripts/tsan`, a write not ordered before the read is reported).
+    #[test]
+    fn an_entry_is_whole_when_its_id_is_seen() {
+        let first = register(b"opreg/published/first", b"T", 0).unwrap();
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut id = first;
+                    let mut seen = 0;
+                    while seen < 500 {
+                        match get(id) {
+                            Some(op) => {
+                                let (n, t) = op.image.strings();
+                                assert_eq!(op.image, OpImage::new(n, t));
+                                id += 1;
+                                seen += 1;
+                            }
+                            None => std::thread::yield_now(),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for i in 0..600 {
+            register(format!("opreg/published/{i}").as_bytes(), b"Add", 0).unwrap();
+        }
+        for r in readers {
+            r.join().unwrap();
+        }
+    }
+
     #[test]
     fn registrations_from_many_threads_each_get_their_own_entry() {
         let ids: Vec<Vec<(u32, String)>> = (0..4)

@@ -234,6 +234,16 @@ fn encode_truncating(rec: &mut Record, f: &OpFields, name: &[u8], op_type: &[u8]
 /// long, `t`), with these truncation `marks`.
 #[inline(always)]
 fn encode_cut(rec: &mut Record, f: &OpFields, n: &[u8], t: &[u8], name_len: usize, marks: u8) {
+    let name_len = u32::try_from(name_len).unwrap_or(u32::MAX);
+    put_header(rec, f, t.len() as u16, n.len() as u16, name_len, marks);
+    rec[OFF_TYPE..OFF_TYPE + t.len()].copy_from_slice(t);
+    rec[OFF_NAME..OFF_NAME + n.len()].copy_from_slice(n);
+}
+
+/// Every field of the record before its strings (the signature is left for [`sign`]):
+/// `f`'s, and the strings' lengths (as stored, and the name's whole length) and marks.
+#[inline(always)]
+fn put_header(rec: &mut Record, f: &OpFields, t_len: u16, n_len: u16, name_len: u32, marks: u8) {
     put_u32(rec, OFF_MODEL_ID, f.model_id);
     put_u32(rec, OFF_FLAG, f.flag);
     put_u32(rec, OFF_THREAD_ID, f.thread_id);
@@ -245,19 +255,13 @@ fn encode_cut(rec: &mut Record, f: &OpFields, n: &[u8], t: &[u8], name_len: usiz
     put_u32(rec, OFF_DEV_ID, f.dev_id);
     put_u32(rec, OFF_SIM_OP, f.sim_op);
     put_u32(rec, OFF_META, f.meta);
-    put_u16(rec, OFF_TYPE_LEN, t.len() as u16);
-    put_u16(rec, OFF_NAME_LEN, n.len() as u16);
-    put_u32(
-        rec,
-        OFF_NAME_FULL_LEN,
-        u32::try_from(name_len).unwrap_or(u32::MAX),
-    );
+    put_u16(rec, OFF_TYPE_LEN, t_len);
+    put_u16(rec, OFF_NAME_LEN, n_len);
+    put_u32(rec, OFF_NAME_FULL_LEN, name_len);
     put_u32(rec, OFF_PID, f.pid);
     put_u32(rec, OFF_STREAM_ID, f.stream_id);
     rec[OFF_VERSION] = RECORD_VERSION;
     rec[OFF_MARKS] = marks;
-    rec[OFF_TYPE..OFF_TYPE + t.len()].copy_from_slice(t);
-    rec[OFF_NAME..OFF_NAME + n.len()].copy_from_slice(n);
 }
 
 /// [`encode`] into a slot that holds zeros or a record an earlier `encode_over` wrote (a
@@ -338,6 +342,13 @@ impl OpImage {
         }
     }
 
+    /// The name and type as records carry them (cut where they were too long).
+    pub fn strings(&self) -> (&[u8], &[u8]) {
+        let t = &self.strings[..self.type_len as usize];
+        let n = OFF_NAME - OFF_TYPE;
+        (&self.strings[n..n + self.name_len as usize], t)
+    }
+
     /// The bytes the image holds.
     pub fn size(&self) -> usize {
         std::mem::size_of::<OpImage>()
@@ -378,24 +389,14 @@ pub fn encode_image(rec: &mut Record, f: &OpFields, img: &OpImage, fresh: bool) 
     } else {
         (get_u16(rec, OFF_NAME_LEN) as usize).min(MAX_NAME_LEN)
     };
-    put_u32(rec, OFF_MODEL_ID, f.model_id);
-    put_u32(rec, OFF_FLAG, f.flag);
-    put_u32(rec, OFF_THREAD_ID, f.thread_id);
-    put_u64(rec, OFF_OP_INDEX, f.op_index);
-    put_u64(rec, OFF_DURATION, f.end.wrapping_sub(f.start));
-    put_u64(rec, OFF_START, f.start);
-    put_u64(rec, OFF_END, f.end);
-    put_u64(rec, OFF_EXEC_TIME, f.execution_time);
-    put_u32(rec, OFF_DEV_ID, f.dev_id);
-    put_u32(rec, OFF_SIM_OP, f.sim_op);
-    put_u32(rec, OFF_META, f.meta);
-    put_u16(rec, OFF_TYPE_LEN, img.type_len);
-    put_u16(rec, OFF_NAME_LEN, img.name_len);
-    put_u32(rec, OFF_NAME_FULL_LEN, img.name_full_len);
-    put_u32(rec, OFF_PID, f.pid);
-    put_u32(rec, OFF_STREAM_ID, f.stream_id);
-    rec[OFF_VERSION] = RECORD_VERSION;
-    rec[OFF_MARKS] = img.marks;
+    put_header(
+        rec,
+        f,
+        img.type_len,
+        img.name_len,
+        img.name_full_len,
+        img.marks,
+    );
     let end = OFF_TYPE + img.strings.len();
     if img.strings.len() == IMAGE_MIN {
         copy_min(
