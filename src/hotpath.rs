@@ -1,4 +1,5 @@
-//! The reporting hot path: `aclprofExtReportOp`, from any number of threads at once.
+//! The reporting hot path: `aclprofExtReportOp`, registered ops and strings given with
+//! their lengths, from any number of threads at once.
 //!
 //! * Nobody listening: argument checks and one atomic load.
 //! * Someone listening: the thread's route cache (validated by one atomic load of a
