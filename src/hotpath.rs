@@ -483,14 +483,8 @@ fn retry<'a>(l: &mut Local, model: u32, f: &OpFields, op: impl OpStrings<'a>, to
     }
 }
 
-/// [`retry`] of fields passed by value (see [`report_repeated`]).
-#[cold]
-#[inline(never)]
-fn retry_owned<'a>(l: &mut Local, model: u32, f: OpFields, op: impl OpStrings<'a>) {
-    retry(l, model, &f, op, &[]);
-}
-
-/// What the simulator knows about a replayed op beyond its times.
+/// What the simulator knows about a replayed op beyond its times (or a registered op: its
+/// metadata id, [`Replay::of`]).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Replay {
     /// The stream the input says it ran on (else the reporting thread's).
@@ -499,6 +493,16 @@ pub struct Replay {
     pub sim_op: u32,
     /// The op's id in the op metadata table ([`crate::opmeta`]), or 0.
     pub meta: u32,
+}
+
+impl Replay {
+    /// What a registered op ([`crate::opreg`]) carries beyond its image: its metadata id.
+    pub fn of(op: &crate::opreg::Op) -> Replay {
+        Replay {
+            meta: op.meta,
+            ..Default::default()
+        }
+    }
 }
 
 /// Reports one executed op. `name` and `op_type` are the bytes of C strings (no NUL inside;
@@ -532,23 +536,6 @@ pub fn report_with<'a>(
         return Ok(());
     }
     report_whole_op(model, op, start, end, replay)
-}
-
-/// Reports one execution of the op registered as `id` ([`crate::opreg`]): the record's
-/// strings are copied from the image prepared at registration. An id this process did not
-/// register is an error, whoever listens.
-pub fn report_registered(model: u32, id: u32, start: u64, end: u64) -> Result<()> {
-    let Some(op) = crate::opreg::get(id) else {
-        return err(
-            ACL_ERROR_INVALID_PARAM,
-            format!("opId {id:#x} was not returned by aclprofExtOpRegister"),
-        );
-    };
-    let replay = Replay {
-        meta: op.meta,
-        ..Default::default()
-    };
-    report_with(model, &op.image, start, end, replay)
 }
 
 /// [`report_op`] without trying the resolved route: for a caller that tried it already
@@ -640,13 +627,7 @@ pub fn report_repeated<'a, const SITE: u8>(
             // SAFETY: `mem` is the storage of `fast.lane` in `fast.sub`, which `fast` keeps.
             let m = unsafe { &*fast.mem };
             if !fast.sub.push_to(fast.lane, m, &f, op) {
-                if SITE == Site::Registered as u8 {
-                    // By value: there the fields then stay in registers on the common path
-                    // (16 instructions fewer; for the named sites, 4 more).
-                    retry_owned(l, model, f, op);
-                } else {
-                    retry(l, model, &f, op, &[]);
-                }
+                retry(l, model, &f, op, &[]);
             }
             true
         })

@@ -12,7 +12,7 @@ use crate::error::{err, Result, ACL_ERROR_INVALID_PARAM};
 use crate::fork::{global, Mutex, Rank};
 use crate::formats::record::OpImage;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 /// At most this many registered ops, and this many bytes of them, per process.
 pub const MAX_OPS: usize = 1 << 20;
@@ -43,7 +43,9 @@ static CHUNKS: [AtomicPtr<Op>; MAX_OPS / CHUNK] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_OPS / CHUNK];
 /// How many ops are registered (indices below it are set).
 static COUNT: AtomicU32 = AtomicU32::new(0);
-static REFUSED: AtomicU64 = AtomicU64::new(0);
+/// Whether the full table refused a registration yet (each caller is told; the first is
+/// logged).
+static REFUSED: AtomicBool = AtomicBool::new(false);
 
 /// What makes two registrations one: name, type and metadata id.
 type Key = (Box<[u8]>, Box<[u8]>, u32);
@@ -75,7 +77,7 @@ pub fn register(name: &[u8], op_type: &[u8], meta: u32) -> Result<u32> {
     let size = image.size() + 2 * (name.len() + op_type.len()) + 64;
     let n = COUNT.load(Ordering::Relaxed) as usize;
     if n >= MAX_OPS || t.bytes + size > MAX_BYTES {
-        if REFUSED.fetch_add(1, Ordering::Relaxed) == 0 {
+        if !REFUSED.swap(true, Ordering::Relaxed) {
             log::warn!(
                 "registered op table full ({n} ops, {} bytes): report further ops by name \
                  (aclprofExtReportOp)",

@@ -104,6 +104,24 @@ pub unsafe extern "C" fn aclprofExtReportOp(
     unsafe { report_listening(modelId, opName, opType, startNs, endNs) }
 }
 
+/// The reporting path's common case ([`crate::hotpath::report_repeated`]) for the entry
+/// point `func` (whose [`crate::hotpath::Site`] is `SITE`), under the panic guard: true if
+/// the op was reported, false if the whole path must take it.
+#[inline(always)]
+fn try_repeated<'a, const SITE: u8>(
+    func: &str,
+    model: u32,
+    op: impl crate::formats::record::OpStrings<'a>,
+    start: u64,
+    end: u64,
+    replay: crate::hotpath::Replay,
+) -> bool {
+    crate::hotpath::activity() == crate::hotpath::Activity::Listening
+        && guard(func, false, || {
+            crate::hotpath::report_repeated::<SITE>(model, op, start, end, replay)
+        })
+}
+
 /// A report that someone may listen for: its common case ([`crate::hotpath::report_repeated`])
 /// in a small frame, else the whole path with its errors.
 #[inline(never)]
@@ -114,10 +132,7 @@ unsafe fn report_listening(
     start: u64,
     end: u64,
 ) -> aclError {
-    if !name.is_null()
-        && !op_type.is_null()
-        && crate::hotpath::activity() == crate::hotpath::Activity::Listening
-    {
+    if !name.is_null() && !op_type.is_null() {
         // SAFETY: `name` and `op_type` are not NULL, so C strings (the C contract).
         let (n, t) = unsafe {
             (
@@ -125,16 +140,16 @@ unsafe fn report_listening(
                 CStr::from_ptr(op_type).to_bytes(),
             )
         };
-        let done = guard("aclprofExtReportOp", false, || {
-            crate::hotpath::report_repeated::<{ crate::hotpath::Site::C as u8 }>(
-                model,
-                crate::formats::record::Names(n, t),
-                start,
-                end,
-                Default::default(),
-            )
-        });
-        if done {
+        let op = crate::formats::record::Names(n, t);
+        const C: u8 = crate::hotpath::Site::C as u8;
+        if try_repeated::<C>(
+            "aclprofExtReportOp",
+            model,
+            op,
+            start,
+            end,
+            Default::default(),
+        ) {
             return 0;
         }
     }
@@ -269,9 +284,7 @@ unsafe fn report_op_meta_checked(
         crate::error::ACL_ERROR_PROFILING_FAILURE,
         || {
             if !id_ok {
-                return Err(invalid(format!(
-                    "metaId {meta} was not returned by aclprofExtOpMetaCreate"
-                )));
+                meta_id(meta)?;
             }
             // SAFETY: `name` is NULL or a C string (the C contract).
             let name = unsafe { cstr(name, "opName") }?;
@@ -284,6 +297,16 @@ unsafe fn report_op_meta_checked(
             crate::hotpath::report_op(model, name, ty, start, end, replay)
         },
     )
+}
+
+/// `id` as a metadata id argument: 0 (none) or one aclprofExtOpMetaCreate returned.
+fn meta_id(id: u32) -> crate::error::Result<()> {
+    if id != 0 && !crate::opmeta::valid(id) {
+        return Err(invalid(format!(
+            "metaId {id} was not returned by aclprofExtOpMetaCreate"
+        )));
+    }
+    Ok(())
 }
 
 /// Registers an op once, as CANN's runtime prepares a node's record at model load, and
@@ -318,11 +341,7 @@ pub unsafe extern "C" fn aclprofExtOpRegister(
             let ty = unsafe { bytes_arg(opType, opTypeLen, "opType") }?;
             // SAFETY: `opId` is NULL or valid for writes (the C contract).
             let out = unsafe { super::out(opId, "opId") }?;
-            if metaId != 0 && !crate::opmeta::valid(metaId) {
-                return Err(invalid(format!(
-                    "metaId {metaId} was not returned by aclprofExtOpMetaCreate"
-                )));
-            }
+            meta_id(metaId)?;
             *out = crate::opreg::register(name, ty, metaId)?;
             Ok(())
         },
@@ -355,26 +374,19 @@ pub extern "C" fn aclprofExtReportRegisteredOp(
 #[inline(never)]
 fn report_registered(model: u32, id: u32, start: u64, end: u64) -> aclError {
     const F: &str = "aclprofExtReportRegisteredOp";
-    if let Some(op) = crate::opreg::get(id) {
-        if crate::hotpath::activity() == crate::hotpath::Activity::Listening
-            && guard(F, false, || {
-                crate::hotpath::report_repeated::<{ crate::hotpath::Site::Registered as u8 }>(
-                    model,
-                    &op.image,
-                    start,
-                    end,
-                    crate::hotpath::Replay {
-                        meta: op.meta,
-                        ..Default::default()
-                    },
-                )
-            })
-        {
-            return 0;
-        }
+    let Some(op) = crate::opreg::get(id) else {
+        let e = invalid(format!(
+            "opId {id:#x} was not returned by aclprofExtOpRegister"
+        ));
+        return super::code(F, Err(e));
+    };
+    let replay = crate::hotpath::Replay::of(op);
+    const R: u8 = crate::hotpath::Site::Registered as u8;
+    if try_repeated::<R>(F, model, &op.image, start, end, replay) {
+        return 0;
     }
     entry(F, crate::error::ACL_ERROR_PROFILING_FAILURE, || {
-        crate::hotpath::report_registered(model, id, start, end)
+        crate::hotpath::report_with(model, &op.image, start, end, replay)
     })
 }
 
@@ -428,17 +440,9 @@ unsafe fn report_len(
             std::slice::from_raw_parts(op_type.cast::<u8>(), type_len),
         )
     };
-    if crate::hotpath::activity() == crate::hotpath::Activity::Listening
-        && guard(F, false, || {
-            crate::hotpath::report_repeated::<{ crate::hotpath::Site::Lengths as u8 }>(
-                model,
-                crate::formats::record::Given(n, t),
-                start,
-                end,
-                Default::default(),
-            )
-        })
-    {
+    const L: u8 = crate::hotpath::Site::Lengths as u8;
+    let op = crate::formats::record::Given(n, t);
+    if try_repeated::<L>(F, model, op, start, end, Default::default()) {
         return 0;
     }
     entry(F, crate::error::ACL_ERROR_PROFILING_FAILURE, || {

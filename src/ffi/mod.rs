@@ -126,7 +126,6 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char, what: &str) -> Result<&'a [u8]> 
 ///
 /// # Safety
 /// `p` is NULL or valid for reads of `len` bytes.
-#[inline(always)]
 pub(crate) unsafe fn bytes_arg<'a>(p: *const c_char, len: usize, what: &str) -> Result<&'a [u8]> {
     if p.is_null() {
         return Err(invalid(format!("{what} is NULL")));
