@@ -116,12 +116,37 @@ pub fn utc_date_time(secs: u64) -> String {
     format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
 }
 
-/// The calling thread's OS thread id (a system call: cache it on hot paths).
+/// The calling thread's OS thread id: a system call the first time a thread asks (and the
+/// first time after a `fork`, where the thread has a new id), a thread-local read after.
 pub fn thread_id() -> u32 {
-    // The raw system call, not glibc's gettid() wrapper: that wrapper is glibc 2.30, and the
-    // library supports glibc 2.28 (docs/design.md, "Building and installing").
-    // SAFETY: SYS_gettid takes no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    thread_local! {
+        /// (the fork generation it was read in, the id)
+        static TID: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((u32::MAX, 0)) };
+    }
+    let gen = FORKS.load(Ordering::Relaxed);
+    TID.with(|c| {
+        let (g, tid) = c.get();
+        if g == gen {
+            return tid;
+        }
+        // A child must bump the generation: the handler that does is registered first.
+        crate::fork::watch();
+        // The raw system call, not glibc's gettid() wrapper: that wrapper is glibc 2.30,
+        // and the library supports glibc 2.28 (docs/design.md, "Building and installing").
+        // SAFETY: SYS_gettid takes no arguments and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) as u32 };
+        c.set((gen, tid));
+        tid
+    })
+}
+
+/// Bumped in a forked child (by `crate::fork`'s handler), so that cached thread ids are
+/// read again.
+static FORKS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Called in a forked child, before anything else of the library runs there.
+pub(crate) fn forked() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub enum Rank {
     Descs,
     /// `runtime`: live allocations.
     Allocations,
-    /// `memory`: pool totals.
+    /// `filemode::memlog`: pool totals and the memory log.
     Pools,
     /// `tx`: msproftx stamps.
     Stamps,
@@ -217,11 +217,13 @@ extern "C" fn in_parent() {
 }
 
 extern "C" fn in_child() {
+    crate::clock::forked();
     release(true);
 }
 
-/// Registers the fork handlers (once per process, when the first lock registers).
-fn watch() {
+/// Registers the fork handlers (once per process, when the first lock registers, or the
+/// first time a thread's id is cached).
+pub(crate) fn watch() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         // SAFETY: registers plain extern "C" functions that never unwind.

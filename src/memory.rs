@@ -1,46 +1,21 @@
 //! Device memory as the emulated runtime, the simulator and other runtimes
-//! (`aclprofExtMem*`) allocate it: each pool's totals, and an event for each allocation and
-//! release while a session records memory (docs/design.md, "Memory"). An event is a line
-//! buffered in the host log: no system call of its own. While no session records memory,
-//! only the application's and the models' totals are kept (an add under a lock), so that a
-//! session started later samples what the process already holds.
+//! (`aclprofExtMem*`) allocate it: the pools' rules (what an allocation does to the
+//! totals), the simulator's executions and plans, and the extension's checks. The totals
+//! and the session's memory log are `filemode::memlog`'s (docs/design.md, "Memory"): an
+//! event is one lock and a copy into a buffer, no system call of its own. While no session
+//! records memory, only the totals are kept, so that a session started later samples what
+//! the process already holds.
 
-use crate::fork::{global, Mutex, Rank};
+use crate::filemode::memlog::{self, Change};
 use crate::formats::host::HostEvent;
-use crate::formats::memory::{MemEvent, PlanEntry, Pool};
-use std::collections::BTreeMap;
+use crate::formats::memory::{PlanEntry, Pool};
 
-/// A pool's totals: bytes in use and bytes held from the device.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Totals {
-    pub allocated: u64,
-    pub reserved: u64,
-}
-
-global! {
-    /// Each pool's totals; a forked child keeps the parent's (its memory is a copy).
-    static POOLS: Mutex<BTreeMap<(u32, Pool), Totals>> = Mutex::new(Rank::Pools, BTreeMap::new());
-}
+pub use memlog::{recording, try_totals, Totals};
 
 /// The operator pool holds device memory in blocks of this size, as a caching allocator
 /// does: it grows when what is in use outgrows it and gives memory back only when the
 /// pool empties.
 pub const OP_BLOCK: u64 = 2 << 20;
-
-/// The switches under which a pool's events are recorded.
-fn bits(pool: Pool) -> u64 {
-    use crate::formats::acl_prof::ACL_PROF_TASK_MEMORY;
-    match pool {
-        Pool::Op => ACL_PROF_TASK_MEMORY,
-        Pool::App | Pool::Model => ACL_PROF_TASK_MEMORY | crate::formats::prof_values::MEM_SAMPLED,
-    }
-}
-
-/// True while a session records `pool`'s events (the simulator asks before it works out
-/// its ops' memory).
-pub fn recording(pool: Pool) -> bool {
-    crate::filemode::recording(bits(pool))
-}
 
 /// One allocation (`size` > 0) or release (`size` < 0) of `size.abs()` bytes at `addr`,
 /// owned by `name`, at `at` (the library's clock). `given`: the pool's totals after it, as
@@ -54,31 +29,15 @@ pub fn event(
     at: u64,
     given: Option<Totals>,
 ) {
-    let t = {
-        let mut pools = POOLS.lock();
-        let t = pools.entry((device, pool)).or_default();
-        *t = given.unwrap_or_else(|| next(pool, *t, size));
-        *t
+    let c = Change {
+        device,
+        pool,
+        addr,
+        size,
+        name,
+        at,
     };
-    record(device, pool, t, addr, size, name, at);
-}
-
-/// Records one event with its pool's totals `t` after it, if a session records the pool.
-fn record(device: u32, pool: Pool, t: Totals, addr: u64, size: i64, name: &str, at: u64) {
-    crate::filemode::host_event(bits(pool), || {
-        HostEvent::Mem(MemEvent {
-            addr,
-            allocated: t.allocated,
-            component: String::new(),
-            device,
-            name: name.to_string(),
-            pool,
-            reserved: t.reserved,
-            size,
-            start: at,
-            tid: u64::from(crate::clock::thread_id()),
-        })
-    });
+    memlog::change(&c, |t| given.unwrap_or_else(|| next(pool, t, size)));
 }
 
 /// A pool's totals after `size` bytes came (> 0) or went (< 0).
@@ -95,26 +54,10 @@ fn next(pool: Pool, t: Totals, size: i64) -> Totals {
     }
 }
 
-/// Every pool's totals now, by device, or None if a thread holds the pools this instant:
-/// a reader (the watcher) that must never make the program wait asks again later.
-pub fn try_totals() -> Option<Vec<(u32, Pool, Totals)>> {
-    let pools = POOLS.try_lock()?;
-    Some(pools.iter().map(|(&(d, p), &t)| (d, p, t)).collect())
-}
-
 /// Records every pool's totals as they stand (an event of size 0), so that a session
 /// started after memory was allocated samples what the process holds.
 pub fn snapshot() {
-    let pools: Vec<((u32, Pool), Totals)> = POOLS
-        .lock()
-        .iter()
-        .filter(|(_, t)| **t != Totals::default())
-        .map(|(k, t)| (*k, *t))
-        .collect();
-    let at = crate::clock::now_ns();
-    for ((device, pool), t) in pools {
-        record(device, pool, t, 0, 0, "", at);
-    }
+    memlog::snapshot(crate::clock::now_ns());
 }
 
 /// What a runtime that is not CANN reports of one allocation or release
@@ -187,7 +130,7 @@ pub fn plan(id: u32, m: &crate::sim::import::SimModel) {
             continue;
         }
         let node = u32::try_from(i).unwrap_or(u32::MAX);
-        crate::filemode::host_event(bits(Pool::Op), || {
+        crate::filemode::host_event(crate::formats::acl_prof::ACL_PROF_TASK_MEMORY, || {
             HostEvent::MemPlan(PlanEntry {
                 device: m.device,
                 first: node,

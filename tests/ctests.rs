@@ -833,9 +833,10 @@ fn c_tests_under_address_and_undefined_behaviour_sanitizers() {
 }
 
 /// Fault injection (ctests/inject/shim.c, LD_PRELOAD): writes or opens of the raw-data files
-/// (or writes of the host event log) fail with ENOSPC, EIO, EFBIG or EMFILE after some
-/// writes. Whatever the fault, every reported op is either in op_summary or counted as
-/// lost_ops, every lost host event is counted, and flush and stop say so.
+/// (or writes of the host event log, or of the memory log) fail with ENOSPC, EIO, EFBIG or
+/// EMFILE after some writes. Whatever the fault, every reported op is either in op_summary
+/// or counted as lost_ops, every lost host or memory event is counted, and flush and stop
+/// say so.
 #[test]
 fn injected_write_faults_lose_nothing_uncounted() {
     let shim = out_dir().join("libinject.so");
@@ -845,15 +846,31 @@ fn injected_write_faults_lose_nothing_uncounted() {
         .arg(root().join("ctests/inject/shim.c"))
         .arg("-ldl"));
     let app = build_c(&root().join("ctests/inject/app.c"), "aclprof");
-    for (errno, after, open, host) in [
+    for (errno, after, open, path) in [
         ("28", "0", false, false), // ENOSPC from the first write
         ("28", "5", false, false), // ENOSPC later
         ("5", "20", false, false), // EIO
         ("27", "3", false, false), // EFBIG
         ("24", "0", true, false),  // EMFILE opening the raw file
         ("28", "0", false, true),  // ENOSPC on the host event log
-    ] {
-        let dir = fresh_dir(&format!("inject-{errno}-{after}-{open}-{host}"));
+        ("28", "0", false, true),  // ENOSPC on the memory log
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (errno, after, open, host))| {
+        let path = match (host, i) {
+            (false, _) => None,
+            (true, 5) => Some("aclprof_host"),
+            (true, _) => Some("aclprof_mem"),
+        };
+        (errno, after, open, path)
+    }) {
+        let host = path.is_some();
+        // (The directory's name must not hold the path's text the shim looks for.)
+        let dir = fresh_dir(&format!(
+            "inject-{errno}-{after}-{open}-{}",
+            path.map_or(0, str::len)
+        ));
         let shim_s = shim.to_str().unwrap();
         let mut env = vec![
             ("LD_PRELOAD", shim_s),
@@ -863,11 +880,11 @@ fn injected_write_faults_lose_nothing_uncounted() {
         if open {
             env.push(("INJECT_OPEN", "1"));
         }
-        if host {
-            env.push(("INJECT_PATH", "aclprof_host"));
+        if let Some(p) = path {
+            env.push(("INJECT_PATH", p));
         }
         let out = exec(&app, &[&dir], &env);
-        let case = format!("errno {errno} after {after} open {open} host {host}");
+        let case = format!("errno {errno} after {after} open {open} path {path:?}");
         assert_eq!(
             out.trim(),
             "flush 500005 stop 500005",
@@ -895,11 +912,26 @@ fn injected_write_faults_lose_nothing_uncounted() {
             assert_eq!(
                 (lost, lost_host),
                 (0, 100),
-                "{case}: every mark counted as lost"
+                "{case}: every mark (host log) or memory event (memory log) counted as lost"
             );
         } else {
             assert!(lost > 0 && lost_host == 0, "{case}");
         }
+        // memory_record has a row per memory event that reached the memory log.
+        let out_dir = prof[0].join("mindstudio_profiler_output");
+        let mem_rows: usize = std::fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("memory_record_")
+            })
+            .map(|p| std::fs::read_to_string(p).unwrap().lines().count() - 1)
+            .sum();
+        let expected = if path == Some("aclprof_mem") { 0 } else { 100 };
+        assert_eq!(mem_rows, expected, "{case}: memory_record rows");
     }
 }
 

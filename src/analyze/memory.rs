@@ -92,17 +92,17 @@ pub struct Logged {
     pub samples: Vec<crate::formats::host_sys::Sample>,
 }
 
-/// Reads the memory events, plans and host samples of a result directory's host log (only
-/// their lines are parsed).
+/// Reads the memory events, plans and host samples of a result directory: its memory log
+/// and its host log (only their lines are parsed).
 pub fn read_log(dir: &Path) -> Logged {
     let mut l = Logged::default();
     // A model loaded while a session starts may be planned twice: kept once.
     let mut planned = std::collections::HashSet::new();
-    let Ok(f) = std::fs::File::open(dir.join(crate::formats::layout::HOST_LOG)) else {
-        return l;
-    };
-    for line in std::io::BufReader::new(f)
-        .lines()
+    let lines = std::fs::File::open(dir.join(crate::formats::layout::HOST_LOG))
+        .map(|f| std::io::BufReader::new(f).lines());
+    for line in lines
+        .into_iter()
+        .flatten()
         .map_while(std::result::Result::ok)
     {
         if !(line.contains("\"mem\"") || line.contains("\"memplan\"") || line.contains("\"sys\"")) {
@@ -115,6 +115,8 @@ pub fn read_log(dir: &Path) -> Logged {
             _ => {}
         }
     }
+    // A session's events are in the memory log; a replayed database's in the host log.
+    l.events.extend(crate::formats::memory::mem_log_of(dir));
     l.events.sort_by_key(|e| e.start);
     l
 }

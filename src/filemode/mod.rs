@@ -10,6 +10,7 @@
 
 pub mod db;
 pub mod export;
+pub mod memlog;
 pub mod overlap;
 pub mod pftrace;
 pub mod sampler;
@@ -28,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::formats::host::{HostEvent, Session as HostSession};
-use crate::formats::layout::{HOST_LOG, SESSION_FILE};
+use crate::formats::layout::{HOST_LOG, MEM_LOG, SESSION_FILE};
 
 /// One running `aclprofStart`: its result directory and config, the file sinks of its
 /// devices, its host event log and data types (published to reporting threads while it
@@ -62,18 +63,29 @@ impl HostRecording {
     /// Closes the log, writing what it holds; returns the events it lost and why.
     fn finish(self) -> (u64, String) {
         self.pause();
-        let lost = HOST.lock().take().map(|mut h| {
+        let host = HOST.lock().take().map(|mut h| {
             h.flush();
             (h.lost, h.why.clone())
         });
-        lost.unwrap_or_default()
+        both(host.unwrap_or_default(), memlog::close())
     }
+}
+
+/// The host log's and the memory log's losses as one figure, and why.
+fn both((a, why_a): (u64, String), (b, why_b): (u64, String)) -> (u64, String) {
+    let why = match (why_a.is_empty(), why_b.is_empty()) {
+        (false, false) => format!("{why_a}; {why_b}"),
+        (true, _) => why_b,
+        (false, true) => why_a,
+    };
+    (a + b, why)
 }
 
 impl Drop for HostRecording {
     fn drop(&mut self) {
         self.pause();
         drop(HOST.lock().take());
+        memlog::discard();
     }
 }
 
@@ -442,7 +454,16 @@ pub fn begin(
         why: String::new(),
         torn: false,
     };
-    let host = HostRecording::install(log, config.data_type | sampled);
+    let data_type = config.data_type | sampled;
+    if data_type & (crate::formats::acl_prof::ACL_PROF_TASK_MEMORY | sampled) != 0 {
+        memlog::open(&dir.join(MEM_LOG)).or_else(|e| {
+            err(
+                ACL_ERROR_INVALID_FILE,
+                format!("cannot create the memory event log: {e}"),
+            )
+        })?;
+    }
+    let host = HostRecording::install(log, data_type);
     crate::hotpath::set_file_sinks(routes);
     let ask = sampler::Ask::new(
         host_sys.as_deref(),
@@ -478,12 +499,27 @@ impl Session {
 /// Writes buffered host events to disk. Returns the events lost since the last call, and
 /// why, if any were.
 pub fn flush_host_events() -> Option<(u64, String)> {
-    let mut g = HOST.lock();
-    let h = g.as_mut()?;
-    h.flush();
-    let new = h.lost - h.reported;
-    h.reported = h.lost;
-    (new > 0).then(|| (new, h.why.clone()))
+    let host = {
+        let mut g = HOST.lock();
+        g.as_mut().map(|h| {
+            h.flush();
+            let new = h.lost - h.reported;
+            h.reported = h.lost;
+            (
+                new,
+                if new > 0 {
+                    h.why.clone()
+                } else {
+                    String::new()
+                },
+            )
+        })
+    };
+    let (n, why) = both(
+        host.unwrap_or_default(),
+        memlog::flush().unwrap_or_default(),
+    );
+    (n > 0).then_some((n, why))
 }
 
 /// Appends one host event if its switch is on (`bit` of dataTypeConfig); `ev` makes it, so

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 /// The host's events of a session (JSON lines).
 pub const HOST_LOG: &str = "host/data/aclprof_host.jsonl";
+/// The session's device memory events, in binary (`super::memory::read_mem_log`).
+pub const MEM_LOG: &str = "host/data/aclprof_mem.bin";
 /// The session's description.
 pub const SESSION_FILE: &str = "host/data/aclprof_session.json";
 /// Op metadata (shapes, data types, costs) the records of a device's `data` directory

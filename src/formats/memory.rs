@@ -62,6 +62,118 @@ pub struct MemEvent {
     pub tid: u64,
 }
 
+/// The memory log (`super::layout::MEM_LOG`): what a session records of each allocation,
+/// in a fixed binary form, so that recording one costs a copy, not a line of JSON. The
+/// file starts with [`MEM_LOG_MAGIC`]; then each event is [`MEM_HEAD`] bytes (little
+/// endian: `addr`, `allocated`, `reserved`, `size`, `start`, `tid` as 8 bytes each,
+/// `device` as 4, the pool as 1 ([`Pool::code`]), 1 unused, the name's length as 2), its
+/// name, and zeros up to a multiple of 8. A torn last event (a crash, a full disk) is left
+/// out when read.
+pub const MEM_LOG_MAGIC: &[u8; 8] = b"ACLMEM1\n";
+/// Bytes of an event before its name.
+pub const MEM_HEAD: usize = 56;
+
+/// An event of the memory log as the recording thread has it: its name borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct MemStamp<'a> {
+    pub addr: u64,
+    pub allocated: u64,
+    pub reserved: u64,
+    pub size: i64,
+    pub start: u64,
+    pub tid: u64,
+    pub device: u32,
+    pub pool: Pool,
+    /// Cut to 65535 bytes (at a character's boundary).
+    pub name: &'a str,
+}
+
+impl Pool {
+    /// The pool's byte in the memory log.
+    pub fn code(self) -> u8 {
+        match self {
+            Pool::Op => 0,
+            Pool::App => 1,
+            Pool::Model => 2,
+        }
+    }
+
+    fn from_code(c: u8) -> Option<Pool> {
+        [Pool::Op, Pool::App, Pool::Model]
+            .get(usize::from(c))
+            .copied()
+    }
+}
+
+impl MemStamp<'_> {
+    /// Appends the event to `out`.
+    pub fn put(&self, out: &mut Vec<u8>) {
+        let mut n = self.name.len().min(usize::from(u16::MAX));
+        while !self.name.is_char_boundary(n) {
+            n -= 1;
+        }
+        let mut head = [0u8; MEM_HEAD];
+        let fields = [
+            self.addr,
+            self.allocated,
+            self.reserved,
+            self.size as u64,
+            self.start,
+            self.tid,
+        ];
+        for (i, f) in fields.iter().enumerate() {
+            head[i * 8..i * 8 + 8].copy_from_slice(&f.to_le_bytes());
+        }
+        head[48..52].copy_from_slice(&self.device.to_le_bytes());
+        head[52] = self.pool.code();
+        head[54..56].copy_from_slice(&(n as u16).to_le_bytes());
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&self.name.as_bytes()[..n]);
+        out.resize(out.len() + (8 - n % 8) % 8, 0);
+    }
+}
+
+/// The events of a memory log's bytes, in the order they were recorded; empty if `bytes`
+/// is not one. Reading stops at a torn or unreadable event.
+pub fn read_mem_log(bytes: &[u8]) -> Vec<MemEvent> {
+    let mut out = Vec::new();
+    let Some(mut rest) = bytes.strip_prefix(MEM_LOG_MAGIC.as_slice()) else {
+        return out;
+    };
+    while rest.len() >= MEM_HEAD {
+        let u =
+            |i: usize| u64::from_le_bytes(rest[i * 8..i * 8 + 8].try_into().unwrap_or_default());
+        let n = usize::from(u16::from_le_bytes([rest[54], rest[55]]));
+        let whole = MEM_HEAD + n.div_ceil(8) * 8;
+        let Some(pool) = Pool::from_code(rest[52]) else {
+            break;
+        };
+        if rest.len() < whole {
+            break;
+        }
+        out.push(MemEvent {
+            addr: u(0),
+            allocated: u(1),
+            component: String::new(),
+            device: u32::from_le_bytes(rest[48..52].try_into().unwrap_or_default()),
+            name: String::from_utf8_lossy(&rest[MEM_HEAD..MEM_HEAD + n]).into_owned(),
+            pool,
+            reserved: u(2),
+            size: u(3) as i64,
+            start: u(4),
+            tid: u(5),
+        });
+        rest = &rest[whole..];
+    }
+    out
+}
+
+/// The events of result directory `dir`'s memory log, if it has one.
+pub fn mem_log_of(dir: &std::path::Path) -> Vec<MemEvent> {
+    std::fs::read(dir.join(super::layout::MEM_LOG))
+        .map_or_else(|_| Vec::new(), |b| read_mem_log(&b))
+}
+
 /// One entry of a static graph's memory plan, made when the model loads: op `name` needs
 /// `size` bytes from node `first` to node `last` ([`UNTIL_GRAPH_END`]: to the end).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -205,6 +317,64 @@ pub fn tensor_bytes(shapes: &str, types: &str) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_memory_log_reads_back_what_was_put_and_stops_at_a_torn_end() {
+        let long = "é".repeat(40_000); // 80000 bytes: cut to a character's boundary
+        let names = ["conv1", "", "12345678", long.as_str()];
+        let mut log = MEM_LOG_MAGIC.to_vec();
+        for (i, name) in names.iter().enumerate() {
+            MemStamp {
+                addr: 0x1000 + i as u64,
+                allocated: 1 << 40,
+                reserved: u64::MAX,
+                size: -4096 * i as i64,
+                start: 7 + i as u64,
+                tid: 99,
+                device: 3,
+                pool: [Pool::Op, Pool::App, Pool::Model, Pool::Op][i],
+                name,
+            }
+            .put(&mut log);
+            assert_eq!(log.len() % 8, 0);
+        }
+        let back = read_mem_log(&log);
+        assert_eq!(back.len(), 4);
+        for (i, e) in back.iter().enumerate() {
+            assert_eq!(
+                (
+                    e.addr,
+                    e.allocated,
+                    e.reserved,
+                    e.size,
+                    e.start,
+                    e.tid,
+                    e.device
+                ),
+                (
+                    0x1000 + i as u64,
+                    1 << 40,
+                    u64::MAX,
+                    -4096 * i as i64,
+                    7 + i as u64,
+                    99,
+                    3
+                )
+            );
+        }
+        assert_eq!(back[0].name, "conv1");
+        assert_eq!((back[1].name.as_str(), back[1].pool), ("", Pool::App));
+        assert_eq!(
+            (back[2].name.as_str(), back[2].pool),
+            ("12345678", Pool::Model)
+        );
+        assert_eq!(back[3].name.len(), 65534);
+        assert!(long.starts_with(&back[3].name));
+        // A torn last event is left out; what is not a memory log gives nothing.
+        assert_eq!(read_mem_log(&log[..log.len() - 1]).len(), 3);
+        assert_eq!(read_mem_log(&log[..MEM_LOG_MAGIC.len() + 10]).len(), 0);
+        assert!(read_mem_log(b"{\"kind\":\"mem\"}\n").is_empty());
+    }
 
     #[test]
     fn tensor_sizes_follow_shapes_and_types() {

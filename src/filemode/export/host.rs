@@ -90,6 +90,9 @@ pub(super) fn host_events(
             _ => {}
         }
     }
+    for m in crate::formats::memory::mem_log_of(dir) {
+        gathered.take(HostEvent::Mem(m));
+    }
     h.steps(steps)?;
     let HostSinks {
         tl,
